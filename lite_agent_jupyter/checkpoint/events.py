@@ -1,0 +1,267 @@
+"""Session events: the versioned JSON envelope and its typed Python objects.
+
+A session is an append-only log of these events. This module owns the one encode/decode path
+between the Python objects and their JSON form::
+
+    {"v": 1, "seq": 7, "ts": "2026-11-29T09:30:00.123456+00:00", "type": "user", ...}
+
+Why typed objects and not dicts: the agent, the fold and the UI read fields by name, and a typo
+should be a type error, not a silent ``None``. Why ``extra``: a newer minor release may add
+fields; an older reader keeps them (and writes them back unchanged, e.g. when a log is copied),
+so mixing versions never loses data. A *newer envelope version* (``v`` > 1) is refused clearly,
+because its meaning may have changed.
+
+This module knows nothing of agents or models; the event types are the vocabulary the agent
+layer writes and the fold (``fold.py``) reads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, ClassVar, Literal
+
+from ..errors import UnsupportedVersionError
+
+EVENT_VERSION = 1
+"""The envelope version this release writes and the newest it reads."""
+
+Origin = Literal["user", "background", "internal"]
+JSONDict = dict[str, Any]
+
+_ENVELOPE = ("v", "seq", "ts", "type")
+
+
+def now_iso() -> str:
+    """The timestamp format of ``ts``: ISO-8601, UTC, microseconds."""
+    return datetime.now(UTC).isoformat()
+
+
+@dataclass(slots=True, kw_only=True)
+class Event:
+    """Base of every event. ``seq`` and ``ts`` are assigned by the Checkpointer on append.
+
+    Events you build to append leave ``seq=0`` and ``ts=""``; events you read back carry the
+    values the backend stamped. Treat events as values: backends never mutate yours.
+    """
+
+    TYPE: ClassVar[str] = ""
+
+    seq: int = 0
+    ts: str = ""
+    extra: JSONDict = field(default_factory=dict)
+    """Fields this release does not know, preserved verbatim."""
+
+    @property
+    def type(self) -> str:
+        return self.TYPE
+
+
+@dataclass(slots=True, kw_only=True)
+class UserEvent(Event):
+    """Input to the model. ``checkpoint=True`` marks a user-started prompt: a rewind anchor."""
+
+    TYPE: ClassVar[str] = "user"
+
+    content: str | list[JSONDict] = ""
+    origin: Origin = "user"
+    checkpoint: bool = False
+
+
+@dataclass(slots=True, kw_only=True)
+class AssistantEvent(Event):
+    """One model message: its content blocks (text, tool_use, ...), usage and stop reason."""
+
+    TYPE: ClassVar[str] = "assistant"
+
+    content: list[JSONDict] = field(default_factory=list)
+    usage: JSONDict = field(default_factory=dict)
+    stop_reason: str | None = None
+    model: str | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class ToolResultEvent(Event):
+    """The result of one ``tool_use`` block, sent back to the model."""
+
+    TYPE: ClassVar[str] = "tool_result"
+
+    tool_use_id: str = ""
+    content: str | list[JSONDict] = ""
+    is_error: bool = False
+
+
+@dataclass(slots=True, kw_only=True)
+class FileSnapshotEvent(Event):
+    """Written *before* a tool changes a file (write-ahead), so the undo is never lost.
+
+    ``before``/``after`` are blob hashes; ``None`` means the file did not exist before / does
+    not exist after (a deletion).
+    """
+
+    TYPE: ClassVar[str] = "file_snapshot"
+
+    path: str = ""
+    before: str | None = None
+    after: str | None = None
+    tool_use_id: str | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class CompactionEvent(Event):
+    """A summary replacing every event with ``seq <= through_seq`` in the model's view.
+
+    The raw events stay in the log, so a restore can go back past a compaction.
+    """
+
+    TYPE: ClassVar[str] = "compaction"
+
+    summary: str = ""
+    through_seq: int = 0
+    before: int = 0
+    after: int = 0
+
+
+@dataclass(slots=True, kw_only=True)
+class InterruptedEvent(Event):
+    """A turn ended early (cancellation, interrupt, API failure); ``reason`` says why."""
+
+    TYPE: ClassVar[str] = "interrupted"
+
+    reason: str = ""
+
+
+@dataclass(slots=True, kw_only=True)
+class BackgroundCompletedEvent(Event):
+    """A background job (e.g. a shell command) finished; its outcome, for the record."""
+
+    TYPE: ClassVar[str] = "background_completed"
+
+    job_id: str = ""
+    summary: str = ""
+    exit_code: int | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class UnknownEvent(Event):
+    """An event of a type this release does not know (written by a newer one), kept verbatim.
+
+    The fold ignores it; encoding it again yields the same JSON.
+    """
+
+    unknown_type: str = ""
+
+    @property
+    def type(self) -> str:
+        return self.unknown_type
+
+
+EVENT_TYPES: dict[str, type[Event]] = {
+    cls.TYPE: cls
+    for cls in (
+        UserEvent,
+        AssistantEvent,
+        ToolResultEvent,
+        FileSnapshotEvent,
+        CompactionEvent,
+        InterruptedEvent,
+        BackgroundCompletedEvent,
+    )
+}
+
+# Per-class payload field names (everything but the envelope and ``extra``), computed once:
+# encode/decode run for every event of every read, so they avoid ``dataclasses.asdict``.
+_PAYLOAD_FIELDS: dict[type[Event], tuple[str, ...]] = {
+    cls: tuple(
+        f.name for f in dataclasses.fields(cls) if f.name not in ("seq", "ts", "extra")
+    )
+    for cls in (*EVENT_TYPES.values(), UnknownEvent)
+}
+_PAYLOAD_FIELDS[UnknownEvent] = ()
+
+
+def to_dict(event: Event, *, seq: int | None = None, ts: str | None = None) -> JSONDict:
+    """The JSON object of ``event``, optionally stamped with a ``seq`` and ``ts``."""
+    out: JSONDict = {
+        "v": EVENT_VERSION,
+        "seq": event.seq if seq is None else seq,
+        "ts": event.ts if ts is None else ts,
+        "type": event.type,
+    }
+    for name in _PAYLOAD_FIELDS[type(event)]:
+        out[name] = getattr(event, name)
+    if event.extra:
+        for key, value in event.extra.items():
+            out.setdefault(key, value)
+    return out
+
+
+def encode(event: Event, *, seq: int | None = None, ts: str | None = None) -> str:
+    """One compact JSON line (no newline) for ``event``; ``seq`` comes right after ``v``.
+
+    Non-ASCII text is kept as UTF-8 rather than escaped: logs stay readable and smaller.
+    """
+    return json.dumps(to_dict(event, seq=seq, ts=ts), ensure_ascii=False, separators=(",", ":"))
+
+
+def from_dict(obj: JSONDict) -> Event:
+    """Decode one event object. Raises ``ValueError`` on a malformed envelope and
+    :class:`UnsupportedVersionError` on a newer one."""
+    if not isinstance(obj, dict):
+        raise ValueError(f"an event must be a JSON object, got {type(obj).__name__}")
+    version = obj.get("v")
+    if type(version) is not int:
+        raise ValueError("event has no integer 'v' (envelope version)")
+    if version > EVENT_VERSION:
+        raise UnsupportedVersionError(
+            f"event version {version} was written by a newer lite_agent_jupyter "
+            f"(this one reads up to {EVENT_VERSION}); upgrade to read this session"
+        )
+    type_name = obj.get("type")
+    seq = obj.get("seq")
+    if not isinstance(type_name, str) or type(seq) is not int:
+        raise ValueError("event has no string 'type' or integer 'seq'")
+    cls = EVENT_TYPES.get(type_name)
+    names = _PAYLOAD_FIELDS[cls] if cls is not None else ()
+    kwargs: JSONDict = {}
+    extra: JSONDict = {}
+    for key, value in obj.items():
+        if key in _ENVELOPE:
+            continue
+        if key in names:
+            kwargs[key] = value
+        else:
+            extra[key] = value
+    ts = obj.get("ts", "")
+    if cls is None:
+        return UnknownEvent(seq=seq, ts=ts, extra=extra, unknown_type=type_name)
+    try:
+        return cls(seq=seq, ts=ts, extra=extra, **kwargs)
+    except TypeError as exc:  # pragma: no cover - names are filtered above
+        raise ValueError(str(exc)) from exc
+
+
+def decode(line: str | bytes) -> Event:
+    """Decode one JSON line. Raises ``ValueError`` (incl. ``json.JSONDecodeError``)."""
+    return from_dict(json.loads(line))
+
+
+def stamped(event: Event, seq: int, ts: str) -> Event:
+    """A copy of ``event`` carrying ``seq`` and ``ts`` (the caller's object is untouched)."""
+    return dataclasses.replace(event, seq=seq, ts=ts, extra=dict(event.extra))
+
+
+def is_anchor(event: Event) -> bool:
+    """True for a user-started prompt: the events a session can be rewound to."""
+    return isinstance(event, UserEvent) and event.checkpoint and event.origin == "user"
+
+
+def prompt_text(event: UserEvent) -> str:
+    """The plain text of a user event's content (text blocks joined), for titles and lists."""
+    if isinstance(event.content, str):
+        return event.content
+    return "\n".join(
+        str(block.get("text", "")) for block in event.content if block.get("type") == "text"
+    )

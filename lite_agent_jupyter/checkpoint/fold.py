@@ -1,0 +1,111 @@
+"""Fold a session log into the conversation a model sees. One pure function, no I/O.
+
+The result is a list of Messages-API style messages (``{"role", "content": [blocks]}``),
+which is also the neutral format every provider in this package accepts.
+
+Rules, in order of the log:
+
+* The latest ``compaction`` replaces every event with ``seq <= through_seq`` by one user
+  message carrying its summary; earlier compactions are covered by it.
+* ``user`` events become user messages, whatever their origin (a background completion or an
+  internal notice is input the model must see).
+* ``assistant`` events become assistant messages (empty ones are dropped).
+* ``tool_result`` events become ``tool_result`` blocks in a user message.
+* Consecutive messages of one role merge into one (the API requires alternation), with
+  tool results first in a user message, as the API requires.
+* A ``tool_use`` left without a result (a crash or an interrupt that could not write one)
+  gets a synthetic error result when the conversation moves on, so the next request is valid.
+  At the very end of the log an unanswered ``tool_use`` is left alone: tools may be running.
+* ``file_snapshot``, ``interrupted``, ``background_completed`` and unknown events are records
+  for people and for restore; the model does not see them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from .events import (
+    AssistantEvent,
+    CompactionEvent,
+    Event,
+    ToolResultEvent,
+    UserEvent,
+)
+
+Message = dict[str, Any]
+
+INTERRUPTED_RESULT = "Interrupted: this tool call was stopped before it returned a result."
+SUMMARY_PREFIX = "Summary of the conversation so far (earlier messages were compacted):\n\n"
+
+
+def _blocks(content: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    return [dict(block) for block in content]
+
+
+def fold(events: Iterable[Event]) -> list[Message]:
+    """The model's message list for a session whose events are ``events`` (ascending seq)."""
+    events = list(events)
+    start = 0
+    messages: list[Message] = []
+    for index in range(len(events) - 1, -1, -1):
+        event = events[index]
+        if isinstance(event, CompactionEvent):
+            messages.append(
+                {"role": "user", "content": [{"type": "text", "text": SUMMARY_PREFIX + event.summary}]}
+            )
+            start = next(
+                (i for i in range(index + 1, len(events)) if events[i].seq > event.through_seq),
+                len(events),
+            )
+            break
+
+    pending: list[str] = []  # tool_use ids of the last assistant message still unanswered
+
+    def add(role: str, blocks: list[dict[str, Any]]) -> None:
+        if not blocks:
+            return
+        if messages and messages[-1]["role"] == role:
+            merged = messages[-1]["content"] + blocks
+            if role == "user":  # tool results must lead a user message
+                merged.sort(key=lambda b: b.get("type") != "tool_result")
+            messages[-1]["content"] = merged
+        else:
+            messages.append({"role": role, "content": blocks})
+
+    def close_pending() -> None:
+        if pending:
+            add("user", [_interrupted(tool_id) for tool_id in pending])
+            pending.clear()
+
+    for event in events[start:]:
+        if isinstance(event, ToolResultEvent):
+            if event.tool_use_id not in pending:
+                continue  # answers no open call (e.g. compacted away): the API would refuse it
+            pending.remove(event.tool_use_id)
+            block: dict[str, Any] = {"type": "tool_result", "tool_use_id": event.tool_use_id}
+            block["content"] = event.content
+            if event.is_error:
+                block["is_error"] = True
+            add("user", [block])
+        elif isinstance(event, UserEvent):
+            close_pending()
+            add("user", _blocks(event.content))
+        elif isinstance(event, AssistantEvent):
+            close_pending()
+            blocks = _blocks(event.content)
+            add("assistant", blocks)
+            pending.extend(b["id"] for b in blocks if b.get("type") == "tool_use" and "id" in b)
+    return messages
+
+
+def _interrupted(tool_use_id: str) -> dict[str, Any]:
+    return {
+        "type": "tool_result",
+        "tool_use_id": tool_use_id,
+        "content": INTERRUPTED_RESULT,
+        "is_error": True,
+    }
+

@@ -1,0 +1,113 @@
+"""In-memory Checkpointer: the reference model of the contract, and ``sessions=False``.
+
+Events are kept as their encoded JSON lines, exactly as the persistent backends keep them, so
+the memory backend behaves like the others (a non-JSON payload fails on append, read returns
+fresh objects that callers may mutate freely). Nothing touches the disk. A ``threading.Lock``
+makes it safe to share between event loops on different threads.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from ..errors import CheckpointConflictError
+from .events import Event, decode, encode, now_iso
+from .protocol import SessionInfo, anchor_stats, validate_session_id
+
+
+@dataclass(slots=True)
+class _Session:
+    lines: list[str] = field(default_factory=list)
+    mtime: datetime = field(default_factory=lambda: datetime.now(UTC))
+    title: str | None = None
+    turns: int = 0
+
+
+class MemoryCheckpointer:
+    """A Checkpointer holding every session in process memory."""
+
+    def __init__(self) -> None:
+        self._sessions: dict[str, _Session] = {}
+        self._lock = threading.Lock()
+
+    async def append(
+        self, session_id: str, events: Sequence[Event], *, expected_head: int | None = None
+    ) -> int:
+        validate_session_id(session_id)
+        with self._lock:
+            session = self._sessions.get(session_id)
+            head = len(session.lines) if session else 0
+            if expected_head is not None and expected_head != head:
+                raise CheckpointConflictError(session_id, expected_head, head)
+            if not events:
+                return head
+            ts = now_iso()
+            lines = [encode(ev, seq=head + i, ts=ts) for i, ev in enumerate(events, 1)]
+            if session is None:
+                session = self._sessions[session_id] = _Session()
+            session.lines.extend(lines)
+            session.mtime = datetime.now(UTC)
+            title, anchors = anchor_stats(events)
+            if session.title is None:
+                session.title = title
+            session.turns += anchors
+            return head + len(lines)
+
+    async def read(self, session_id: str, *, after: int = 0) -> list[Event]:
+        validate_session_id(session_id)
+        with self._lock:
+            session = self._sessions.get(session_id)
+            lines = session.lines[max(after, 0) :] if session else []
+        return [decode(line) for line in lines]
+
+    async def head(self, session_id: str) -> int:
+        validate_session_id(session_id)
+        with self._lock:
+            session = self._sessions.get(session_id)
+            return len(session.lines) if session else 0
+
+    async def list(self) -> list[SessionInfo]:
+        with self._lock:
+            infos = [
+                SessionInfo(sid, s.mtime, title=s.title, turns=s.turns, head=len(s.lines))
+                for sid, s in self._sessions.items()
+                if s.lines
+            ]
+        infos.sort(key=lambda info: info.mtime, reverse=True)
+        return infos
+
+    async def delete(self, session_id: str) -> None:
+        validate_session_id(session_id)
+        with self._lock:
+            self._sessions.pop(session_id, None)
+
+    async def truncate(
+        self, session_id: str, to_seq: int, *, expected_head: int | None = None
+    ) -> None:
+        validate_session_id(session_id)
+        with self._lock:
+            session = self._sessions.get(session_id)
+            head = len(session.lines) if session else 0
+            if expected_head is not None and expected_head != head:
+                raise CheckpointConflictError(session_id, expected_head, head)
+            if not 0 <= to_seq <= head:
+                raise ValueError(f"cannot truncate session {session_id!r} to {to_seq}: head is {head}")
+            if session is None or to_seq == head:
+                return
+            if to_seq == 0:
+                del self._sessions[session_id]
+                return
+            del session.lines[to_seq:]
+            session.title, session.turns = anchor_stats([decode(line) for line in session.lines])
+            session.mtime = datetime.now(UTC)
+
+    async def close(self) -> None:
+        """Nothing to release; the sessions stay until the object is dropped."""
+
+
+def memory_checkpointer() -> MemoryCheckpointer:
+    """A Checkpointer that keeps sessions in memory only (nothing is written to disk)."""
+    return MemoryCheckpointer()

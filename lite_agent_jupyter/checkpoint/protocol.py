@@ -1,0 +1,131 @@
+"""The Checkpointer protocol: the whole contract between the agent and a storage backend.
+
+A backend is anything with these async methods; there is no base class to inherit. Every
+backend in this package (memory, file, SQLite, PostgreSQL) passes the same conformance suite
+(``tests/checkpoint/``); a third-party backend proves itself by passing it too.
+
+Invariants every backend keeps:
+
+* ``seq`` starts at 1 and is gap-free; appends are atomic (all events of a batch or none).
+* Seq allocation is atomic across tasks, threads and processes sharing the store: concurrent
+  appends to one session lose nothing, duplicate nothing, leave no gap.
+* ``expected_head`` (append and truncate): when given and different from the real head, raise
+  :class:`~lite_agent_jupyter.errors.CheckpointConflictError` and write nothing. The check is
+  atomic with the write (inside the same lock or transaction).
+* Session ids are validated by :func:`validate_session_id` *before any I/O*.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol, runtime_checkable
+
+from ..errors import InvalidSessionIdError
+from .events import Event
+
+SESSION_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
+
+
+def validate_session_id(session_id: object) -> str:
+    """Return ``session_id`` if valid, else raise :class:`InvalidSessionIdError`.
+
+    The pattern admits no dot, slash or NUL, so a valid id is always a safe file name.
+    """
+    if not isinstance(session_id, str) or SESSION_ID_PATTERN.fullmatch(session_id) is None:
+        raise InvalidSessionIdError(session_id)
+    return session_id
+
+
+def new_session_id() -> str:
+    """A fresh random session id (UUID4 hex)."""
+    return uuid.uuid4().hex
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """What ``list()`` tells about a session without reading its log.
+
+    ``title`` (the first prompt's text, shortened), ``turns`` (number of prompts) and
+    ``head`` are filled by backends that keep them cheaply, else ``None``.
+    """
+
+    id: str
+    mtime: datetime
+    title: str | None = None
+    turns: int | None = None
+    head: int | None = None
+
+
+@runtime_checkable
+class Checkpointer(Protocol):
+    """Append-only, per-session event logs with optimistic concurrency."""
+
+    async def append(
+        self, session_id: str, events: Sequence[Event], *, expected_head: int | None = None
+    ) -> int:
+        """Append ``events`` atomically and return the new head (the last seq).
+
+        Events get ``seq`` = old head + 1, + 2, ... and a ``ts``; the caller's objects are not
+        modified. An empty batch writes nothing and returns the head. A first append creates
+        the session.
+        """
+        ...
+
+    async def read(self, session_id: str, *, after: int = 0) -> list[Event]:
+        """Events with ``seq > after``, ascending. Unknown session: ``[]``.
+
+        Costs what it returns, not what it skips.
+        """
+        ...
+
+    async def head(self, session_id: str) -> int:
+        """The last seq; 0 for an empty or unknown session."""
+        ...
+
+    async def list(self) -> list[SessionInfo]:
+        """Every non-empty session, most recently modified first. Never reads whole logs."""
+        ...
+
+    async def delete(self, session_id: str) -> None:
+        """Remove the session. Idempotent: deleting an unknown session is not an error."""
+        ...
+
+    async def truncate(
+        self, session_id: str, to_seq: int, *, expected_head: int | None = None
+    ) -> None:
+        """Keep only events with ``seq <= to_seq`` (``0`` empties the session).
+
+        ``to_seq`` greater than the head is a ``ValueError``; negative too.
+        """
+        ...
+
+    async def close(self) -> None:
+        """Release connections and handles. Idempotent."""
+        ...
+
+
+SESSION_TITLE_CHARS = 200
+"""How much of the first prompt ``SessionInfo.title`` keeps."""
+
+
+def anchor_stats(events: Sequence[Event]) -> tuple[str | None, int]:
+    """``(title of the first anchor in the batch or None, number of anchors)``.
+
+    Backends that keep ``SessionInfo.title``/``turns`` update them from each appended batch
+    with this, so ``list()`` never has to read a log.
+    """
+    from .events import UserEvent, is_anchor, prompt_text
+
+    title: str | None = None
+    count = 0
+    for event in events:
+        if is_anchor(event):
+            count += 1
+            if title is None:
+                assert isinstance(event, UserEvent)
+                title = prompt_text(event)[:SESSION_TITLE_CHARS]
+    return title, count

@@ -1,0 +1,111 @@
+"""The one exception hierarchy of lite_agent_jupyter.
+
+Every error the package raises on purpose derives from :class:`LiteAgentError`, so a caller can
+catch the package's failures without catching programming errors. This module imports nothing
+from the package: every layer (checkpoint, agent, tools, providers, jupyter) may raise these.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class LiteAgentError(Exception):
+    """Base class of every error raised on purpose by lite_agent_jupyter."""
+
+
+class InvalidSessionIdError(LiteAgentError, ValueError):
+    """A session id does not match ``^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$``.
+
+    Raised before any I/O, so a hostile id (``../x``, ``/abs``, NUL) never reaches a path.
+    """
+
+    def __init__(self, session_id: object) -> None:
+        self.session_id = session_id
+        super().__init__(
+            f"invalid session id {session_id!r}: expected 1-128 characters of A-Z a-z 0-9 _ -, "
+            "starting with a letter or digit"
+        )
+
+
+class InvalidNamespaceError(LiteAgentError, ValueError):
+    """A storage namespace does not match ``^[a-z0-9][a-z0-9_-]{0,63}$``."""
+
+    def __init__(self, namespace: object) -> None:
+        self.namespace = namespace
+        super().__init__(
+            f"invalid storage namespace {namespace!r}: expected 1-64 characters of a-z 0-9 _ -, "
+            "starting with a letter or digit"
+        )
+
+
+class CheckpointConflictError(LiteAgentError):
+    """An ``expected_head`` did not match the session's real head; nothing was written.
+
+    This is optimistic concurrency: another writer (process, task, machine) moved the session
+    since the caller last looked. Re-read the log and decide again.
+    """
+
+    def __init__(self, session_id: str, expected: int, actual: int) -> None:
+        self.session_id = session_id
+        self.expected = expected
+        self.actual = actual
+        super().__init__(
+            f"session {session_id!r} moved: expected head {expected}, found {actual}; "
+            "nothing was written"
+        )
+
+
+class CorruptLogError(LiteAgentError):
+    """A stored log cannot be decoded. Names where, so a human can look.
+
+    A torn *final* line (the known result of a crash mid-append) is not this error: it is
+    repaired with a warning on the next write.
+    """
+
+    def __init__(self, path: str | Path, line: int | None, reason: str) -> None:
+        self.path = str(path)
+        self.line = line
+        self.reason = reason
+        where = f"{self.path}:{line}" if line is not None else self.path
+        super().__init__(f"corrupt session log at {where}: {reason}")
+
+
+class UnsupportedVersionError(LiteAgentError):
+    """Stored data was written by a newer lite_agent_jupyter (event ``v`` or schema version)."""
+
+
+class UnknownCheckpointError(LiteAgentError, LookupError):
+    """A ``seq`` passed to ``restore`` is neither 0 nor a checkpoint of the session."""
+
+
+class SessionsDisabledError(LiteAgentError):
+    """A persistent-session method was called on an agent created with ``sessions=False``."""
+
+
+class SessionBusyError(LiteAgentError):
+    """The session already has a turn running in this agent."""
+
+
+class AgentClosedError(LiteAgentError):
+    """The agent was closed; create a new one."""
+
+
+class RestoreConflictError(LiteAgentError):
+    """A restore would overwrite changes made outside the agent; nothing was changed."""
+
+
+class ToolError(LiteAgentError):
+    """A tool refused or failed in a way the model should read (becomes an error tool_result)."""
+
+
+class PathOutsideWorkdirError(ToolError, PermissionError):
+    """A tool was asked to touch a path outside the workdir or inside the storage root."""
+
+
+class ProviderError(LiteAgentError):
+    """The model provider failed (after its own retries) or is misconfigured."""
+
+
+class MissingAPIKeyError(ProviderError):
+    """No API key was given and ``ANTHROPIC_API_KEY`` is not set."""

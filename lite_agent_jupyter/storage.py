@@ -1,0 +1,291 @@
+"""Where run data lives: the storage root, its namespaces, and the content-addressed blob store.
+
+Layout (SPEC §9)::
+
+    <root>/.gitignore            "*"  - run data never ends up in a commit by accident
+    <root>/<namespace>/sessions/ file-backend logs (one JSONL per session)
+    <root>/<namespace>/blobs/    file snapshots, content-addressed (sha256)
+    <root>/<namespace>/tasks/    task lists
+    <root>/<namespace>/archive/  log tails cut by a restore (so a restore can be undone)
+
+Folders are created 0700 and files 0600: sessions hold code and conversations, which are
+private to the user. Nothing is created until first needed, so ``sessions=False`` and merely
+constructing a :class:`Storage` write nothing.
+
+This module knows nothing of agents or sessions' contents; the checkpoint backends and the
+file tools use it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import tempfile
+import zlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Protocol
+
+from .errors import CorruptLogError, InvalidNamespaceError
+
+NAMESPACE_PATTERN = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+
+
+def validate_namespace(namespace: object) -> str:
+    """Return ``namespace`` if it matches ``^[a-z0-9][a-z0-9_-]{0,63}$``, else raise."""
+    if not isinstance(namespace, str) or NAMESPACE_PATTERN.fullmatch(namespace) is None:
+        raise InvalidNamespaceError(namespace)
+    return namespace
+
+
+def namespace_for(path: str | os.PathLike[str]) -> str:
+    """A stable, valid namespace for a folder or file: its slugged name plus a short hash of
+    its absolute path, so two projects both called ``analysis`` do not share sessions."""
+    resolved = Path(path).resolve()
+    slug = re.sub(r"[^a-z0-9_-]+", "-", resolved.stem.lower()).strip("-_")[:40] or "root"
+    digest = hashlib.sha256(str(resolved).encode()).hexdigest()[:8]
+    return f"{slug}-{digest}"
+
+
+def default_root() -> Path:
+    """``$LITE_AGENT_HOME`` or ``~/.lite_agent``: the SDK's default storage root."""
+    env = os.environ.get("LITE_AGENT_HOME")
+    return Path(env).expanduser() if env else Path.home() / ".lite_agent"
+
+
+def ensure_private_dir(path: Path) -> Path:
+    """Create ``path`` (and parents) with mode 0700 if missing; return it."""
+    if not path.is_dir():
+        path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+        # mkdir's mode is filtered by the umask; say it again to be sure.
+        os.chmod(path, DIR_MODE)
+    return path
+
+
+def write_private_file(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Write ``data`` to ``path`` atomically (temp file + fsync + rename), mode 0600.
+
+    Readers see the old content or the new one, never a mix; a crash leaves at most a stray
+    temp file, never a half-written ``path``.
+    """
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
+        os.chmod(tmp, FILE_MODE)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    if durable:
+        fsync_dir(path.parent)
+
+
+def fsync_dir(path: Path) -> None:
+    """fsync a directory so a rename or a new file in it survives power loss."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class Storage:
+    """A storage root and one namespace in it. Cheap to build; creates folders on demand."""
+
+    def __init__(self, root: str | os.PathLike[str], namespace: str = "default") -> None:
+        self.root = Path(root).expanduser().absolute()
+        self.namespace = validate_namespace(namespace)
+
+    def __repr__(self) -> str:
+        return f"Storage(root={str(self.root)!r}, namespace={self.namespace!r})"
+
+    @classmethod
+    def for_workdir(cls, workdir: str | os.PathLike[str], root: str | os.PathLike[str] | None = None) -> Storage:
+        """The SDK default: ``root`` (or :func:`default_root`), namespace from ``workdir``."""
+        return cls(root if root is not None else default_root(), namespace_for(workdir))
+
+    @property
+    def base(self) -> Path:
+        """``<root>/<namespace>``: everything this namespace owns."""
+        return self.root / self.namespace
+
+    def ensure(self) -> Path:
+        """Create root (with its ``.gitignore``) and the namespace folder; return the latter."""
+        ensure_private_dir(self.root)
+        gitignore = self.root / ".gitignore"
+        if not gitignore.exists():
+            write_private_file(gitignore, b"*\n", durable=False)
+        return ensure_private_dir(self.base)
+
+    def dir(self, name: str) -> Path:
+        """``<root>/<namespace>/<name>``, created (0700) on first use."""
+        self.ensure()
+        return ensure_private_dir(self.base / name)
+
+    @property
+    def sessions_dir(self) -> Path:
+        return self.dir("sessions")
+
+    @property
+    def tasks_dir(self) -> Path:
+        return self.dir("tasks")
+
+    @property
+    def archive_dir(self) -> Path:
+        return self.dir("archive")
+
+    @property
+    def blobs(self) -> FileBlobStore:
+        return FileBlobStore(self.base / "blobs", on_create=self.ensure)
+
+    def contains(self, path: str | os.PathLike[str]) -> bool:
+        """True if ``path`` (resolved) is the storage root or inside it: tools refuse those."""
+        resolved = Path(path).resolve()
+        root = self.root.resolve()
+        return resolved == root or root in resolved.parents
+
+
+_RAW = b"R"
+_ZLIB = b"Z"
+_HASH_PATTERN = re.compile(r"[0-9a-f]{64}")
+
+
+def blob_hash(data: bytes) -> str:
+    """The name of a blob: the sha256 hex digest of its content."""
+    return hashlib.sha256(data).hexdigest()
+
+
+class Blobs(Protocol):
+    """Where file snapshots go: content-addressed, deduplicated, immutable.
+
+    Async so a network backend (PostgreSQL) can implement it without blocking a loop.
+    """
+
+    async def put(self, data: bytes) -> str:
+        """Store ``data`` if new; return its hash (:func:`blob_hash`)."""
+        ...
+
+    async def get(self, digest: str) -> bytes:
+        """The content of ``digest``; ``KeyError`` if missing, ``CorruptLogError`` if damaged."""
+        ...
+
+    async def has(self, digest: str) -> bool: ...
+
+    async def delete(self, digest: str) -> None:
+        """Remove a blob; idempotent."""
+        ...
+
+    async def hashes(self) -> list[str]:
+        """Every stored hash (for garbage collection)."""
+        ...
+
+
+class MemoryBlobStore:
+    """Blobs kept in a dict: for ``sessions=False``, where nothing may touch the disk."""
+
+    def __init__(self) -> None:
+        self._blobs: dict[str, bytes] = {}
+
+    async def put(self, data: bytes) -> str:
+        digest = blob_hash(data)
+        self._blobs.setdefault(digest, bytes(data))
+        return digest
+
+    async def get(self, digest: str) -> bytes:
+        try:
+            return self._blobs[digest]
+        except KeyError:
+            raise KeyError(f"blob {digest} is missing") from None
+
+    async def has(self, digest: str) -> bool:
+        return digest in self._blobs
+
+    async def delete(self, digest: str) -> None:
+        self._blobs.pop(digest, None)
+
+    async def hashes(self) -> list[str]:
+        return list(self._blobs)
+
+
+class FileBlobStore:
+    """Content-addressed, deduplicated storage of file contents (text or binary) on disk.
+
+    A blob's name is the sha256 of its content, so storing the same content twice costs
+    nothing and a snapshot event stays small (a hash, not the file). Blobs are zlib-compressed
+    when that saves at least an eighth; a one-byte header says which. Every write is atomic
+    and fsynced: a snapshot must be on disk before the file it protects is touched.
+    """
+
+    def __init__(
+        self, directory: str | os.PathLike[str], *, on_create: Callable[[], object] | None = None
+    ) -> None:
+        self.directory = Path(directory)
+        self._on_create = on_create
+
+    def _path(self, digest: str) -> Path:
+        if _HASH_PATTERN.fullmatch(digest) is None:
+            raise ValueError(f"not a blob hash: {digest!r}")
+        return self.directory / digest[:2] / digest[2:]
+
+    def put_sync(self, data: bytes) -> str:
+        digest = blob_hash(data)
+        path = self._path(digest)
+        if path.exists():
+            return digest
+        if self._on_create is not None:
+            self._on_create()
+        ensure_private_dir(path.parent)
+        packed = zlib.compress(data, 6) if len(data) >= 64 else data
+        payload = _ZLIB + packed if len(packed) <= len(data) - len(data) // 8 else _RAW + data
+        write_private_file(path, payload)
+        return digest
+
+    def get_sync(self, digest: str) -> bytes:
+        path = self._path(digest)
+        try:
+            payload = path.read_bytes()
+        except FileNotFoundError:
+            raise KeyError(f"blob {digest} is missing from {self.directory}") from None
+        header, body = payload[:1], payload[1:]
+        try:
+            data = zlib.decompress(body) if header == _ZLIB else body
+        except zlib.error as exc:
+            raise CorruptLogError(path, None, f"blob does not decompress: {exc}") from exc
+        if header not in (_RAW, _ZLIB) or blob_hash(data) != digest:
+            raise CorruptLogError(path, None, "blob content does not match its hash")
+        return data
+
+    async def put(self, data: bytes) -> str:
+        return self.put_sync(data)
+
+    async def get(self, digest: str) -> bytes:
+        return self.get_sync(digest)
+
+    async def has(self, digest: str) -> bool:
+        return self._path(digest).exists()
+
+    async def delete(self, digest: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self._path(digest).unlink()
+
+    async def hashes(self) -> list[str]:
+        return list(self._iter_hashes())
+
+    def _iter_hashes(self) -> Iterator[str]:
+        if not self.directory.is_dir():
+            return
+        for sub in self.directory.iterdir():
+            if sub.is_dir() and len(sub.name) == 2:
+                for blob in sub.iterdir():
+                    digest = sub.name + blob.name
+                    if _HASH_PATTERN.fullmatch(digest):
+                        yield digest

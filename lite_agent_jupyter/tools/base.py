@@ -1,0 +1,72 @@
+"""What a tool is, and what the agent hands a tool when it runs it.
+
+A :class:`Tool` is a name, a description, a JSON schema for its input and an async function.
+The agent gives every call a :class:`ToolContext`: the workdir it is confined to, the abort
+signal, and two services the agent owns because they touch the session log: ``snapshot``
+(record a file's before/after *before* changing it) and ``start_background`` (run a job whose
+completion comes back as a background turn).
+
+This module knows nothing of the agent loop, providers or Jupyter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from ..abort import AbortSignal
+
+ToolKind = Literal["read", "write", "shell", "other"]
+"""Drives the default approval policy: reads are free; write and shell ask; other asks."""
+
+ToolOutput = str | list[dict[str, Any]]
+"""What a tool returns: text, or Messages-API content blocks (text, image)."""
+
+
+@dataclass(slots=True)
+class BackgroundOutcome:
+    """How a background job ended: text for the model and, for processes, the exit code."""
+
+    summary: str
+    exit_code: int | None = None
+
+
+BackgroundJob = Callable[[AbortSignal], Awaitable[BackgroundOutcome]]
+
+
+@dataclass(slots=True)
+class ToolContext:
+    """Per-call context. Tools must honour ``signal`` (stop, kill children, clean up)."""
+
+    workdir: Path
+    signal: AbortSignal
+    session_id: str = ""
+    tool_use_id: str = ""
+    storage_root: Path | None = None
+    """Tools must refuse to touch this folder (session data lives there)."""
+    snapshot: Callable[[Path, bytes | None], Awaitable[None]] | None = None
+    """``await snapshot(path, after)``: record ``path``'s current content and ``after``
+    (``None`` = deleted) in the session log. Call it *before* changing the file."""
+    start_background: Callable[[str, BackgroundJob], str] | None = None
+    """``start_background(description, job) -> job_id``; ``None`` where background work is
+    not available."""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Tool:
+    """A tool the model can call."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    fn: Callable[..., Awaitable[ToolOutput]]
+    """Called as ``await fn(**arguments)`` or, if ``takes_context``, ``fn(ctx, **arguments)``."""
+    kind: ToolKind = "other"
+    takes_context: bool = False
+
+    def spec(self) -> dict[str, Any]:
+        """The tool as the Messages API expects it."""
+        return {"name": self.name, "description": self.description, "input_schema": self.input_schema}
