@@ -75,6 +75,15 @@ class UnsupportedVersionError(LiteAgentError):
     """Stored data was written by a newer lite_agent_jupyter (event ``v`` or schema version)."""
 
 
+class CheckpointerUnavailableError(LiteAgentError):
+    """A Checkpointer's store cannot be reached (e.g. the PostgreSQL server is down), or the
+    connection was lost before a write was acknowledged.
+
+    The message names the store (a DSN with any password replaced by ``***``), never a secret.
+    A write that raised this may or may not have been committed: re-read the head to know.
+    """
+
+
 class UnknownCheckpointError(LiteAgentError, LookupError):
     """A ``seq`` passed to ``restore`` is neither 0 nor a checkpoint of the session."""
 
