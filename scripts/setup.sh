@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Create .venv (if missing) and install the project with the given extras, e.g. "test,lab".
+# Sourced by scripts/test and scripts/demo; needs nothing but python3 (>= 3.11) on PATH.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+extras="${1:-lab}"
+py="${PYTHON:-python3}"
+if [ ! -x "$root/.venv/bin/python" ]; then
+  "$py" -m venv "$root/.venv"
+fi
+stamp="$root/.venv/.installed-$extras"
+if [ ! -f "$stamp" ] || [ "$root/pyproject.toml" -nt "$stamp" ]; then
+  "$root/.venv/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
+  "$root/.venv/bin/python" -m pip install --quiet --disable-pip-version-check -e "$root[$extras]"
+  touch "$stamp"
+fi
