@@ -1,0 +1,673 @@
+"""The built-in file tools: read, write, edit, delete, list and search files in the workdir.
+
+Every path goes through :func:`~.paths.resolve_in_workdir` (confined to the workdir, never
+the storage root). The mutating tools follow one protocol, :func:`change_file`:
+
+1. compute the new content (bytes, or ``None`` for a deletion);
+2. ``await ctx.snapshot(path, after)`` - the agent records the current content and ``after``
+   in the session log *before* anything changes (write-ahead: a crash can never lose the
+   undo). If the snapshot fails, the file is not touched;
+3. write atomically: a temp file in the same folder, fsync, ``os.replace``, fsync of the
+   folder. An existing file keeps its permission bits; a new file gets the usual
+   ``0o666 & ~umask``; missing parent folders are created.
+
+Binary files: ``read_file`` shows a short note (type and size) instead of bytes, except for
+images, which it returns as image content blocks the model can see. ``write_file`` takes
+``encoding="base64"`` for binary content; Python callers can use :func:`change_file` with
+bytes directly. Deleting and restoring binary files works like text files.
+
+Blocking file I/O runs in a worker thread so a big read or a search does not stall the event
+loop (and the notebook UI it drives); long walks check the abort signal between files.
+
+This module knows nothing of the agent loop or the session log's format.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import codecs
+import contextlib
+import os
+import re
+import secrets
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from ..abort import AbortSignal
+from ..errors import ToolError
+from ..storage import fsync_dir
+from .base import ToolContext
+from .decorator import tool
+from .paths import display_path, is_in_storage_root, resolve_in_workdir, workdir_of
+
+__all__ = [
+    "SKIPPED_DIRS",
+    "atomic_write",
+    "change_file",
+    "delete_file",
+    "edit_file",
+    "grep",
+    "list_files",
+    "read_file",
+    "write_file",
+]
+
+MAX_READ_LINES = 2000
+MAX_READ_CHARS = 100_000
+MAX_LINE_CHARS = 2000
+MAX_LIST_ENTRIES = 1000
+MAX_GREP_MATCHES = 250
+MAX_GREP_CHARS = 30_000
+MAX_GREP_LINE_CHARS = 300
+MAX_GREP_FILE_BYTES = 20 * 1024 * 1024
+MAX_IMAGE_BYTES = 3_750_000
+"""Raw bytes whose base64 stays under the Messages API's 5 MB image limit."""
+SNIFF_BYTES = 8192
+
+SKIPPED_DIRS = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        "__pycache__",
+        "node_modules",
+        ".venv",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".ipynb_checkpoints",
+        ".tox",
+    }
+)
+"""Folders ``list_files`` and ``grep`` do not descend into unless asked to search inside one
+(by ``path``). The storage root is always skipped."""
+
+_IMAGE_TYPES = {
+    b"\x89PNG\r\n\x1a\n": "image/png",
+    b"\xff\xd8\xff": "image/jpeg",
+    b"GIF87a": "image/gif",
+    b"GIF89a": "image/gif",
+}
+_TEXT_CONTROL = {7, 8, 9, 10, 12, 13, 27}
+
+
+# ------------------------------------------------------------------------ writing, atomically
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace ``path``'s content with ``data`` atomically and durably.
+
+    A temp file in the same folder is written, fsynced and renamed over ``path``; readers see
+    the old content or the new one, never a mix. An existing file's permission bits are kept;
+    a new file is created with ``0o666`` filtered by the umask, like any editor would. Missing
+    parent folders are created.
+    """
+    parent = path.parent
+    parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode: int | None = stat.S_IMODE(os.stat(path).st_mode)
+    except FileNotFoundError:
+        mode = None
+    tmp = parent / f".{path.name[:80]}.{secrets.token_hex(6)}.tmp"
+    # 0o666 lets the kernel apply the umask for a new file (no process-wide os.umask() dance).
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            if mode is not None:
+                os.fchmod(f.fileno(), mode)
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    fsync_dir(parent)
+
+
+def _delete(path: Path) -> None:
+    os.unlink(path)
+    fsync_dir(path.parent)
+
+
+async def change_file(ctx: ToolContext, path: Path, after: bytes | None) -> None:
+    """Snapshot, then change: the one way the file tools modify a file.
+
+    ``path`` must come from :func:`resolve_in_workdir`. ``after`` is the new content, or
+    ``None`` to delete the file. ``ctx.snapshot`` (when the agent provides one) is awaited
+    first; if it raises, the file is left untouched.
+    """
+    if ctx.snapshot is not None:
+        await ctx.snapshot(path, after)
+    try:
+        if after is None:
+            await asyncio.to_thread(_delete, path)
+        else:
+            await asyncio.to_thread(atomic_write, path, after)
+    except OSError as exc:
+        raise ToolError(f"cannot write {display_path(ctx, path)}: {exc.strerror or exc}") from exc
+
+
+def _read_existing(ctx: ToolContext, path: Path) -> bytes | None:
+    """The current bytes of ``path``, ``None`` if missing; ``ToolError`` for folders etc."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        raise ToolError(f"{display_path(ctx, path)} is a directory, not a file") from None
+    except OSError as exc:
+        raise ToolError(f"cannot read {display_path(ctx, path)}: {exc.strerror or exc}") from exc
+
+
+# ------------------------------------------------------------------------------------ reading
+
+
+def _looks_binary(head: bytes) -> bool:
+    if b"\0" in head:
+        return True
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    try:
+        decoder.decode(head, final=False)
+        return False
+    except UnicodeDecodeError:
+        pass
+    # Not UTF-8: still text (Latin-1, cp1252...) unless control bytes abound.
+    control = sum(1 for b in head if b < 32 and b not in _TEXT_CONTROL)
+    return control > len(head) // 10
+
+
+def _image_type(head: bytes) -> str | None:
+    for magic, media_type in _IMAGE_TYPES.items():
+        if head.startswith(magic):
+            return media_type
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "image/webp"
+    return None
+
+
+def _human_size(size: int) -> str:
+    if size < 1024:
+        return f"{size} bytes"
+    value, unit = size / 1024, "KB"
+    for bigger in ("MB", "GB"):
+        if value < 1024:
+            break
+        value, unit = value / 1024, bigger
+    return f"{value:.1f} {unit} ({size} bytes)"
+
+
+def _read_text_window(
+    ctx: ToolContext, path: Path, offset: int, limit: int
+) -> str | list[dict[str, Any]]:
+    shown = display_path(ctx, path)
+    try:
+        f = path.open("rb")
+    except FileNotFoundError:
+        raise ToolError(f"file not found: {shown}") from None
+    except IsADirectoryError:
+        raise ToolError(f"{shown} is a directory; use list_files to see what is in it") from None
+    except OSError as exc:
+        raise ToolError(f"cannot read {shown}: {exc.strerror or exc}") from exc
+    with f:
+        size = os.fstat(f.fileno()).st_size
+        head = f.read(SNIFF_BYTES)
+        if not head:
+            return f"(empty file: {shown})"
+        media_type = _image_type(head)
+        if media_type is not None:
+            if size > MAX_IMAGE_BYTES:
+                return f"{shown} is an image ({media_type}, {_human_size(size)}), too large to show"
+            data = head + f.read()
+            return [
+                {"type": "text", "text": f"{shown}: {media_type}, {_human_size(size)}"},
+                {
+                    "type": "image",
+                    "source": {
+                        "type": "base64",
+                        "media_type": media_type,
+                        "data": base64.b64encode(data).decode("ascii"),
+                    },
+                },
+            ]
+        if _looks_binary(head):
+            return (
+                f"{shown} is a binary file ({_human_size(size)}); its content is not shown. "
+                "Use the bash tool (e.g. `file`, `xxd | head`) to inspect it."
+            )
+        f.seek(0)
+        return _format_lines(shown, f, offset, limit)
+
+
+def _format_lines(shown: str, f: Any, offset: int, limit: int) -> str:
+    out: list[str] = []
+    chars = 0
+    number = 0
+    last_shown = 0
+    more = False
+    lossy = False
+    for number, raw in enumerate(f, start=1):
+        if number < offset:
+            continue
+        if number >= offset + limit or chars >= MAX_READ_CHARS:
+            more = True
+            break
+        line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+        lossy = lossy or "\ufffd" in line
+        if len(line) > MAX_LINE_CHARS:
+            line = f"{line[:MAX_LINE_CHARS]}... [line truncated: {len(line)} characters]"
+        out.append(f"{number:6}\t{line}")
+        chars += len(out[-1]) + 1
+        last_shown = number
+    if not out:
+        raise ToolError(f"offset {offset} is past the end of {shown} ({number} lines)")
+    if more:
+        out.append(
+            f"... {shown} continues after line {last_shown}; read more with offset={last_shown + 1}"
+        )
+    if lossy:
+        out.append("(note: the file is not valid UTF-8; undecodable bytes are shown as \ufffd)")
+    return "\n".join(out)
+
+
+@tool(kind="read")
+async def read_file(
+    ctx: ToolContext,
+    path: Annotated[str, "File to read, relative to the working directory."],
+    offset: Annotated[int, "1-based line number to start reading at."] = 1,
+    limit: Annotated[int, "Maximum number of lines to return."] = MAX_READ_LINES,
+) -> str | list[dict[str, Any]]:
+    """Read a file from the working directory.
+
+    Text comes back with line numbers (``number<TAB>line``), at most 2000 lines per call;
+    use offset/limit to page through long files. Images (PNG, JPEG, GIF, WebP) are returned
+    as images; other binary files as a short note with their size.
+    """
+    if offset < 1:
+        raise ToolError("offset is a 1-based line number; use offset=1 to start at the top")
+    if limit < 1:
+        raise ToolError("limit must be at least 1")
+    resolved = resolve_in_workdir(ctx, path)
+    return await asyncio.to_thread(_read_text_window, ctx, resolved, offset, limit)
+
+
+# ------------------------------------------------------------------------------------ writing
+
+_NOTE_UNCHANGED = "no change: {} already has exactly this content"
+
+
+@tool(kind="write")
+async def write_file(
+    ctx: ToolContext,
+    path: Annotated[str, "File to write, relative to the working directory."],
+    content: Annotated[str, "The complete new content of the file."],
+    encoding: Annotated[
+        Literal["utf-8", "base64"],
+        "How content is encoded: 'utf-8' text (default) or 'base64' for binary data.",
+    ] = "utf-8",
+) -> str:
+    """Create a file or replace its whole content. Missing parent folders are created.
+
+    For a small change to an existing file prefer edit_file. The change is recorded, so the
+    user can rewind it with a checkpoint restore.
+    """
+    if encoding == "base64":
+        try:
+            data = base64.b64decode(content, validate=True)
+        except (binascii.Error, ValueError) as exc:
+            raise ToolError(f"content is not valid base64: {exc}") from exc
+    else:
+        try:
+            data = content.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ToolError(f"content is not valid Unicode text: {exc}") from exc
+    resolved = resolve_in_workdir(ctx, path)
+    shown = display_path(ctx, resolved)
+    before = await asyncio.to_thread(_read_existing, ctx, resolved)
+    if before == data:
+        return _NOTE_UNCHANGED.format(shown)
+    await change_file(ctx, resolved, data)
+    what = "created" if before is None else "replaced the content of"
+    detail = f"{len(data)} bytes" if encoding == "base64" else _count_lines(content)
+    return f"{what} {shown} ({detail})"
+
+
+def _count_lines(text: str) -> str:
+    lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+    return f"{lines} line{'s' if lines != 1 else ''}"
+
+
+@tool(kind="write")
+async def edit_file(
+    ctx: ToolContext,
+    path: Annotated[str, "File to edit, relative to the working directory."],
+    old_string: Annotated[
+        str, "Exact text to replace, including whitespace and indentation, as in the file."
+    ],
+    new_string: Annotated[str, "Text to put in its place."],
+    replace_all: Annotated[bool, "Replace every occurrence instead of exactly one."] = False,
+) -> str:
+    """Replace exact text in a UTF-8 text file.
+
+    old_string must appear exactly once (include enough surrounding lines to make it unique),
+    unless replace_all is true. Read the file first so old_string matches it character for
+    character. The change is recorded, so the user can rewind it with a checkpoint restore.
+    """
+    if not old_string:
+        raise ToolError(
+            "old_string is empty; to create a file or replace all of it, use write_file"
+        )
+    if old_string == new_string:
+        raise ToolError("old_string and new_string are identical; nothing to change")
+    resolved = resolve_in_workdir(ctx, path)
+    shown = display_path(ctx, resolved)
+    before = await asyncio.to_thread(_read_existing, ctx, resolved)
+    if before is None:
+        raise ToolError(f"file not found: {shown}; use write_file to create it")
+    try:
+        text = before.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ToolError(
+            f"{shown} is not UTF-8 text; edit_file edits text files only (write_file can "
+            "replace the whole file)"
+        ) from None
+    old, new = old_string, new_string
+    if old not in text and "\r\n" in text and "\n" in old and "\r" not in old:
+        # The model writes \n; the file uses Windows line endings. Keep the file's style.
+        old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
+    count = text.count(old)
+    if count == 0:
+        hint = (
+            " (it does appear when ignoring whitespace differences: copy the exact indentation "
+            "and spacing from the file)"
+            if _squash(old_string) and _squash(old_string) in _squash(text)
+            else "; read the file again and copy the text exactly"
+        )
+        raise ToolError(f"old_string was not found in {shown}{hint}")
+    if count > 1 and not replace_all:
+        lines = _match_lines(text, old)
+        raise ToolError(
+            f"old_string appears {count} times in {shown} (at lines {lines}); include more "
+            "surrounding text to make it unique, or set replace_all=true to change every one"
+        )
+    first_line = text.count("\n", 0, text.index(old)) + 1
+    updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
+    await change_file(ctx, resolved, updated.encode("utf-8"))
+    replaced = f"{count} occurrences" if count > 1 else "1 occurrence"
+    return f"edited {shown}: replaced {replaced} (first at line {first_line})"
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"\s+", "", text)
+
+
+def _match_lines(text: str, needle: str, limit: int = 10) -> str:
+    lines: list[str] = []
+    start = text.find(needle)
+    while start != -1 and len(lines) < limit:
+        lines.append(str(text.count("\n", 0, start) + 1))
+        start = text.find(needle, start + len(needle))
+    return ", ".join(lines) + (", ..." if start != -1 else "")
+
+
+@tool(kind="write")
+async def delete_file(
+    ctx: ToolContext,
+    path: Annotated[str, "File to delete, relative to the working directory."],
+) -> str:
+    """Delete one file. The deletion is recorded, so the user can rewind it with a checkpoint
+    restore. Folders and symlinks are not deleted by this tool."""
+    resolved = resolve_in_workdir(ctx, path, follow_symlinks=False)
+    shown = display_path(ctx, resolved)
+    try:
+        st = os.lstat(resolved)
+    except FileNotFoundError:
+        raise ToolError(f"file not found: {shown}") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise ToolError(f"{shown} is a symlink; delete_file only deletes regular files")
+    if stat.S_ISDIR(st.st_mode):
+        raise ToolError(
+            f"{shown} is a directory; delete_file deletes single files (deleting folders with "
+            "the shell is not tracked by checkpoint restore)"
+        )
+    if not stat.S_ISREG(st.st_mode):
+        raise ToolError(f"{shown} is not a regular file")
+    await change_file(ctx, resolved, None)
+    return f"deleted {shown} ({_human_size(st.st_size)})"
+
+
+# ---------------------------------------------------------------------------- listing, search
+
+
+@dataclass
+class _Walk:
+    files: list[Path] = field(default_factory=list)
+    skipped: set[str] = field(default_factory=set)
+
+
+def _walk(ctx: ToolContext, root: Path, signal: AbortSignal) -> _Walk:
+    """Every file under ``root``, pruning SKIPPED_DIRS and the storage root.
+
+    Symlinked folders are not descended into (no loops, no escapes); a symlinked file is
+    listed only if it leads to a file inside the workdir and outside the storage root.
+    """
+    result = _Walk()
+    if not root.is_dir():
+        result.files.append(root)
+        return result
+    workdir = workdir_of(ctx)
+    for folder, dirnames, filenames in os.walk(root, followlinks=False):
+        signal.raise_if_aborted()
+        base = Path(folder)
+        keep = []
+        for name in dirnames:
+            if name in SKIPPED_DIRS:
+                result.skipped.add(name)
+            elif not is_in_storage_root(ctx, (base / name).resolve()):
+                keep.append(name)
+        dirnames[:] = keep
+        for name in filenames:
+            file = base / name
+            if file.is_symlink():
+                target = file.resolve()
+                if not target.is_relative_to(workdir) or is_in_storage_root(ctx, target):
+                    continue
+            result.files.append(file)
+    return result
+
+
+def _glob_to_regex(pattern: str) -> re.Pattern[str]:
+    """Compile a glob (``*``, ``?``, ``[...]``, ``**``, ``{a,b}``) matching POSIX paths."""
+    return re.compile("(?s:" + _glob_body(pattern) + r")\Z")
+
+
+def _glob_body(pattern: str) -> str:
+    out: list[str] = []
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if pattern.startswith("**", i):
+            i += 2
+            if i < n and pattern[i] == "/":
+                out.append("(?:.*/)?")
+                i += 1
+            else:
+                out.append(".*")
+            continue
+        if c == "*":
+            out.append("[^/]*")
+        elif c == "?":
+            out.append("[^/]")
+        elif c == "[" and (end := pattern.find("]", i + 2)) != -1:
+            body = pattern[i + 1 : end].replace("\\", "\\\\")
+            out.append("[^" + body[1:] + "]" if body.startswith("!") else "[" + body + "]")
+            i = end
+        elif c == "{" and (end := pattern.find("}", i)) != -1:
+            options = pattern[i + 1 : end].split(",")
+            out.append("(?:" + "|".join(_glob_body(o) for o in options) + ")")
+            i = end
+        else:
+            out.append(re.escape(c))
+        i += 1
+    return "".join(out)
+
+
+def _check_glob(pattern: str, what: str) -> str:
+    pattern = pattern.strip()
+    while pattern.startswith("./"):
+        pattern = pattern[2:]
+    if not pattern:
+        raise ToolError(f"{what} is empty; use '**/*' for every file")
+    if pattern.startswith("/"):
+        raise ToolError(
+            f"{what} must be relative (it is matched against paths under `path`); "
+            "pass the folder as path and a relative pattern"
+        )
+    return pattern
+
+
+def _skipped_note(skipped: set[str]) -> str:
+    if not skipped:
+        return ""
+    names = ", ".join(sorted(skipped))
+    return f"\n(not searched: {names} folders; pass one as path to look inside)"
+
+
+def _list(ctx: ToolContext, root: Path, pattern: str) -> str:
+    regex = _glob_to_regex(pattern)
+    walk = _walk(ctx, root, ctx.signal)
+    base = root if root.is_dir() else root.parent
+    matches = sorted(
+        display_path(ctx, p) for p in walk.files if regex.match(p.relative_to(base).as_posix())
+    )
+    if not matches:
+        return f"no files match {pattern!r} under {display_path(ctx, root)}" + _skipped_note(
+            walk.skipped
+        )
+    shown = matches[:MAX_LIST_ENTRIES]
+    text = "\n".join(shown)
+    if len(matches) > len(shown):
+        text += (
+            f"\n... {len(matches) - len(shown)} more files not shown "
+            f"({len(matches)} in total); narrow the pattern or the path"
+        )
+    return text + _skipped_note(walk.skipped)
+
+
+@tool(kind="read")
+async def list_files(
+    ctx: ToolContext,
+    pattern: Annotated[
+        str,
+        "Glob matched against paths relative to `path`: * and ? stay within one folder, ** "
+        "spans folders, {a,b} alternatives. '**/*.py' = every Python file; '*' = top level.",
+    ] = "**/*",
+    path: Annotated[str, "Folder to list, relative to the working directory."] = ".",
+) -> str:
+    """List files in the working directory matching a glob pattern, sorted by path.
+
+    Paths are shown relative to the working directory. At most 1000 are listed. Folders such
+    as .git, node_modules and .venv are skipped unless `path` points inside them.
+    """
+    pattern = _check_glob(pattern, "pattern")
+    root = resolve_in_workdir(ctx, path)
+    if not root.exists():
+        raise ToolError(f"{display_path(ctx, root)} does not exist")
+    return await asyncio.to_thread(_list, ctx, root, pattern)
+
+
+def _grep(ctx: ToolContext, root: Path, regex: re.Pattern[str], glob: str | None) -> str:
+    glob_regex = _glob_to_regex(glob) if glob is not None else None
+    glob_on_path = glob is not None and "/" in glob
+    walk = _walk(ctx, root, ctx.signal)
+    base = root if root.is_dir() else root.parent
+    out: list[str] = []
+    chars = 0
+    matches = 0
+    truncated = False
+    binary = 0
+    too_big: list[str] = []
+    for file in sorted(walk.files):
+        ctx.signal.raise_if_aborted()
+        relative = file.relative_to(base).as_posix()
+        if glob_regex is not None and not glob_regex.match(relative if glob_on_path else file.name):
+            continue
+        try:
+            if not file.is_file():
+                continue
+            if file.stat().st_size > MAX_GREP_FILE_BYTES:
+                too_big.append(display_path(ctx, file))
+                continue
+            with file.open("rb") as f:
+                if b"\0" in f.read(SNIFF_BYTES):
+                    binary += 1
+                    continue
+                f.seek(0)
+                shown = display_path(ctx, file)
+                for number, raw in enumerate(f, start=1):
+                    line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+                    if regex.search(line) is None:
+                        continue
+                    matches += 1
+                    if truncated:
+                        continue
+                    if len(line) > MAX_GREP_LINE_CHARS:
+                        line = line[:MAX_GREP_LINE_CHARS] + "..."
+                    entry = f"{shown}:{number}:{line}"
+                    if matches > MAX_GREP_MATCHES or chars + len(entry) > MAX_GREP_CHARS:
+                        truncated = True
+                        continue
+                    out.append(entry)
+                    chars += len(entry) + 1
+        except OSError:  # unreadable or vanished meanwhile: not a reason to fail the search
+            continue
+    notes = []
+    if truncated:
+        notes.append(
+            f"... {matches - len(out)} more matches not shown ({matches} in total); "
+            "narrow the pattern, path or glob"
+        )
+    if binary:
+        notes.append(f"({binary} binary files skipped)")
+    if too_big:
+        notes.append(f"(skipped, larger than 20 MB: {', '.join(too_big[:5])})")
+    skipped = _skipped_note(walk.skipped).strip()
+    if skipped:
+        notes.append(skipped)
+    if not out:
+        where = display_path(ctx, root)
+        return "\n".join([f"no matches for {regex.pattern!r} under {where}", *notes])
+    return "\n".join(out + notes)
+
+
+@tool(kind="read")
+async def grep(
+    ctx: ToolContext,
+    pattern: Annotated[str, "Python regular expression searched in each line."],
+    path: Annotated[str, "File or folder to search, relative to the working directory."] = ".",
+    glob: Annotated[
+        str | None,
+        "Only search files matching this glob (e.g. '*.py'; with a '/' it is matched against "
+        "the path relative to `path`, e.g. 'src/**/*.ts').",
+    ] = None,
+    ignore_case: Annotated[bool, "Match case-insensitively."] = False,
+) -> str:
+    """Search file contents with a regular expression; prints path:line:text for each match.
+
+    Lines are matched one at a time (a pattern cannot span lines). Binary files and folders
+    such as .git and node_modules are skipped. At most 250 matches are shown.
+    """
+    try:
+        regex = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
+    except re.error as exc:
+        raise ToolError(f"invalid regular expression {pattern!r}: {exc}") from exc
+    checked_glob = _check_glob(glob, "glob") if glob is not None else None
+    root = resolve_in_workdir(ctx, path)
+    if not root.exists():
+        raise ToolError(f"{display_path(ctx, root)} does not exist")
+    return await asyncio.to_thread(_grep, ctx, root, regex, checked_glob)
