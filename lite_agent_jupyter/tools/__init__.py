@@ -1,0 +1,47 @@
+"""Tools: what they are (``base``), how a typed function becomes one (``decorator``), and the
+built-ins: files (``files``), the shell (``shell``) and the task list (``tasks``).
+
+The agent builds a :class:`ToolContext` per call and runs tools only through
+:func:`invoke_tool`, which validates the model's arguments first. File tools are confined to
+the workdir (``paths``) and snapshot every change before making it (SPEC §5).
+"""
+
+from __future__ import annotations
+
+from .base import BackgroundJob, BackgroundOutcome, Tool, ToolContext, ToolKind, ToolOutput
+from .decorator import invoke_tool, tool, validate_arguments
+from .files import change_file, delete_file, edit_file, grep, list_files, read_file, write_file
+from .paths import display_path, resolve_in_workdir
+from .shell import bash
+from .tasks import TaskItem, TaskStore, todo_write
+
+__all__ = [
+    "BackgroundJob",
+    "BackgroundOutcome",
+    "TaskItem",
+    "TaskStore",
+    "Tool",
+    "ToolContext",
+    "ToolKind",
+    "ToolOutput",
+    "bash",
+    "change_file",
+    "default_tools",
+    "delete_file",
+    "display_path",
+    "edit_file",
+    "grep",
+    "invoke_tool",
+    "list_files",
+    "read_file",
+    "resolve_in_workdir",
+    "todo_write",
+    "tool",
+    "validate_arguments",
+    "write_file",
+]
+
+
+def default_tools() -> list[Tool]:
+    """The built-in tools, in the order the model sees them (a new list each call)."""
+    return [read_file, list_files, grep, write_file, edit_file, delete_file, bash, todo_write]
