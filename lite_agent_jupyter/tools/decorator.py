@@ -307,17 +307,23 @@ def _union_schema(members: tuple[Any, ...], where: str) -> dict[str, Any]:
 
 def _typeddict_schema(tp: Any, where: str) -> dict[str, Any]:
     hints = typing.get_type_hints(tp, include_extras=True)
-    required_keys: frozenset[str] = getattr(tp, "__required_keys__", frozenset(hints))
+    total = getattr(tp, "__total__", True)
     properties: dict[str, Any] = {}
+    required: list[str] = []
     for key, annotation in hints.items():
-        # With include_extras, NotRequired[...] / Required[...] survive: unwrap them.
+        # Decide from the annotation, not __required_keys__: on Python 3.11 the latter is
+        # wrong for NotRequired[...] under "from __future__ import annotations".
+        is_required = total
         while get_origin(annotation) in (typing.NotRequired, typing.Required):
+            is_required = get_origin(annotation) is typing.Required
             annotation = get_args(annotation)[0]
         properties[key] = schema_for_type(annotation, where=f"{where}, key {key!r}")
+        if is_required:
+            required.append(key)
     return {
         "type": "object",
         "properties": properties,
-        "required": [k for k in hints if k in required_keys],
+        "required": required,
         "additionalProperties": False,
     }
 
@@ -373,11 +379,17 @@ def _check(schema: Mapping[str, Any], value: Any, where: str, errors: list[str])
     """Check ``value`` against ``schema``; append problems to ``errors``; return the value,
     converted where a leniency applies (integral float -> int, JSON string -> array/object)."""
     if "anyOf" in schema:
+        near: list[list[str]] = []  # problems inside options of the right JSON type
         for option in schema["anyOf"]:
             trial: list[str] = []
             converted = _check(option, value, where, trial)
             if not trial:
                 return converted
+            if _type_fits(option, value):
+                near.append(trial)
+        if len(near) == 1:  # e.g. "list[str] | None" given a list: report inside the list
+            errors.extend(near[0])
+            return value
         expected = " or ".join(_describe(o) for o in schema["anyOf"])
         errors.append(f"{where}: expected {expected}, got {_json_type_name(value)} {_short(value)}")
         return value
@@ -405,6 +417,12 @@ def _check(schema: Mapping[str, Any], value: Any, where: str, errors: list[str])
     elif isinstance(converted, dict):
         converted = _check_object(schema, converted, where, errors)
     return converted
+
+
+def _type_fits(schema: Mapping[str, Any], value: Any) -> bool:
+    kind = schema.get("type")
+    kinds = kind if isinstance(kind, list) else [kind] if isinstance(kind, str) else []
+    return any(_coerce(k, value)[0] for k in kinds)
 
 
 def _coerce(kind: str, value: Any) -> tuple[bool, Any]:
