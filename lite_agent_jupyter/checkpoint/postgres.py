@@ -1,0 +1,808 @@
+"""PostgreSQL Checkpointer and blob store: the same contract across processes and machines.
+
+Owns: the tables in one PostgreSQL schema (``lite_agent`` by default), their numbered
+migrations, a lazily opened ``psycopg_pool.AsyncConnectionPool``, and the SQL of every
+Checkpointer method. It knows nothing of agents: it stores encoded event lines
+(:func:`~lite_agent_jupyter.checkpoint.events.encode`) and file-snapshot blobs.
+
+Schema (version 1)::
+
+    <schema>.schema_version (version PK, applied_at)        one row per applied migration
+    <schema>.sessions (id PK, head, mtime, title, turns)    index sessions_mtime_idx (mtime DESC)
+    <schema>.events   (session_id, seq, anchor, body)       PK (session_id, seq)
+    <schema>.blobs    (hash PK, size, data bytea, created)
+
+Why ``body text`` and not ``jsonb``: the line is stored exactly as ``events.encode`` wrote
+it, so a read hands the server's bytes straight to ``json.loads`` (the one decode a read needs
+anyway). ``jsonb`` would parse every line on insert, re-serialise it on every read (another
+format, keys reordered) and then be parsed a second time by the client: slower both ways, and
+not the bytes the other backends keep.
+
+Concurrency: an append is one transaction under READ COMMITTED. It creates the sessions row
+if missing (``INSERT ... ON CONFLICT DO NOTHING``), locks it (``SELECT head ... FOR UPDATE``),
+checks ``expected_head`` against the locked head, inserts the batch in one statement
+(``unnest`` of arrays) and moves head/mtime/title/turns. Writers of one session queue on that
+row lock; writers of different sessions never wait for each other. Every statement is
+parameterised; schema names are quoted with :class:`psycopg.sql.Identifier`.
+
+Event loops: a checkpointer opens its pool in the loop of its first call and belongs to that
+loop. Used later from another loop, it reopens a fresh pool there if the first loop is no
+longer running (e.g. successive ``asyncio.run`` calls); if the first loop is still running
+(another thread), that is a ``RuntimeError``: make one checkpointer per loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import time
+import weakref
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC
+from typing import Any, LiteralString, TypeVar
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg_pool import AsyncConnectionPool, PoolClosed, PoolTimeout
+
+from ..errors import (
+    CheckpointConflictError,
+    CheckpointerUnavailableError,
+    CorruptLogError,
+    UnsupportedVersionError,
+)
+from ..storage import blob_hash
+from .events import EVENT_VERSION, Event, decode, encode, is_anchor, now_iso
+from .protocol import SessionInfo, anchor_stats, validate_session_id
+from .url import redact_url
+
+__all__ = [
+    "PostgresBlobStore",
+    "PostgresCheckpointer",
+    "postgres_blob_store",
+    "postgres_checkpointer",
+    "redact_dsn",
+]
+
+T = TypeVar("T")
+Conn = psycopg.AsyncConnection[Any]
+
+
+@dataclass(frozen=True, slots=True)
+class _Function:
+    """A ``CREATE FUNCTION`` migration step: ``{body}`` in ``header`` receives ``body``
+    (itself formatted with the schema) as a quoted string literal, so no schema name can
+    break out of the function's text."""
+
+    header: LiteralString
+    body: LiteralString
+
+
+# The append of one batch, in one statement (one round trip, one implicit transaction). The
+# UPDATE of the sessions row both takes the session's row lock and moves head/mtime/title/turns
+# (under READ COMMITTED a blocked UPDATE re-reads the newest row version once it gets the lock,
+# so concurrent appends to one session queue and each sees the others' heads); a new session
+# is inserted instead (a concurrent creator makes the loop retry the UPDATE). Then the expected
+# head is checked (LA409 with the real head as DETAIL rolls the whole statement back, the
+# sessions row included) and the events are inserted with their seq spliced into the lines.
+_APPEND_FUNCTION = _Function(
+    header="""CREATE FUNCTION {schema}.append_events(
+        p_id text, p_expected bigint, p_prefix text, p_tails text[], p_anchors boolean[],
+        p_title text, p_turns integer
+    ) RETURNS bigint LANGUAGE plpgsql AS {body}""",
+    body="""
+DECLARE
+    v_head bigint;
+    v_count integer := cardinality(p_tails);
+BEGIN
+    LOOP
+        UPDATE {schema}.sessions s
+        SET head = s.head + v_count, mtime = clock_timestamp(),
+            title = coalesce(s.title, p_title), turns = s.turns + p_turns
+        WHERE s.id = p_id
+        RETURNING s.head - v_count INTO v_head;
+        EXIT WHEN FOUND;
+        INSERT INTO {schema}.sessions AS s (id, head, mtime, title, turns)
+        VALUES (p_id, v_count, clock_timestamp(), p_title, p_turns)
+        ON CONFLICT (id) DO NOTHING;
+        IF FOUND THEN
+            v_head := 0;
+            EXIT;
+        END IF;
+        -- Another transaction created the session meanwhile: its row is there now.
+    END LOOP;
+    IF p_expected IS NOT NULL AND p_expected <> v_head THEN
+        RAISE EXCEPTION USING ERRCODE = 'LA409', MESSAGE = 'expected head mismatch',
+            DETAIL = v_head::text;
+    END IF;
+    INSERT INTO {schema}.events (session_id, seq, anchor, body)
+    SELECT p_id, v_head + t.n, t.anchor, p_prefix || (v_head + t.n)::text || t.tail
+    FROM unnest(p_tails, p_anchors) WITH ORDINALITY AS t(tail, anchor, n);
+    RETURN v_head + v_count;
+END
+""",
+)
+
+_CONFLICT_STATE = "LA409"
+
+# Numbered migrations: version -> statements, applied in order, each version in the same
+# transaction as its schema_version row. Never edit a released version; add the next one.
+_MIGRATIONS: dict[int, tuple[LiteralString | _Function, ...]] = {
+    1: (
+        """CREATE TABLE {schema}.sessions (
+            id text PRIMARY KEY,
+            head bigint NOT NULL DEFAULT 0 CHECK (head >= 0),
+            mtime timestamptz NOT NULL DEFAULT clock_timestamp(),
+            title text,
+            turns integer NOT NULL DEFAULT 0
+        )""",
+        "CREATE INDEX sessions_mtime_idx ON {schema}.sessions (mtime DESC)",
+        """CREATE TABLE {schema}.events (
+            session_id text NOT NULL,
+            seq bigint NOT NULL CHECK (seq > 0),
+            anchor boolean NOT NULL DEFAULT false,
+            body text NOT NULL,
+            PRIMARY KEY (session_id, seq)
+        )""",
+        """CREATE TABLE {schema}.blobs (
+            hash text PRIMARY KEY CHECK (hash ~ '^[0-9a-f]{{64}}$'),
+            size bigint NOT NULL,
+            data bytea NOT NULL,
+            created timestamptz NOT NULL DEFAULT now()
+        )""",
+        _APPEND_FUNCTION,
+    ),
+}
+
+# ``encode`` puts ``seq`` right after ``v``: a batch is encoded (and fails on a non-JSON
+# payload) before any I/O with seq 0, then each line gets its real seq spliced in once the
+# head is known under the row lock, so the lock is held for SQL only, never for encoding.
+_SEQ_PREFIX = f'{{"v":{EVENT_VERSION},"seq":'
+_SEQ0 = _SEQ_PREFIX + "0,"
+
+_CONNECTION_LOST_STATES = ("08", "57P")
+_PING_AFTER = 5.0
+"""Seconds a pooled connection may sit idle before a write checks it with an empty query."""
+_BIG_BLOB = 16 * 1024
+"""Above this size, ``put`` asks whether a blob exists before sending its content."""
+
+
+def redact_dsn(dsn: str) -> str:
+    """``dsn`` (URL or ``key=value`` form) with any password replaced by ``***``."""
+    if "://" in dsn:
+        parts = urlsplit(redact_url(dsn))
+        if parts.query:
+            pairs = [
+                (k, "***" if k == "password" else v)
+                for k, v in parse_qsl(parts.query, keep_blank_values=True)
+            ]
+            parts = parts._replace(query=urlencode(pairs, safe="*"))
+        return urlunsplit(parts)
+    try:
+        params = conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError:
+        return "<unparsable DSN>"
+    if "password" in params:
+        params["password"] = "***"
+    return make_conninfo(**{k: str(v) for k, v in params.items()})
+
+
+def _is_connection_failure(exc: BaseException) -> bool:
+    """True when ``exc`` means the connection or server is gone (not a bad statement)."""
+    if isinstance(exc, (PoolTimeout, PoolClosed)):
+        return True
+    if not isinstance(exc, psycopg.OperationalError):
+        return False
+    state = exc.sqlstate
+    return state is None or state.startswith(_CONNECTION_LOST_STATES)
+
+
+def _lock_key(schema: str) -> int:
+    """A signed 64-bit advisory-lock key for migrating ``schema``."""
+    digest = hashlib.sha256(f"lite_agent_jupyter:migrate:{schema}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+@dataclass(slots=True)
+class _Attempt:
+    """Whether a failed operation may be retried on a fresh connection: only while nothing
+    that could commit has been sent."""
+
+    unsafe: bool = False
+
+
+class _Database:
+    """One PostgreSQL schema reached through one pool: opening, migration, loop binding."""
+
+    def __init__(
+        self,
+        dsn: str,
+        schema: str,
+        *,
+        pool: AsyncConnectionPool[Any] | None,
+        min_size: int,
+        max_size: int,
+        timeout: float,
+        connect_timeout: int,
+    ) -> None:
+        if not isinstance(schema, str) or not schema or len(schema.encode()) > 63:
+            raise ValueError(f"PostgreSQL schema name must be 1-63 bytes: {schema!r}")
+        self.dsn = dsn
+        self.where = redact_dsn(dsn) if dsn else "<pool>"
+        self.schema = schema
+        self._owned = pool is None
+        self._pool = pool
+        self._min_size = min_size
+        self._max_size = max_size
+        self._timeout = timeout
+        self._connect_timeout = connect_timeout
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._lock: asyncio.Lock | None = None
+        self._ready = False
+        self._closed = False
+        self._last_used: weakref.WeakKeyDictionary[Conn, float] = weakref.WeakKeyDictionary()
+        ident = sql.Identifier(schema)
+        self.q: Callable[[LiteralString], bytes] = lambda text: (
+            sql.SQL(text).format(schema=ident).as_bytes(None)
+        )
+
+    # -- opening ---------------------------------------------------------------------------
+
+    async def pool(self) -> AsyncConnectionPool[Any]:
+        """The pool, opened (and the schema migrated) on first use in the running loop."""
+        if self._closed:
+            raise CheckpointerUnavailableError(
+                f"the PostgreSQL checkpointer for {self.where} is closed"
+            )
+        loop = asyncio.get_running_loop()
+        if self._ready and self._loop is loop:
+            assert self._pool is not None
+            return self._pool
+        if self._loop is not loop:
+            self._rebind(loop)
+        assert self._lock is not None
+        async with self._lock:
+            if not self._ready:
+                await self._open()
+        assert self._pool is not None
+        return self._pool
+
+    def _rebind(self, loop: asyncio.AbstractEventLoop) -> None:
+        old = self._loop
+        if old is not None:
+            if old.is_running() or not self._owned:
+                raise RuntimeError(
+                    f"this PostgreSQL checkpointer ({self.where}) belongs to another event "
+                    "loop; create one checkpointer per event loop"
+                )
+            if self._pool is not None:
+                _abandon(self._pool)
+                self._pool = None
+        self._loop = loop
+        self._lock = asyncio.Lock()
+        self._ready = False
+
+    async def _open(self) -> None:
+        if self._owned:
+            # One direct connection first: an unreachable server fails now, clearly, instead
+            # of after the pool's retry timeout; it also runs the migrations.
+            kwargs: dict[str, Any] = {"autocommit": True}
+            if "connect_timeout" not in self._conninfo_keys():
+                kwargs["connect_timeout"] = self._connect_timeout
+            try:
+                conn = await psycopg.AsyncConnection.connect(self.dsn, **kwargs)
+            except psycopg.OperationalError as exc:
+                raise self.unavailable(exc, "cannot connect to") from exc
+            async with conn:
+                await self._migrate(conn)
+            pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+                self.dsn,
+                kwargs={"autocommit": True},
+                min_size=self._min_size,
+                max_size=self._max_size,
+                timeout=self._timeout,
+                open=False,
+                name=f"lite_agent:{self.schema}",
+            )
+            await pool.open(wait=False)
+            self._pool = pool
+        else:
+            assert self._pool is not None
+            try:
+                await self._pool.open(wait=False)
+                async with self._pool.connection() as conn:
+                    await conn.set_autocommit(True)
+                    await self._migrate(conn)
+            except psycopg.OperationalError as exc:
+                if _is_connection_failure(exc):
+                    raise self.unavailable(exc, "cannot connect to") from exc
+                raise
+        self._ready = True
+
+    def _conninfo_keys(self) -> set[str]:
+        try:
+            return set(conninfo_to_dict(self.dsn))
+        except psycopg.ProgrammingError:
+            return set()
+
+    async def _migrate(self, conn: Conn) -> None:
+        latest = max(_MIGRATIONS)
+        version = await self._version(conn)
+        if version == latest:
+            return
+        self._refuse_newer(version, latest)
+        async with conn.transaction():
+            # Serialise concurrent first openers (CREATE ... IF NOT EXISTS races otherwise).
+            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(self.schema),))
+            await conn.execute(self.q("CREATE SCHEMA IF NOT EXISTS {schema}"))
+            await conn.execute(
+                self.q(
+                    "CREATE TABLE IF NOT EXISTS {schema}.schema_version ("
+                    " version integer PRIMARY KEY,"
+                    " applied_at timestamptz NOT NULL DEFAULT now())"
+                )
+            )
+            version = await self._version(conn)
+            self._refuse_newer(version, latest)
+            for number in range(version + 1, latest + 1):
+                for statement in _MIGRATIONS[number]:
+                    await conn.execute(self._statement(statement))
+                await conn.execute(
+                    self.q("INSERT INTO {schema}.schema_version (version) VALUES (%s)"),
+                    (number,),
+                )
+
+    def _statement(self, statement: LiteralString | _Function) -> bytes:
+        if isinstance(statement, str):
+            return self.q(statement)
+        ident = sql.Identifier(self.schema)
+        body = sql.SQL(statement.body).format(schema=ident).as_string(None)
+        return sql.SQL(statement.header).format(schema=ident, body=sql.Literal(body)).as_bytes(None)
+
+    async def _version(self, conn: Conn) -> int:
+        cur = await conn.execute(
+            "SELECT to_regclass(format('%%I.schema_version', %s::text)) IS NOT NULL",
+            (self.schema,),
+        )
+        row = await cur.fetchone()
+        if row is None or not row[0]:
+            return 0
+        cur = await conn.execute(
+            self.q("SELECT coalesce(max(version), 0) FROM {schema}.schema_version")
+        )
+        row = await cur.fetchone()
+        return int(row[0]) if row is not None else 0
+
+    def _refuse_newer(self, version: int, latest: int) -> None:
+        if version > latest:
+            raise UnsupportedVersionError(
+                f"PostgreSQL schema {self.schema!r} at {self.where} is at version {version}, "
+                f"written by a newer lite_agent_jupyter (this one knows up to {latest}); "
+                "upgrade to use it"
+            )
+
+    # -- running ---------------------------------------------------------------------------
+
+    def unavailable(self, exc: BaseException, doing: str) -> CheckpointerUnavailableError:
+        return CheckpointerUnavailableError(f"{doing} PostgreSQL at {self.where}: {exc}")
+
+    async def run(self, op: Callable[[Conn, _Attempt], Awaitable[T]], *, what: str) -> T:
+        """Run ``op`` on a pooled connection, turning a lost connection into
+        :class:`CheckpointerUnavailableError`.
+
+        A pooled connection may have died while idle (server restart, idle timeout). Reads
+        are retried once on a fresh connection. A write cannot be retried once sent (it may
+        have committed), so before a write on a connection idle for more than
+        ``_PING_AFTER`` seconds an empty query checks it first, and that failure is retried.
+        """
+        for attempt in (0, 1):
+            pool = await self.pool()
+            state = _Attempt()
+            try:
+                async with pool.connection() as conn:
+                    if not conn.autocommit:  # a caller's pool
+                        await conn.set_autocommit(True)
+                    last = self._last_used.get(conn)
+                    now = time.monotonic()
+                    self._last_used[conn] = now
+                    if last is None or now - last > _PING_AFTER:
+                        await AsyncConnectionPool.check_connection(conn)
+                    return await op(conn, state)
+            except psycopg.Error as exc:
+                if not _is_connection_failure(exc):
+                    raise
+                if attempt == 0 and not state.unsafe and not isinstance(exc, PoolTimeout):
+                    continue
+                suffix = (
+                    "; the write may or may not have been committed: re-read the head"
+                    if state.unsafe
+                    else ""
+                )
+                raise CheckpointerUnavailableError(
+                    f"lost PostgreSQL at {self.where} during {what}: {exc}{suffix}"
+                ) from exc
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        pool, self._pool = self._pool, None
+        if pool is None or not self._owned:
+            return
+        try:
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:  # pragma: no cover - close() is async
+            running = None
+        if running is self._loop:
+            await pool.close()
+        else:
+            _abandon(pool)
+
+
+def _abandon(pool: AsyncConnectionPool[Any]) -> None:
+    """Close the idle connections of a pool whose event loop is gone, without that loop."""
+    # The pool's workers lived in the dead loop; only its sockets are left to release.
+    with contextlib.suppress(Exception):
+        for conn in list(pool._pool):
+            conn.pgconn.finish()
+        pool._pool.clear()
+        pool._closed = True
+
+
+class PostgresCheckpointer:
+    """A Checkpointer on PostgreSQL (see the module docstring for schema and semantics)."""
+
+    def __init__(self, db: _Database) -> None:
+        self._db = db
+        q = db.q
+        self._where = f"{db.where} {db.schema}.events"
+        self._sql_append = q(
+            "SELECT {schema}.append_events("
+            "%s, %s::bigint, %s, %b::text[], %b::boolean[], %s::text, %s::integer)"
+        )
+        self._sql_lock = q("SELECT head FROM {schema}.sessions WHERE id = %s FOR UPDATE")
+        self._sql_head = q("SELECT head FROM {schema}.sessions WHERE id = %s")
+        self._sql_read = q(
+            "SELECT seq, body FROM {schema}.events WHERE session_id = %s AND seq > %s ORDER BY seq"
+        )
+        self._sql_list = q(
+            "SELECT id, mtime, title, turns, head FROM {schema}.sessions"
+            " WHERE head > 0 ORDER BY mtime DESC, id"
+        )
+        self._sql_delete_session = q("DELETE FROM {schema}.sessions WHERE id = %s")
+        self._sql_delete_events = q("DELETE FROM {schema}.events WHERE session_id = %s")
+        self._sql_cut = q("DELETE FROM {schema}.events WHERE session_id = %s AND seq > %s")
+        self._sql_first_anchor = q(
+            "SELECT seq, body FROM {schema}.events WHERE session_id = %s AND anchor"
+            " ORDER BY seq LIMIT 1"
+        )
+        self._sql_count_anchors = q(
+            "SELECT count(*) FROM {schema}.events WHERE session_id = %s AND anchor"
+        )
+        self._sql_retitle = q(
+            "UPDATE {schema}.sessions SET head = %s, mtime = clock_timestamp(),"
+            " title = %s, turns = %s WHERE id = %s"
+        )
+        self._before_commit: Callable[[Conn], Awaitable[None]] | None = None
+        """Test hook: awaited inside an append's transaction after the batch was sent."""
+
+    def __repr__(self) -> str:
+        return f"PostgresCheckpointer({self._db.where!r}, schema={self._db.schema!r})"
+
+    @property
+    def schema(self) -> str:
+        return self._db.schema
+
+    def blobs(self) -> PostgresBlobStore:
+        """A blob store in the same schema, sharing this checkpointer's pool.
+
+        It lives as long as the checkpointer: closing the checkpointer closes it too.
+        """
+        return PostgresBlobStore(self._db, owns=False)
+
+    async def append(
+        self, session_id: str, events: Sequence[Event], *, expected_head: int | None = None
+    ) -> int:
+        validate_session_id(session_id)
+        if not events:
+            head = await self.head(session_id)
+            if expected_head is not None and expected_head != head:
+                raise CheckpointConflictError(session_id, expected_head, head)
+            return head
+        ts = now_iso()
+        tails: list[str] = []
+        for event in events:
+            line = encode(event, seq=0, ts=ts)
+            if not line.startswith(_SEQ0):  # pragma: no cover - encode's documented layout
+                raise AssertionError(f"unexpected event encoding: {line[:40]!r}")
+            tails.append(line[len(_SEQ0) - 1 :])
+        anchors = [is_anchor(event) for event in events]
+        title, turns = anchor_stats(events)
+        params = (session_id, expected_head, _SEQ_PREFIX, tails, anchors, title, turns)
+
+        async def op(conn: Conn, attempt: _Attempt) -> int:
+            attempt.unsafe = True
+            try:
+                if self._before_commit is None:
+                    cur = await conn.execute(self._sql_append, params)
+                    row = await cur.fetchone()
+                else:  # the same statement, with the transaction held open for a test
+                    async with conn.transaction():
+                        cur = await conn.execute(self._sql_append, params)
+                        row = await cur.fetchone()
+                        await self._before_commit(conn)
+            except psycopg.Error as exc:
+                if exc.sqlstate == _CONFLICT_STATE and expected_head is not None:
+                    actual = int(exc.diag.message_detail or 0)
+                    raise CheckpointConflictError(session_id, expected_head, actual) from None
+                raise
+            assert row is not None
+            return int(row[0])
+
+        return await self._db.run(op, what=f"append to session {session_id!r}")
+
+    async def read(self, session_id: str, *, after: int = 0) -> list[Event]:
+        validate_session_id(session_id)
+
+        async def op(conn: Conn, attempt: _Attempt) -> list[tuple[int, str]]:
+            cur = await conn.execute(self._sql_read, (session_id, max(after, 0)))
+            return await cur.fetchall()
+
+        rows = await self._db.run(op, what=f"read of session {session_id!r}")
+        out: list[Event] = []
+        for seq, body in rows:
+            try:
+                event = decode(body)
+            except ValueError as exc:
+                raise CorruptLogError(f"{self._where}[{session_id}]", seq, str(exc)) from exc
+            if event.seq != seq:
+                raise CorruptLogError(
+                    f"{self._where}[{session_id}]", seq, f"event carries seq {event.seq}"
+                )
+            out.append(event)
+        return out
+
+    async def head(self, session_id: str) -> int:
+        validate_session_id(session_id)
+
+        async def op(conn: Conn, attempt: _Attempt) -> int:
+            cur = await conn.execute(self._sql_head, (session_id,))
+            row = await cur.fetchone()
+            return int(row[0]) if row is not None else 0
+
+        return await self._db.run(op, what=f"head of session {session_id!r}")
+
+    async def list(self) -> list[SessionInfo]:
+        async def op(conn: Conn, attempt: _Attempt) -> list[SessionInfo]:
+            cur = await conn.execute(self._sql_list)
+            return [
+                SessionInfo(sid, mtime.astimezone(UTC), title=title, turns=turns, head=head)
+                for sid, mtime, title, turns, head in await cur.fetchall()
+            ]
+
+        return await self._db.run(op, what="list of sessions")
+
+    async def delete(self, session_id: str) -> None:
+        validate_session_id(session_id)
+
+        async def op(conn: Conn, attempt: _Attempt) -> None:
+            # The sessions row first: it takes the row lock appends queue on.
+            async with conn.pipeline(), conn.transaction():
+                await conn.execute(self._sql_delete_session, (session_id,))
+                await conn.execute(self._sql_delete_events, (session_id,))
+
+        await self._db.run(op, what=f"delete of session {session_id!r}")
+
+    async def truncate(
+        self, session_id: str, to_seq: int, *, expected_head: int | None = None
+    ) -> None:
+        validate_session_id(session_id)
+
+        async def op(conn: Conn, attempt: _Attempt) -> None:
+            async with conn.transaction():
+                cur = await conn.execute(self._sql_lock, (session_id,))
+                row = await cur.fetchone()
+                head = int(row[0]) if row is not None else 0
+                if expected_head is not None and expected_head != head:
+                    raise CheckpointConflictError(session_id, expected_head, head)
+                if not 0 <= to_seq <= head:
+                    raise ValueError(
+                        f"cannot truncate session {session_id!r} to {to_seq}: head is {head}"
+                    )
+                if to_seq == head:
+                    return
+                attempt.unsafe = True
+                if to_seq == 0:
+                    await conn.execute(self._sql_delete_session, (session_id,))
+                    await conn.execute(self._sql_delete_events, (session_id,))
+                    return
+                await conn.execute(self._sql_cut, (session_id, to_seq))
+                title = await self._first_title(conn, session_id)
+                cur = await conn.execute(self._sql_count_anchors, (session_id,))
+                counted = await cur.fetchone()
+                turns = int(counted[0]) if counted is not None else 0
+                await conn.execute(self._sql_retitle, (to_seq, title, turns, session_id))
+
+        await self._db.run(op, what=f"truncate of session {session_id!r}")
+
+    async def _first_title(self, conn: Conn, session_id: str) -> str | None:
+        cur = await conn.execute(self._sql_first_anchor, (session_id,))
+        row = await cur.fetchone()
+        if row is None:
+            return None
+        try:
+            event = decode(row[1])
+        except ValueError as exc:
+            raise CorruptLogError(f"{self._where}[{session_id}]", row[0], str(exc)) from exc
+        title, _ = anchor_stats([event])
+        return title
+
+    async def sync(self, session_id: str) -> None:
+        """Nothing to do: every acknowledged append is a committed transaction."""
+        validate_session_id(session_id)
+
+    async def close(self) -> None:
+        """Close the pool (if this checkpointer opened it). Idempotent; a pool passed in by
+        the caller is left open for its owner."""
+        await self._db.close()
+
+
+class PostgresBlobStore:
+    """Content-addressed file snapshots in ``<schema>.blobs`` (implements ``storage.Blobs``).
+
+    Keyed by sha256, deduplicated with ``ON CONFLICT DO NOTHING``, content checked against
+    its hash on every read. PostgreSQL compresses large values itself (TOAST), so blobs are
+    stored as they are.
+    """
+
+    def __init__(self, db: _Database, *, owns: bool) -> None:
+        self._db = db
+        self._owns = owns
+        q = db.q
+        self._where = f"{db.where} {db.schema}.blobs"
+        self._sql_put = q(
+            "INSERT INTO {schema}.blobs (hash, size, data) VALUES (%s, %s, %b)"
+            " ON CONFLICT (hash) DO NOTHING"
+        )
+        self._sql_get = q("SELECT data FROM {schema}.blobs WHERE hash = %s")
+        self._sql_has = q("SELECT 1 FROM {schema}.blobs WHERE hash = %s")
+        self._sql_delete = q("DELETE FROM {schema}.blobs WHERE hash = %s")
+        self._sql_hashes = q("SELECT hash FROM {schema}.blobs ORDER BY hash")
+
+    def __repr__(self) -> str:
+        return f"PostgresBlobStore({self._db.where!r}, schema={self._db.schema!r})"
+
+    @staticmethod
+    def _check(digest: str) -> str:
+        if not isinstance(digest, str) or len(digest) != 64 or digest.strip("0123456789abcdef"):
+            raise ValueError(f"not a blob hash: {digest!r}")
+        return digest
+
+    async def put(self, data: bytes) -> str:
+        data = bytes(data)
+        digest = blob_hash(data)
+        if len(data) > _BIG_BLOB and await self.has(digest):
+            return digest
+
+        async def op(conn: Conn, attempt: _Attempt) -> None:
+            await conn.execute(self._sql_put, (digest, len(data), data))
+
+        await self._db.run(op, what=f"put of blob {digest}")
+        return digest
+
+    async def get(self, digest: str) -> bytes:
+        self._check(digest)
+
+        async def op(conn: Conn, attempt: _Attempt) -> bytes | None:
+            cur = await conn.execute(self._sql_get, (digest,), binary=True)
+            row = await cur.fetchone()
+            return bytes(row[0]) if row is not None else None
+
+        data = await self._db.run(op, what=f"get of blob {digest}")
+        if data is None:
+            raise KeyError(f"blob {digest} is missing from {self._where}")
+        if blob_hash(data) != digest:
+            raise CorruptLogError(
+                f"{self._where}[{digest}]", None, "content does not match its hash"
+            )
+        return data
+
+    async def has(self, digest: str) -> bool:
+        self._check(digest)
+
+        async def op(conn: Conn, attempt: _Attempt) -> bool:
+            cur = await conn.execute(self._sql_has, (digest,))
+            return await cur.fetchone() is not None
+
+        return await self._db.run(op, what=f"lookup of blob {digest}")
+
+    async def delete(self, digest: str) -> None:
+        self._check(digest)
+
+        async def op(conn: Conn, attempt: _Attempt) -> None:
+            await conn.execute(self._sql_delete, (digest,))
+
+        await self._db.run(op, what=f"delete of blob {digest}")
+
+    async def hashes(self) -> list[str]:
+        async def op(conn: Conn, attempt: _Attempt) -> list[str]:
+            cur = await conn.execute(self._sql_hashes)
+            return [str(row[0]) for row in await cur.fetchall()]
+
+        return await self._db.run(op, what="list of blobs")
+
+    async def close(self) -> None:
+        """Close the pool if this store opened it (a checkpointer's ``blobs()`` does not)."""
+        if self._owns:
+            await self._db.close()
+
+
+def _database(
+    dsn: str,
+    schema: str,
+    pool: AsyncConnectionPool[Any] | None,
+    min_size: int,
+    max_size: int,
+    timeout: float,
+    connect_timeout: int,
+) -> _Database:
+    if pool is None and not dsn:
+        raise ValueError("postgres_checkpointer needs a DSN or a pool")
+    return _Database(
+        dsn,
+        schema,
+        pool=pool,
+        min_size=min_size,
+        max_size=max_size,
+        timeout=timeout,
+        connect_timeout=connect_timeout,
+    )
+
+
+def postgres_checkpointer(
+    dsn: str = "",
+    *,
+    schema: str = "lite_agent",
+    pool: AsyncConnectionPool[Any] | None = None,
+    min_size: int = 1,
+    max_size: int = 10,
+    timeout: float = 30.0,
+    connect_timeout: int = 10,
+) -> PostgresCheckpointer:
+    """A Checkpointer storing sessions in PostgreSQL (psycopg 3, async).
+
+    ``dsn`` is a libpq connection string or URL (``postgresql://user@host/db``). Nothing
+    connects until the first call; that call creates or migrates the tables in ``schema``
+    and raises :class:`~lite_agent_jupyter.errors.CheckpointerUnavailableError` (naming the
+    DSN without its password) if the server cannot be reached within ``connect_timeout``
+    seconds. ``min_size``/``max_size`` size the connection pool; ``timeout`` is how long a
+    call waits for a pooled connection. Pass ``pool`` to share your own
+    ``AsyncConnectionPool`` instead (its connections are switched to autocommit; ``close()``
+    leaves it open). One checkpointer belongs to one event loop (see the module docstring).
+    """
+    return PostgresCheckpointer(
+        _database(dsn, schema, pool, min_size, max_size, timeout, connect_timeout)
+    )
+
+
+def postgres_blob_store(
+    dsn: str = "",
+    *,
+    schema: str = "lite_agent",
+    pool: AsyncConnectionPool[Any] | None = None,
+    min_size: int = 1,
+    max_size: int = 4,
+    timeout: float = 30.0,
+    connect_timeout: int = 10,
+) -> PostgresBlobStore:
+    """A stand-alone :class:`PostgresBlobStore` with its own pool (close it when done).
+
+    With a checkpointer at hand, prefer ``checkpointer.blobs()``, which shares its pool.
+    """
+    db = _database(dsn, schema, pool, min_size, max_size, timeout, connect_timeout)
+    return PostgresBlobStore(db, owns=True)
