@@ -1,0 +1,49 @@
+"""Model providers: the protocol the agent talks to, and the two implementations.
+
+``anthropic()`` streams the Anthropic Messages API through the official SDK (imported on first
+use, so importing this package stays cheap); ``scripted()`` is an offline, deterministic stand-in
+for tests, teaching and demos. A third-party provider implements :class:`Provider`.
+"""
+
+from .anthropic import AnthropicProvider, anthropic
+from .base import (
+    MessageDone,
+    ModelRequest,
+    Provider,
+    ProviderEvent,
+    TextDelta,
+    ToolUseStarted,
+    Usage,
+)
+from .scripted import (
+    NO_MORE_TURNS,
+    Reply,
+    ScriptedProvider,
+    ToolCall,
+    Turn,
+    call,
+    estimate_tokens,
+    reply,
+    scripted,
+)
+
+__all__ = [
+    "NO_MORE_TURNS",
+    "AnthropicProvider",
+    "MessageDone",
+    "ModelRequest",
+    "Provider",
+    "ProviderEvent",
+    "Reply",
+    "ScriptedProvider",
+    "TextDelta",
+    "ToolCall",
+    "ToolUseStarted",
+    "Turn",
+    "Usage",
+    "anthropic",
+    "call",
+    "estimate_tokens",
+    "reply",
+    "scripted",
+]
