@@ -1,0 +1,80 @@
+"""todo_write and TaskStore: the model's task list, per session, in memory or private files."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from tools_helpers import file_mode
+
+from lite_agent_jupyter.errors import CorruptLogError, InvalidSessionIdError, ToolError
+from lite_agent_jupyter.tools import TaskItem, TaskStore, ToolContext, invoke_tool, todo_write
+from lite_agent_jupyter.tools.tasks import store_for
+
+PLAN = [
+    {"content": "Load data/sales.csv", "status": "completed"},
+    {"content": "Clean the date column", "status": "in_progress"},
+    {"content": "Save data/clean.csv", "status": "pending"},
+]
+
+
+async def test_todo_write_renders_and_stores_per_session(
+    make_ctx: Callable[..., ToolContext],
+) -> None:
+    store = TaskStore()
+    ctx = make_ctx(extra={"task_store": store})
+    result = await invoke_tool(todo_write, {"todos": PLAN}, ctx)
+    assert result == (
+        "Task list (1/3 completed):\n"
+        "[x] Load data/sales.csv\n"
+        "[>] Clean the date column\n"
+        "[ ] Save data/clean.csv"
+    )
+    assert store.get("s1") == PLAN
+    assert store.get("other") == []
+    assert await invoke_tool(todo_write, {"todos": []}, ctx) == "(the task list is empty)"
+    assert store.get("s1") == []
+
+
+async def test_todo_write_validates_items(ctx: ToolContext) -> None:
+    with pytest.raises(ToolError, match=r'todos\[0\].status: must be one of "pending"'):
+        await invoke_tool(todo_write, {"todos": [{"content": "x", "status": "done"}]}, ctx)
+    with pytest.raises(ToolError, match=r"missing required argument todos\[0\]\.content"):
+        await invoke_tool(todo_write, {"todos": [{"status": "pending"}]}, ctx)
+
+
+async def test_without_a_store_lists_live_in_process_memory(
+    make_ctx: Callable[..., ToolContext],
+) -> None:
+    await invoke_tool(todo_write, {"todos": PLAN[:1]}, make_ctx(session_id="mem-a"))
+    await invoke_tool(todo_write, {"todos": PLAN[1:]}, make_ctx(session_id="mem-b"))
+    store = store_for(make_ctx())
+    assert store.get("mem-a") == PLAN[:1]
+    assert store.get("mem-b") == PLAN[1:]
+
+
+def test_file_store_persists_privately_and_deletes(tmp_path: Path) -> None:
+    directory = tmp_path / "tasks"
+    items = [TaskItem(content="ü step", status="pending")]
+    TaskStore(directory).set("s1", items)
+    path = directory / "s1.json"
+    assert file_mode(path) == 0o600
+    assert file_mode(directory) == 0o700
+    assert json.loads(path.read_text(encoding="utf-8")) == {"v": 1, "tasks": items}
+    assert TaskStore(directory).get("s1") == items  # a new store (a new kernel) reads it back
+    TaskStore(directory).delete("s1")
+    TaskStore(directory).delete("s1")  # idempotent
+    assert not path.exists()
+    assert TaskStore(directory).get("s1") == []
+
+
+def test_file_store_refuses_bad_ids_and_reports_corruption(tmp_path: Path) -> None:
+    store = TaskStore(tmp_path)
+    with pytest.raises(InvalidSessionIdError):
+        store.set("../escape", [])
+    assert not (tmp_path.parent / "escape.json").exists()
+    (tmp_path / "s2.json").write_text("{not json")
+    with pytest.raises(CorruptLogError, match=r"s2\.json"):
+        store.get("s2")
