@@ -35,7 +35,7 @@ import secrets
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, BinaryIO, Literal
 
 from ..abort import AbortSignal
 from ..errors import ToolError
@@ -153,16 +153,35 @@ async def change_file(ctx: ToolContext, path: Path, after: bytes | None) -> None
         raise ToolError(f"cannot write {display_path(ctx, path)}: {exc.strerror or exc}") from exc
 
 
-def _read_existing(ctx: ToolContext, path: Path) -> bytes | None:
-    """The current bytes of ``path``, ``None`` if missing; ``ToolError`` for folders etc."""
+def _open_regular(ctx: ToolContext, path: Path, *, dir_hint: str) -> BinaryIO | None:
+    """Open ``path`` for reading if it is a regular file; ``None`` if it does not exist.
+
+    Opened non-blocking and checked with fstat, so a FIFO or a device in the workdir is
+    refused instead of hanging the tool.
+    """
+    shown = display_path(ctx, path)
     try:
-        return path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         return None
-    except IsADirectoryError:
-        raise ToolError(f"{display_path(ctx, path)} is a directory, not a file") from None
     except OSError as exc:
-        raise ToolError(f"cannot read {display_path(ctx, path)}: {exc.strerror or exc}") from exc
+        raise ToolError(f"cannot read {shown}: {exc.strerror or exc}") from exc
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        if stat.S_ISDIR(mode):
+            raise ToolError(f"{shown} is a directory{dir_hint}")
+        raise ToolError(f"{shown} is not a regular file (a FIFO, socket or device)")
+    return os.fdopen(fd, "rb")
+
+
+def _read_existing(ctx: ToolContext, path: Path) -> bytes | None:
+    """The current bytes of ``path``, ``None`` if missing; ``ToolError`` for folders etc."""
+    f = _open_regular(ctx, path, dir_hint=", not a file")
+    if f is None:
+        return None
+    with f:
+        return f.read()
 
 
 # ------------------------------------------------------------------------------------ reading
@@ -206,14 +225,9 @@ def _read_text_window(
     ctx: ToolContext, path: Path, offset: int, limit: int
 ) -> str | list[dict[str, Any]]:
     shown = display_path(ctx, path)
-    try:
-        f = path.open("rb")
-    except FileNotFoundError:
-        raise ToolError(f"file not found: {shown}") from None
-    except IsADirectoryError:
-        raise ToolError(f"{shown} is a directory; use list_files to see what is in it") from None
-    except OSError as exc:
-        raise ToolError(f"cannot read {shown}: {exc.strerror or exc}") from exc
+    f = _open_regular(ctx, path, dir_hint="; use list_files to see what is in it")
+    if f is None:
+        raise ToolError(f"file not found: {shown}")
     with f:
         size = os.fstat(f.fileno()).st_size
         head = f.read(SNIFF_BYTES)

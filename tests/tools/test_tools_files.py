@@ -3,6 +3,7 @@ deleting, listing and searching."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import os
 import re
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 from tools_helpers import SnapshotRecorder, file_mode
 
+from lite_agent_jupyter.abort import AbortController
 from lite_agent_jupyter.errors import PathOutsideWorkdirError, ToolError
 from lite_agent_jupyter.tools import (
     ToolContext,
@@ -123,6 +125,11 @@ async def test_read_file_binary_image_empty_and_latin1(ctx: ToolContext, workdir
 
 async def test_read_file_errors(ctx: ToolContext, workdir: Path) -> None:
     (workdir / "d").mkdir()
+    os.mkfifo(workdir / "fifo")
+    with pytest.raises(ToolError, match="fifo is not a regular file"):
+        await call(read_file, ctx, path="fifo")
+    with pytest.raises(ToolError, match="fifo is not a regular file"):
+        await call(write_file, ctx, path="fifo", content="x")
     with pytest.raises(ToolError, match=re.escape("file not found: nope.txt")):
         await call(read_file, ctx, path="nope.txt")
     with pytest.raises(ToolError, match="d is a directory; use list_files"):
@@ -500,3 +507,14 @@ async def test_grep_caps_matches(ctx: ToolContext, workdir: Path) -> None:
     lines = text.splitlines()
     assert len(lines) == files_module.MAX_GREP_MATCHES + 1
     assert lines[-1].startswith("... 750 more matches not shown (1000 in total)")
+
+
+async def test_searches_stop_when_aborted(
+    ctx: ToolContext, tree: Path, controller: AbortController
+) -> None:
+    controller.abort("stop")
+    # Past invoke_tool's own check: the walk in the worker thread checks the signal too.
+    with pytest.raises(asyncio.CancelledError):
+        await grep.fn(ctx, pattern="TODO")
+    with pytest.raises(asyncio.CancelledError):
+        await list_files.fn(ctx)
