@@ -298,7 +298,7 @@ async def read_file(
 ) -> str | list[dict[str, Any]]:
     """Read a file from the working directory.
 
-    Text comes back with line numbers (``number<TAB>line``), at most 2000 lines per call;
+    Text comes back with line numbers (number, tab, line), at most 2000 lines per call;
     use offset/limit to page through long files. Images (PNG, JPEG, GIF, WebP) are returned
     as images; other binary files as a short note with their size.
     """
