@@ -32,7 +32,7 @@ def check_request(
     """Return the first problem of a request as the API would word it, or ``None`` if valid."""
     if not isinstance(messages, list) or not messages:
         return "messages: at least one message is required"
-    breakpoints = _count_cache_control(system) + _count_cache_control(tools)
+    breakpoints = count_cache_control(system) + count_cache_control(tools)
     answerable: set[str] = set()  # tool_use ids of the latest assistant message
     pending: set[str] = set()  # ... of those, the ones not answered yet
     asked_at = -1  # index of that assistant message
@@ -60,7 +60,7 @@ def check_request(
                 f"messages.{i}: all messages must have non-empty content except for the "
                 "optional final assistant message"
             )
-        breakpoints += _count_cache_control(blocks)
+        breakpoints += count_cache_control(blocks)
         problem = _check_blocks(blocks, i, str(role))
         if problem is not None:
             return problem
@@ -149,12 +149,16 @@ def _check_blocks(blocks: Sequence[Mapping[str, Any]], i: int, role: str) -> str
     return None
 
 
-def _count_cache_control(value: object) -> int:
-    """Count the blocks (system blocks, tools, content blocks) that carry ``cache_control``."""
+def count_cache_control(value: object) -> int:
+    """Count the blocks that carry ``cache_control`` in a system prompt, a tool list, a
+    message list or a content-block list (block level only: tool inputs are not searched)."""
     if isinstance(value, Mapping):
         own = 1 if value.get("cache_control") is not None else 0
-        nested = value.get("content") if value.get("type") == "tool_result" else None
-        return own + (_count_cache_control(nested) if isinstance(nested, list) else 0)
+        # a message, or a tool_result block, holds blocks in "content"
+        nested = (
+            value.get("content") if "role" in value or value.get("type") == "tool_result" else None
+        )
+        return own + (count_cache_control(nested) if isinstance(nested, list) else 0)
     if isinstance(value, list | tuple):
-        return sum(_count_cache_control(item) for item in value)
+        return sum(count_cache_control(item) for item in value)
     return 0

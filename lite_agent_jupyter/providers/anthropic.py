@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ..abort import AbortSignal
 from ..errors import MissingAPIKeyError, ProviderError
-from ._check import MAX_CACHE_BREAKPOINTS
+from ._check import MAX_CACHE_BREAKPOINTS, count_cache_control
 from .base import MessageDone, ModelRequest, ProviderEvent, TextDelta, ToolUseStarted, Usage
 
 if TYPE_CHECKING:
@@ -443,14 +443,7 @@ def _error_message(body: object) -> str | None:
 
 
 def _has_cache_control(request: ModelRequest) -> bool:
-    def walk(value: object) -> bool:
-        if isinstance(value, dict):
-            return "cache_control" in value or any(walk(v) for v in value.values())
-        if isinstance(value, list):
-            return any(walk(v) for v in value)
-        return False
-
-    return walk(request.tools) or walk(request.messages)
+    return count_cache_control(request.tools) + count_cache_control(request.messages) > 0
 
 
 def _add_breakpoints(params: dict[str, Any]) -> None:

@@ -246,6 +246,15 @@ async def test_cache_can_be_disabled_and_caller_breakpoints_are_respected(
     assert params["messages"] == own
 
 
+async def test_a_tool_input_named_cache_control_does_not_disable_caching(
+    provider: AnthropicProvider,
+) -> None:
+    messages = tool_history()
+    messages[1]["content"][1]["input"] = {"cache_control": "a field of the tool"}
+    params = provider.build_params(ModelRequest("m", messages))
+    assert params["messages"][2]["content"][-1]["cache_control"] == EPHEMERAL
+
+
 # --------------------------------------------------------------------------- retries and errors
 
 
@@ -395,18 +404,20 @@ async def test_abort_while_waiting_raises_promptly(
     release = threading.Event()
     fake_anthropic.script(FakeReply("first second", text_chunk=6, hold=release))
     controller = AbortController()
-    events: list[ProviderEvent] = []
+    aborted_at: list[float] = []
+
+    def abort() -> None:
+        aborted_at.append(time.monotonic())
+        controller.abort("stop")
 
     async def consume() -> None:
-        async for event in provider.stream(ask(), controller.signal):
-            events.append(event)
-            if len(events) == 1:
-                asyncio.get_running_loop().call_later(0.05, controller.abort, "stop")
+        async for _ in provider.stream(ask(), controller.signal):
+            if not aborted_at:
+                asyncio.get_running_loop().call_later(0.05, abort)
 
-    started = time.monotonic()
     with pytest.raises(asyncio.CancelledError):
         await consume()
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - aborted_at[0] < 0.5
     assert await wait_in_thread(fake_anthropic.message_requests[0].client_disconnected)
 
 
@@ -454,12 +465,15 @@ async def test_abort_during_retry_backoff(
 ) -> None:
     fake_anthropic.script(rate_limited(retry_after=30), "too late")
     controller = AbortController()
-    asyncio.get_running_loop().call_later(0.1, controller.abort)
+    task = asyncio.create_task(collect(provider, ask(), controller.signal))
+    loop = asyncio.get_running_loop()
+    await loop.run_in_executor(None, fake_anthropic.wait_for_requests, 1)  # now backing off
 
     started = time.monotonic()
+    controller.abort()
     with pytest.raises(asyncio.CancelledError):
-        await collect(provider, ask(), controller.signal)
-    assert time.monotonic() - started < 2
+        await task
+    assert time.monotonic() - started < 1
     assert len(fake_anthropic.message_requests) == 1
 
 

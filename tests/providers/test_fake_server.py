@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import statistics
 import time
 from typing import Any
 
@@ -145,12 +146,14 @@ def test_keep_alive_requests_do_not_stall(fake_anthropic: FakeAnthropicServer) -
     conn = http.client.HTTPConnection(fake_anthropic.url.removeprefix("http://"), timeout=5)
     body = {"model": "m", "max_tokens": 5, "messages": HELLO}
     post(fake_anthropic, "/v1/messages", body, connection=conn)
-    started = time.perf_counter()
-    for _ in range(20):
+    timings = []
+    for _ in range(15):
+        started = time.perf_counter()
         assert post(fake_anthropic, "/v1/messages", body, connection=conn)[0] == 200
-    per_request = (time.perf_counter() - started) / 20
+        timings.append(time.perf_counter() - started)
     conn.close()
-    assert per_request < 0.02, f"{per_request * 1000:.1f} ms per request"
+    median = statistics.median(timings)
+    assert median < 0.03, f"{median * 1000:.1f} ms per request"
 
 
 def test_usable_outside_pytest() -> None:
