@@ -1,0 +1,126 @@
+"""Who decides whether a tool call may run: policies, handlers, one prompt at a time.
+
+Policy per tool name, falling back to a default per tool *kind*: reads are free; writes,
+edits, deletes and shell ask. ``ask`` calls the user's ``on_approval(request, signal)``
+handler (sync or async). Prompts are serialised (one question on screen at a time, even when
+the model calls tools in parallel). When the turn is aborted while a prompt is pending, the
+prompt's signal fires and the call is treated as denied.
+
+With no handler, ``ask`` denies with a message saying how to allow the tool: an SDK user who
+configured nothing must never have files changed silently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..abort import AbortSignal
+from ..tools.base import ToolKind
+
+Decision = Literal["allow", "ask", "deny"]
+DEFAULT_POLICY: dict[ToolKind, Decision] = {
+    "read": "allow",
+    "write": "ask",
+    "shell": "ask",
+    "other": "ask",
+}
+
+
+@dataclass(slots=True, frozen=True)
+class ApprovalRequest:
+    """A tool call waiting for a yes/no."""
+
+    tool_name: str
+    input: dict[str, Any]
+    kind: ToolKind
+    session_id: str
+    tool_use_id: str
+
+
+@dataclass(slots=True, frozen=True)
+class InputRequest:
+    """The model asks the user a question (the ``ask_user`` tool)."""
+
+    question: str
+    session_id: str
+    tool_use_id: str = ""
+
+
+ApprovalHandler = Callable[[ApprovalRequest, AbortSignal], bool | Awaitable[bool]]
+InputHandler = Callable[[InputRequest, AbortSignal], str | Awaitable[str]]
+
+
+@dataclass(slots=True)
+class Verdict:
+    allowed: bool
+    reason: str = ""
+
+
+@dataclass
+class ApprovalGate:
+    """Applies the policy and runs the handler, one prompt at a time."""
+
+    policy: Mapping[str, Decision] | Decision = field(default_factory=dict)
+    handler: ApprovalHandler | None = None
+    _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    def decision_for(self, tool_name: str, kind: ToolKind) -> Decision:
+        if isinstance(self.policy, str):
+            return self.policy
+        return self.policy.get(tool_name) or self.policy.get("*") or DEFAULT_POLICY[kind]
+
+    async def check(self, request: ApprovalRequest, signal: AbortSignal) -> Verdict:
+        decision = self.decision_for(request.tool_name, request.kind)
+        if decision == "allow":
+            return Verdict(True)
+        if decision == "deny":
+            return Verdict(False, f"The user's policy denies the tool {request.tool_name!r}.")
+        if self.handler is None:
+            return Verdict(
+                False,
+                f"{request.tool_name!r} needs approval and no approval handler is configured "
+                f"(pass on_approval=..., or approvals={{{request.tool_name!r}: 'allow'}}).",
+            )
+        async with self._lock:
+            answered, allowed = await call_handler(self.handler, request, signal)
+        if answered and allowed:
+            return Verdict(True)
+        return Verdict(False, f"The user denied the tool call {request.tool_name!r}.")
+
+
+async def call_handler(
+    handler: Callable[..., Any], request: Any, signal: AbortSignal
+) -> tuple[bool, Any]:
+    """Run a (sync or async) handler; ``(True, answer)``, or ``(False, None)`` if the signal
+    fired first, in which case the handler's task is cancelled (its prompt closes).
+
+    A sync handler (e.g. one calling ``input()``) runs in a thread so the loop stays
+    responsive; it cannot be interrupted, but its late answer is ignored.
+    """
+    if signal.aborted:
+        return False, None
+    if inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(
+        getattr(handler, "__call__", None)  # noqa: B004 - async callable objects
+    ):
+        work: asyncio.Future[Any] = asyncio.ensure_future(handler(request, signal))
+    else:
+        work = asyncio.ensure_future(asyncio.to_thread(handler, request, signal))
+    aborted: asyncio.Future[str] = asyncio.ensure_future(signal._wait())
+    try:
+        done, _ = await asyncio.wait({work, aborted}, return_when=asyncio.FIRST_COMPLETED)
+    except BaseException:
+        work.cancel()
+        raise
+    finally:
+        aborted.cancel()
+    if work in done and not signal.aborted:
+        return True, work.result()
+    work.cancel()
+    with contextlib.suppress(BaseException):
+        await work
+    return False, None

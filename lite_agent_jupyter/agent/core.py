@@ -1,0 +1,477 @@
+"""``LiteAgent``: one agent, one current session, the whole session lifecycle.
+
+The agent owns: which session is current, the running turns (one per session), background
+jobs and their completion turns, and the release of everything on ``close()``. The turn itself
+is in ``loop.py``; persistence is the Checkpointer's. Every method is a coroutine of the event
+loop the caller runs on; the agent knows nothing of Jupyter (the magic runs it on a loop thread
+of its own, see ``jupyter/``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from ..abort import AbortController, AbortSignal
+from ..checkpoint.events import (
+    BackgroundCompletedEvent,
+    Event,
+    FileSnapshotEvent,
+    UserEvent,
+    decode,
+)
+from ..checkpoint.memory import memory_checkpointer
+from ..checkpoint.protocol import Checkpointer, SessionInfo, new_session_id, validate_session_id
+from ..errors import AgentClosedError, SessionBusyError, SessionsDisabledError
+from ..providers.base import Provider
+from ..storage import Blobs, MemoryBlobStore, Storage
+from ..tools import Tool, ToolContext, default_tools, tool
+from ..tools.base import BackgroundJob, BackgroundOutcome
+from .approvals import (
+    ApprovalGate,
+    ApprovalHandler,
+    Decision,
+    InputHandler,
+    InputRequest,
+    call_handler,
+)
+from .loop import TurnSettings, run_turn
+from .results import AgentEvent, LiteAgentResult, TurnFinished
+from .session import SessionLog
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MODEL_NAME = "claude-sonnet-4-6"
+DEFAULT_SYSTEM_PROMPT = """\
+You are a careful coding agent working in the user's project folder ({workdir}). Use the tools \
+to read, search, write and edit files and to run shell commands there. Paths are relative to \
+that folder. Prefer small, precise edits; explain briefly what you changed. Shell commands are \
+not undone by the user's restore; file tools are."""
+
+_END = object()
+
+
+@dataclass(slots=True, eq=False)
+class _Turn:
+    session_id: str
+    origin: str
+    controller: AbortController
+    task: asyncio.Task[LiteAgentResult] | None = None
+    queue: asyncio.Queue[Any] = field(default_factory=asyncio.Queue)
+
+
+@dataclass(slots=True, eq=False)
+class _BackgroundJob:
+    job_id: str
+    session_id: str
+    description: str
+    controller: AbortController
+    task: asyncio.Task[None] | None = None
+
+
+class LiteAgent:
+    """A persistent, resumable agent. Build it with :func:`create_lite_agent`."""
+
+    def __init__(
+        self,
+        *,
+        model: Provider,
+        model_name: str = DEFAULT_MODEL_NAME,
+        workdir: str | os.PathLike[str] = ".",
+        sessions: bool = True,
+        checkpointer: Checkpointer | None = None,
+        store: Checkpointer | None = None,
+        storage: Storage | str | os.PathLike[str] | None = None,
+        blobs: Blobs | None = None,
+        tools: Iterable[Tool] = (),
+        builtin_tools: bool = True,
+        system_prompt: str | None = None,
+        max_turns: int = 50,
+        max_tokens: int = 8192,
+        context_window: int = 200_000,
+        auto_compact: bool = True,
+        approvals: Mapping[str, Decision] | Decision | None = None,
+        on_approval: ApprovalHandler | None = None,
+        on_input: InputHandler | None = None,
+        on_background: Callable[[LiteAgentResult], object] | None = None,
+        session_id: str | None = None,
+    ) -> None:
+        if checkpointer is not None and store is not None and checkpointer is not store:
+            raise TypeError("pass either checkpointer= or store= (they are the same option)")
+        self.workdir = Path(workdir).expanduser().resolve()
+        if not self.workdir.is_dir():
+            raise NotADirectoryError(f"workdir {str(self.workdir)!r} is not a folder")
+        given = checkpointer if checkpointer is not None else store
+        self.sessions_enabled = sessions or given is not None
+        if isinstance(storage, Storage) or storage is None:
+            self.storage = storage if storage is not None else Storage.for_workdir(self.workdir)
+        else:
+            self.storage = Storage.for_workdir(self.workdir, root=storage)
+        self._owns_checkpointer = given is None
+        if given is not None:
+            self.checkpointer: Checkpointer = given
+        elif sessions:
+            from ..checkpoint.file import file_checkpointer
+
+            self.checkpointer = file_checkpointer(self.storage.base / "sessions")
+        else:
+            self.checkpointer = memory_checkpointer()
+        if blobs is not None:
+            self.blobs: Blobs = blobs
+        elif self.sessions_enabled:
+            self.blobs = self.storage.blobs
+        else:
+            self.blobs = MemoryBlobStore()
+        self.model = model
+        self.model_name = model_name
+        self.max_turns = max_turns
+        self.context_window = context_window
+        self.auto_compact = auto_compact
+        self.on_input = on_input
+        self.on_background = on_background
+        self.background_results: list[LiteAgentResult] = []
+        """Results of background completion turns, oldest first."""
+
+        all_tools = [*(default_tools() if builtin_tools else ()), *tools]
+        if on_input is not None:
+            all_tools.append(self._ask_user_tool())
+        self.tools = {t.name: t for t in all_tools}
+        self._settings = TurnSettings(
+            provider=model,
+            model_name=model_name,
+            system_prompt=(
+                system_prompt
+                if system_prompt is not None
+                else DEFAULT_SYSTEM_PROMPT.format(workdir=self.workdir)
+            ),
+            tools=self.tools,
+            max_turns=max_turns,
+            max_tokens=max_tokens,
+            workdir=self.workdir,
+            storage_root=self.storage.root,
+            blobs=self.blobs,
+            gate=ApprovalGate(policy=approvals or {}, handler=on_approval),
+            start_background=self._start_background,
+        )
+        self._session_id = validate_session_id(session_id) if session_id else new_session_id()
+        self._logs: dict[str, SessionLog] = {}
+        self._turns: set[_Turn] = set()
+        self._foreground: dict[str, _Turn] = {}
+        self._jobs: dict[str, _BackgroundJob] = {}
+        self._closed = False
+        self._storage_ready = False
+
+    # -- current session ---------------------------------------------------------------
+
+    @property
+    def session_id(self) -> str:
+        """The session ``send``/``run`` use when no ``session_id`` is given."""
+        return self._session_id
+
+    def resume(self, session_id: str) -> str:
+        """Make ``session_id`` current (an unknown, valid id starts an empty session)."""
+        self._check_open()
+        self._check_sessions("resume")
+        self._session_id = validate_session_id(session_id)
+        return self._session_id
+
+    def clear(self) -> str:
+        """Switch to a new, empty session and return its id; the old one is kept."""
+        self._check_open()
+        self._session_id = new_session_id()
+        return self._session_id
+
+    # -- turns -------------------------------------------------------------------------
+
+    async def send(
+        self, input: str | Sequence[dict[str, Any]], *, session_id: str | None = None
+    ) -> LiteAgentResult:
+        """Run one full turn and return its result."""
+        result: LiteAgentResult | None = None
+        async for event in self.run(input, session_id=session_id):
+            if isinstance(event, TurnFinished):
+                result = event.result
+        assert result is not None
+        return result
+
+    async def run(
+        self, input: str | Sequence[dict[str, Any]], *, session_id: str | None = None
+    ) -> AsyncIterator[AgentEvent]:
+        """Run one full turn, yielding stream events; the last is :class:`TurnFinished`.
+
+        Stopping the iteration early (or cancelling the task iterating) aborts the turn and
+        leaves the log valid.
+        """
+        self._check_open()
+        sid = self._session_id if session_id is None else validate_session_id(session_id)
+        if session_id is not None:
+            self._check_sessions("send(session_id=...)")
+        if sid in self._foreground:
+            raise SessionBusyError(f"session {sid!r} already has a turn running in this agent")
+        content: str | list[dict[str, Any]] = input if isinstance(input, str) else list(input)
+        prompt = UserEvent(content=content, origin="user", checkpoint=True)
+        turn = self._start_turn(sid, [prompt], origin="user")
+        self._foreground[sid] = turn
+        try:
+            while True:
+                item = await turn.queue.get()
+                if item is _END:
+                    break
+                yield item
+            assert turn.task is not None
+            result = await turn.task
+            yield TurnFinished(result)
+        finally:
+            self._foreground.pop(sid, None)
+            await self._stop_turn(turn, "cancelled")
+
+    def _start_turn(self, session_id: str, prompt: list[Event], *, origin: str) -> _Turn:
+        self._ensure_storage()
+        session = self._log(session_id)
+        turn = _Turn(session_id, origin, AbortController())
+
+        async def body() -> LiteAgentResult:
+            try:
+                async with session.turn_lock:
+                    turn.controller.signal.raise_if_aborted()
+                    return await run_turn(
+                        self._settings, session, prompt, turn.controller.signal, turn.queue.put_nowait
+                    )
+            finally:
+                turn.queue.put_nowait(_END)
+
+        turn.task = asyncio.ensure_future(body())
+        self._turns.add(turn)
+        turn.task.add_done_callback(lambda _t: self._turns.discard(turn))
+        return turn
+
+    async def _stop_turn(self, turn: _Turn, reason: str) -> None:
+        """Abort a turn if still running and wait for its cleanup to finish."""
+        task = turn.task
+        if task is None or task.done():
+            return
+        turn.controller.abort(reason)
+        task.cancel()
+        with contextlib.suppress(BaseException):
+            await asyncio.shield(task)
+
+    # -- background work ---------------------------------------------------------------
+
+    def _start_background(self, session: SessionLog, description: str, job: BackgroundJob) -> str:
+        """Run ``job`` in the background; its completion becomes a background turn."""
+        self._check_open()
+        job_id = f"bg-{uuid.uuid4().hex[:8]}"
+        record = _BackgroundJob(job_id, session.session_id, description, AbortController())
+        record.task = asyncio.ensure_future(self._run_background(record, job))
+        self._jobs[job_id] = record
+        return job_id
+
+    async def _run_background(self, record: _BackgroundJob, job: BackgroundJob) -> None:
+        try:
+            try:
+                outcome = await job(record.controller.signal)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                outcome = BackgroundOutcome(f"the job failed: {type(exc).__name__}: {exc}")
+            if self._closed or record.controller.signal.aborted:
+                return
+            code = "" if outcome.exit_code is None else f" with exit code {outcome.exit_code}"
+            notice = (
+                f"[Background job {record.job_id} finished{code}: {record.description}]\n"
+                f"{outcome.summary}"
+            )
+            prompt: list[Event] = [
+                BackgroundCompletedEvent(
+                    job_id=record.job_id, summary=outcome.summary, exit_code=outcome.exit_code
+                ),
+                UserEvent(content=notice, origin="background", checkpoint=False),
+            ]
+            turn = self._start_turn(record.session_id, prompt, origin="background")
+            assert turn.task is not None
+            try:
+                result = await turn.task
+            except asyncio.CancelledError:
+                await self._stop_turn(turn, "cancelled")
+                raise
+            except Exception:
+                log.exception("background completion turn of %s failed", record.job_id)
+                return
+            self.background_results.append(result)
+            if self.on_background is not None:
+                self.on_background(result)
+        finally:
+            self._jobs.pop(record.job_id, None)
+
+    async def wait_background(self) -> None:
+        """Wait until every background job and its completion turn has finished."""
+        while self._jobs:
+            tasks = [job.task for job in self._jobs.values() if job.task is not None]
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    # -- persisted sessions ------------------------------------------------------------
+
+    async def list_sessions(self) -> list[SessionInfo]:
+        """Persisted sessions, newest first (id, mtime, title = first prompt, turns)."""
+        self._check_open()
+        self._check_sessions("list_sessions")
+        return await self.checkpointer.list()
+
+    async def delete_session(self, session_id: str) -> None:
+        """Delete a session: cancel its running work, then its log, archive, private task
+        list, and the snapshot blobs no other session references. Idempotent.
+
+        Deleting the current session switches the agent to a new, empty one.
+        """
+        self._check_open()
+        self._check_sessions("delete_session")
+        validate_session_id(session_id)
+        for job in list(self._jobs.values()):
+            if job.session_id == session_id and job.task is not None:
+                job.controller.abort("session deleted")
+                job.task.cancel()
+                with contextlib.suppress(BaseException):
+                    await job.task
+        for turn in [t for t in self._turns if t.session_id == session_id]:
+            await self._stop_turn(turn, "session deleted")
+        own = _snapshot_hashes(await self.checkpointer.read(session_id))
+        await self.checkpointer.delete(session_id)
+        self._logs.pop(session_id, None)
+        base = self.storage.base
+        for leftover in [*(base / "archive").glob(f"{session_id}.*"), base / "tasks" / f"{session_id}.json"]:
+            with contextlib.suppress(FileNotFoundError):
+                leftover.unlink()
+        if own:
+            still_used = await self._referenced_hashes()
+            for digest in own - still_used:
+                await self.blobs.delete(digest)
+        if session_id == self._session_id:
+            self._session_id = new_session_id()
+
+    async def _referenced_hashes(self) -> set[str]:
+        """Blob hashes referenced by any remaining session or archived log tail."""
+        used: set[str] = set()
+        for info in await self.checkpointer.list():
+            used |= _snapshot_hashes(await self.checkpointer.read(info.id))
+        archive = self.storage.base / "archive"
+        if archive.is_dir():
+            for path in archive.glob("*.jsonl"):
+                with path.open(encoding="utf-8") as f:
+                    events = [decode(line) for line in f if line.strip()]
+                used |= _snapshot_hashes(events)
+        return used
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Cancel the foreground stream, background work and maintenance, then release
+        everything. Idempotent; any later call raises :class:`AgentClosedError`."""
+        if self._closed:
+            return
+        self._closed = True
+        for job in list(self._jobs.values()):
+            job.controller.abort("agent closed")
+            if job.task is not None:
+                job.task.cancel()
+        for turn in list(self._turns):
+            await self._stop_turn(turn, "agent closed")
+        jobs = [job.task for job in self._jobs.values() if job.task is not None]
+        await asyncio.gather(*jobs, return_exceptions=True)
+        with contextlib.suppress(Exception):
+            await self.model.aclose()
+        if self._owns_checkpointer:
+            await self.checkpointer.close()
+        self._logs.clear()
+        self._jobs.clear()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    async def __aenter__(self) -> LiteAgent:
+        self._check_open()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    # -- internals ---------------------------------------------------------------------
+
+    def _log(self, session_id: str) -> SessionLog:
+        session = self._logs.get(session_id)
+        if session is None:
+            session = self._logs[session_id] = SessionLog(self.checkpointer, session_id)
+        return session
+
+    def _ensure_storage(self) -> None:
+        """Create the storage root (0700, ``.gitignore``) before the first write, and never
+        in memory mode (``sessions=False`` writes nothing to disk)."""
+        if not self._storage_ready and self._owns_checkpointer and self.sessions_enabled:
+            self.storage.ensure()
+        self._storage_ready = True
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise AgentClosedError("this agent was closed; create a new one")
+
+    def _check_sessions(self, what: str) -> None:
+        if not self.sessions_enabled:
+            raise SessionsDisabledError(
+                f"{what} needs persistent sessions, but this agent was created with "
+                "sessions=False (memory only)"
+            )
+
+    def _ask_user_tool(self) -> Tool:
+        handler = self.on_input
+        assert handler is not None
+
+        async def ask_user(ctx: ToolContext, question: str) -> str:
+            """Ask the user a question and wait for the answer. Use it when a decision
+            needs the user (an ambiguity, a missing fact), not for confirmation of routine
+            steps.
+
+            Args:
+                question: The question, in one or two sentences.
+            """
+            answered, answer = await call_handler(
+                handler, InputRequest(question, ctx.session_id, ctx.tool_use_id), ctx.signal
+            )
+            if not answered:
+                raise asyncio.CancelledError("the question was closed")
+            return str(answer)
+
+        return tool(ask_user, name="ask_user", kind="read")
+
+
+def _snapshot_hashes(events: Iterable[Event]) -> set[str]:
+    hashes: set[str] = set()
+    for event in events:
+        if isinstance(event, FileSnapshotEvent):
+            hashes.update(h for h in (event.before, event.after) if h)
+    return hashes
+
+
+def create_lite_agent(**options: Any) -> LiteAgent:
+    """Create a :class:`LiteAgent`. Keyword-only options; see ``LiteAgent.__init__`` and the
+    README for each. ``model`` is required (``anthropic()`` or ``scripted(...)``)."""
+    if "model" not in options:
+        raise TypeError(
+            "create_lite_agent() needs model=: anthropic() for Claude or scripted([...]) offline"
+        )
+    return LiteAgent(**options)
+
+
+__all__ = ["AbortSignal", "LiteAgent", "create_lite_agent"]

@@ -1,0 +1,300 @@
+"""The turn loop: model <-> tools until the model stops, every step written to the session log.
+
+One turn: append the prompt, then repeat { fold the log into messages, stream one model
+message, append it, run its tool calls (in parallel), append each result as it lands } until
+the model answers without tool calls or ``max_turns`` model calls were made.
+
+Interruption (abort signal, task cancellation, KeyboardInterrupt, an API failure) never leaves
+the log invalid: the cleanup appends the partial answer, a synthetic "interrupted" result for
+every tool call without one, and an ``interrupted`` event, so the next request is accepted.
+Nothing already written is lost. This module knows nothing of Jupyter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..abort import AbortSignal
+from ..checkpoint.events import (
+    AssistantEvent,
+    Event,
+    FileSnapshotEvent,
+    InterruptedEvent,
+    ToolResultEvent,
+    UserEvent,
+)
+from ..checkpoint.fold import INTERRUPTED_RESULT
+from ..errors import CheckpointConflictError, LiteAgentError, ProviderError, ToolError
+from ..providers.base import MessageDone, ModelRequest, Provider, Usage
+from ..providers.base import TextDelta as ProviderTextDelta
+from ..storage import Blobs
+from ..tools import Tool, ToolContext, invoke_tool
+from ..tools.base import BackgroundJob, ToolOutput
+from .approvals import ApprovalGate, ApprovalRequest
+from .results import (
+    AgentEvent,
+    LiteAgentResult,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnStarted,
+    UsageUpdate,
+)
+from .session import SessionLog
+
+log = logging.getLogger(__name__)
+
+Emit = Callable[[AgentEvent], None]
+
+
+@dataclass(slots=True)
+class TurnSettings:
+    """What a turn needs from the agent; built once per agent, shared by every turn."""
+
+    provider: Provider
+    model_name: str
+    system_prompt: str | None
+    tools: dict[str, Tool]
+    max_turns: int
+    max_tokens: int
+    workdir: Path
+    storage_root: Path | None
+    blobs: Blobs
+    gate: ApprovalGate
+    start_background: Callable[[SessionLog, str, BackgroundJob], str] | None
+
+    def tool_specs(self) -> list[dict[str, Any]]:
+        return [tool.spec() for tool in self.tools.values()]
+
+
+async def run_turn(
+    settings: TurnSettings,
+    session: SessionLog,
+    prompt: Sequence[Event],
+    signal: AbortSignal,
+    emit: Emit,
+) -> LiteAgentResult:
+    """Run one turn in ``session``; ``prompt`` ends with the :class:`UserEvent` to answer."""
+    user = prompt[-1]
+    assert isinstance(user, UserEvent)
+    await session.load()
+    anchor = session.head
+    await session.append(prompt)
+    emit(TurnStarted(session.session_id, anchor, user.origin))
+
+    usage = Usage()
+    calls = 0
+    text = ""
+    stop_reason: str | None = None
+    partial: list[str] = []  # text streamed for the message in flight, kept if interrupted
+    specs = settings.tool_specs()
+    try:
+        while True:
+            if calls >= settings.max_turns:
+                stop_reason = "max_turns"
+                break
+            request = ModelRequest(
+                model=settings.model_name,
+                messages=session.messages(),
+                system=settings.system_prompt,
+                tools=specs,
+                max_tokens=settings.max_tokens,
+            )
+            done: MessageDone | None = None
+            partial.clear()
+            async for item in settings.provider.stream(request, signal):
+                if isinstance(item, ProviderTextDelta):
+                    partial.append(item.text)
+                    emit(TextDelta(item.text))
+                elif isinstance(item, MessageDone):
+                    done = item
+            calls += 1
+            if done is None:
+                raise ProviderError("the model stream ended without a complete message")
+            partial.clear()
+            usage = usage + done.usage
+            emit(UsageUpdate(done.usage))
+            await session.append(
+                [
+                    AssistantEvent(
+                        content=done.content,
+                        usage=done.usage.to_dict(),
+                        stop_reason=done.stop_reason,
+                        model=done.model,
+                    )
+                ]
+            )
+            text = _text_of(done.content)
+            stop_reason = done.stop_reason
+            tool_uses = [b for b in done.content if b.get("type") == "tool_use"]
+            if not tool_uses:
+                break
+            await asyncio.gather(
+                *(_run_tool(settings, session, block, signal, emit) for block in tool_uses)
+            )
+            signal.raise_if_aborted()
+    except BaseException as exc:
+        reason = _reason(exc, signal)
+        await _shielded(close_interrupted(session, reason, "".join(partial)))
+        raise
+    await session.sync()
+    return LiteAgentResult(
+        text=text,
+        stop_reason=stop_reason,
+        usage=usage,
+        session_id=session.session_id,
+        anchor_seq=anchor,
+        model_calls=calls,
+        origin=user.origin,
+    )
+
+
+async def _run_tool(
+    settings: TurnSettings,
+    session: SessionLog,
+    block: dict[str, Any],
+    signal: AbortSignal,
+    emit: Emit,
+) -> None:
+    tool_use_id = str(block.get("id", ""))
+    name = str(block.get("name", ""))
+    arguments = block.get("input")
+    emit(ToolCallStarted(tool_use_id, name, arguments if isinstance(arguments, dict) else {}))
+    output: ToolOutput
+    is_error = False
+    tool = settings.tools.get(name)
+    if tool is None:
+        output = f"Unknown tool {name!r}. Available tools: {', '.join(sorted(settings.tools))}."
+        is_error = True
+    elif not isinstance(arguments, dict):
+        output = f"The input of {name!r} must be a JSON object."
+        is_error = True
+    else:
+        verdict = await settings.gate.check(
+            ApprovalRequest(name, arguments, tool.kind, session.session_id, tool_use_id), signal
+        )
+        if not verdict.allowed:
+            output, is_error = verdict.reason, True
+        else:
+            context = ToolContext(
+                workdir=settings.workdir,
+                signal=signal,
+                session_id=session.session_id,
+                tool_use_id=tool_use_id,
+                storage_root=settings.storage_root,
+                snapshot=_snapshotter(settings, session, tool_use_id),
+                start_background=(
+                    (lambda desc, job: settings.start_background(session, desc, job))  # type: ignore[misc]
+                    if settings.start_background is not None
+                    else None
+                ),
+            )
+            try:
+                output = await invoke_tool(tool, arguments, context)
+            except (ToolError, LiteAgentError) as exc:
+                output, is_error = str(exc), True
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # a tool's bug must not end the turn: the model reads it
+                log.debug("tool %s failed", name, exc_info=True)
+                output, is_error = f"{type(exc).__name__}: {exc}", True
+    await session.append(
+        [ToolResultEvent(tool_use_id=tool_use_id, content=output, is_error=is_error)]
+    )
+    emit(ToolCallFinished(tool_use_id, name, _flatten(output), is_error))
+
+
+def _snapshotter(settings: TurnSettings, session: SessionLog, tool_use_id: str) -> Any:
+    async def snapshot(path: Path, after: bytes | None) -> None:
+        """Write-ahead record of a file change: both contents to blobs, then the event."""
+        try:
+            before: bytes | None = path.read_bytes()
+        except FileNotFoundError:
+            before = None
+        before_hash = await settings.blobs.put(before) if before is not None else None
+        after_hash = await settings.blobs.put(after) if after is not None else None
+        try:
+            relative = path.resolve().relative_to(settings.workdir.resolve()).as_posix()
+        except ValueError:
+            relative = str(path)
+        await session.append(
+            [
+                FileSnapshotEvent(
+                    path=relative, before=before_hash, after=after_hash, tool_use_id=tool_use_id
+                )
+            ]
+        )
+
+    return snapshot
+
+
+async def close_interrupted(session: SessionLog, reason: str, partial_text: str) -> None:
+    """Make the log valid after an interruption (see the module docstring). Best effort:
+    if the log moved under us (another writer), we leave it to that writer."""
+    events: list[Event] = list(_synthetic_results(session.events))
+    if partial_text:
+        events.append(
+            AssistantEvent(
+                content=[{"type": "text", "text": partial_text}], stop_reason="interrupted"
+            )
+        )
+    events.append(InterruptedEvent(reason=reason))
+    try:
+        await session.append(events)
+        await session.sync()
+    except CheckpointConflictError:
+        log.warning("session %s moved during interrupt cleanup; left as is", session.session_id)
+    except Exception:
+        log.exception("could not record the interruption of session %s", session.session_id)
+
+
+def _synthetic_results(events: Sequence[Event]) -> list[ToolResultEvent]:
+    """A result for each tool_use of the last assistant message that has none."""
+    answered: set[str] = set()
+    for event in reversed(events):
+        if isinstance(event, ToolResultEvent):
+            answered.add(event.tool_use_id)
+        elif isinstance(event, AssistantEvent):
+            return [
+                ToolResultEvent(tool_use_id=b["id"], content=INTERRUPTED_RESULT, is_error=True)
+                for b in event.content
+                if b.get("type") == "tool_use" and b.get("id") not in answered
+            ]
+        elif isinstance(event, UserEvent):
+            return []
+    return []
+
+
+async def _shielded(coro: Any) -> None:
+    """Run cleanup to completion even if the task is cancelled again meanwhile."""
+    task = asyncio.ensure_future(coro)
+    with contextlib.suppress(asyncio.CancelledError):
+        await asyncio.shield(task)
+
+
+def _reason(exc: BaseException, signal: AbortSignal) -> str:
+    if signal.aborted:
+        return signal.reason or "aborted"
+    if isinstance(exc, asyncio.CancelledError):
+        return "cancelled"
+    if isinstance(exc, KeyboardInterrupt):
+        return "keyboard interrupt"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _text_of(content: Sequence[dict[str, Any]]) -> str:
+    return "".join(str(b.get("text", "")) for b in content if b.get("type") == "text")
+
+
+def _flatten(output: ToolOutput) -> str:
+    if isinstance(output, str):
+        return output
+    return "\n".join(
+        str(b.get("text", "")) if b.get("type") == "text" else f"[{b.get('type')}]" for b in output
+    )

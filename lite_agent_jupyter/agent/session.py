@@ -1,0 +1,79 @@
+"""One session as the agent holds it: the log's head, a cache of its events, and one writer.
+
+Every write goes through :meth:`SessionLog.append` with ``expected_head`` = the head this
+object last saw, so a second writer (another process, another agent on the same store) makes
+the write fail cleanly with ``CheckpointConflictError`` instead of interleaving two
+conversations. After a conflict the cache is dropped and re-read on next use.
+
+Why a cache: folding needs every event of the session on each model call; re-reading the log
+each time would make a turn cost grow with the session's length.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from ..checkpoint.events import Event, now_iso, stamped
+from ..checkpoint.fold import fold
+from ..checkpoint.protocol import Checkpointer
+from ..errors import CheckpointConflictError
+
+
+class SessionLog:
+    """The agent's view of one session's log."""
+
+    def __init__(self, checkpointer: Checkpointer, session_id: str) -> None:
+        self.checkpointer = checkpointer
+        self.session_id = session_id
+        self.events: list[Event] = []
+        self.head = 0
+        self._loaded = False
+        self._write_lock = asyncio.Lock()
+        self.turn_lock = asyncio.Lock()
+        """Held for a whole turn: one turn per session at a time in this agent."""
+
+    async def load(self) -> None:
+        """Catch up with the store: read what was appended since we last looked."""
+        if not self._loaded:
+            self.events = await self.checkpointer.read(self.session_id)
+            self._loaded = True
+        else:
+            head = await self.checkpointer.head(self.session_id)
+            if head == self.head:
+                return
+            if head < self.head:  # truncated elsewhere (a restore): start over
+                self.events = await self.checkpointer.read(self.session_id)
+            else:
+                self.events.extend(await self.checkpointer.read(self.session_id, after=self.head))
+        self.head = self.events[-1].seq if self.events else 0
+
+    def invalidate(self) -> None:
+        self._loaded = False
+        self.events = []
+        self.head = 0
+
+    async def append(self, events: Sequence[Event]) -> int:
+        """Append with optimistic concurrency; returns the new head."""
+        async with self._write_lock:
+            try:
+                head = await self.checkpointer.append(
+                    self.session_id, events, expected_head=self.head
+                )
+            except CheckpointConflictError:
+                self.invalidate()
+                raise
+            ts = now_iso()
+            first = head - len(events) + 1
+            self.events.extend(stamped(ev, first + i, ts) for i, ev in enumerate(events))
+            self.head = head
+            return head
+
+    def messages(self) -> list[dict[str, object]]:
+        return fold(self.events)
+
+    async def sync(self) -> None:
+        """Ask the backend to make everything so far durable (end of a turn)."""
+        sync = getattr(self.checkpointer, "sync", None)
+        if sync is not None:
+            await sync(self.session_id)
