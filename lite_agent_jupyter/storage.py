@@ -58,11 +58,18 @@ def default_root() -> Path:
 
 
 def ensure_private_dir(path: Path) -> Path:
-    """Create ``path`` (and parents) with mode 0700 if missing; return it."""
-    if not path.is_dir():
-        path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
-        # mkdir's mode is filtered by the umask; say it again to be sure.
-        os.chmod(path, DIR_MODE)
+    """Create ``path`` and any missing parents with mode 0700 (``mkdir(parents=True)`` would
+    give the parents the umask's mode); return it."""
+    if path.is_dir():
+        return path
+    missing: list[Path] = []
+    probe = path
+    while not probe.exists():
+        missing.append(probe)
+        probe = probe.parent
+    for folder in reversed(missing):
+        folder.mkdir(mode=DIR_MODE, exist_ok=True)
+        os.chmod(folder, DIR_MODE)  # mkdir's mode is filtered by the umask
     return path
 
 
@@ -109,7 +116,9 @@ class Storage:
         return f"Storage(root={str(self.root)!r}, namespace={self.namespace!r})"
 
     @classmethod
-    def for_workdir(cls, workdir: str | os.PathLike[str], root: str | os.PathLike[str] | None = None) -> Storage:
+    def for_workdir(
+        cls, workdir: str | os.PathLike[str], root: str | os.PathLike[str] | None = None
+    ) -> Storage:
         """The SDK default: ``root`` (or :func:`default_root`), namespace from ``workdir``."""
         return cls(root if root is not None else default_root(), namespace_for(workdir))
 

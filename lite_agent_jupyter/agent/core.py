@@ -35,6 +35,7 @@ from ..providers.base import Provider
 from ..storage import Blobs, MemoryBlobStore, Storage
 from ..tools import Tool, ToolContext, default_tools, tool
 from ..tools.base import BackgroundJob, BackgroundOutcome
+from ..tools.tasks import TaskStore
 from .approvals import (
     ApprovalGate,
     ApprovalHandler,
@@ -116,6 +117,8 @@ class LiteAgent:
         else:
             self.storage = Storage.for_workdir(self.workdir, root=storage)
         self._owns_checkpointer = given is None
+        self._owns_storage_files = self.sessions_enabled
+        """Whether run data (blobs, task lists, archives) goes to ``storage`` on disk."""
         if given is not None:
             self.checkpointer: Checkpointer = given
         elif sessions:
@@ -160,6 +163,7 @@ class LiteAgent:
             blobs=self.blobs,
             gate=ApprovalGate(policy=approvals or {}, handler=on_approval),
             start_background=self._start_background,
+            task_store=TaskStore(self.storage.base / "tasks" if self._owns_storage_files else None),
         )
         self._session_id = validate_session_id(session_id) if session_id else new_session_id()
         self._logs: dict[str, SessionLog] = {}
@@ -243,7 +247,11 @@ class LiteAgent:
                 async with session.turn_lock:
                     turn.controller.signal.raise_if_aborted()
                     return await run_turn(
-                        self._settings, session, prompt, turn.controller.signal, turn.queue.put_nowait
+                        self._settings,
+                        session,
+                        prompt,
+                        turn.controller.signal,
+                        turn.queue.put_nowait,
                     )
             finally:
                 turn.queue.put_nowait(_END)
@@ -346,7 +354,10 @@ class LiteAgent:
         await self.checkpointer.delete(session_id)
         self._logs.pop(session_id, None)
         base = self.storage.base
-        for leftover in [*(base / "archive").glob(f"{session_id}.*"), base / "tasks" / f"{session_id}.json"]:
+        for leftover in [
+            *(base / "archive").glob(f"{session_id}.*"),
+            base / "tasks" / f"{session_id}.json",
+        ]:
             with contextlib.suppress(FileNotFoundError):
                 leftover.unlink()
         if own:
@@ -419,7 +430,7 @@ class LiteAgent:
     def _ensure_storage(self) -> None:
         """Create the storage root (0700, ``.gitignore``) before the first write, and never
         in memory mode (``sessions=False`` writes nothing to disk)."""
-        if not self._storage_ready and self._owns_checkpointer and self.sessions_enabled:
+        if not self._storage_ready and self._owns_storage_files:
             self.storage.ensure()
         self._storage_ready = True
 

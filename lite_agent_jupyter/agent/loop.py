@@ -36,6 +36,7 @@ from ..providers.base import TextDelta as ProviderTextDelta
 from ..storage import Blobs
 from ..tools import Tool, ToolContext, invoke_tool
 from ..tools.base import BackgroundJob, ToolOutput
+from ..tools.tasks import TaskStore
 from .approvals import ApprovalGate, ApprovalRequest
 from .results import (
     AgentEvent,
@@ -68,6 +69,7 @@ class TurnSettings:
     blobs: Blobs
     gate: ApprovalGate
     start_background: Callable[[SessionLog, str, BackgroundJob], str] | None
+    task_store: TaskStore | None = None
 
     def tool_specs(self) -> list[dict[str, Any]]:
         return [tool.spec() for tool in self.tools.values()]
@@ -194,6 +196,7 @@ async def _run_tool(
                     if settings.start_background is not None
                     else None
                 ),
+                extra={"task_store": settings.task_store} if settings.task_store else {},
             )
             try:
                 output = await invoke_tool(tool, arguments, context)

@@ -71,4 +71,6 @@ class TurnFinished:
     result: LiteAgentResult
 
 
-AgentEvent = TurnStarted | TextDelta | ToolCallStarted | ToolCallFinished | UsageUpdate | TurnFinished
+AgentEvent = (
+    TurnStarted | TextDelta | ToolCallStarted | ToolCallFinished | UsageUpdate | TurnFinished
+)
