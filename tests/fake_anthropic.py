@@ -42,6 +42,7 @@ import json
 import re
 import select
 import socket
+import sys
 import threading
 import time
 from collections import deque
@@ -230,6 +231,13 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     fake: FakeAnthropicServer
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client resetting its (idle keep-alive) connection is normal; anything else is
+        printed as usual."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
 
 class FakeAnthropicServer:
