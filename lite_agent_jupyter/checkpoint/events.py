@@ -36,7 +36,7 @@ _ENVELOPE = ("v", "seq", "ts", "type")
 
 def now_iso() -> str:
     """The timestamp format of ``ts``: ISO-8601, UTC, microseconds."""
-    return datetime.now(UTC).isoformat()
+    return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
 @dataclass(slots=True, kw_only=True)
@@ -174,9 +174,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
 # Per-class payload field names (everything but the envelope and ``extra``), computed once:
 # encode/decode run for every event of every read, so they avoid ``dataclasses.asdict``.
 _PAYLOAD_FIELDS: dict[type[Event], tuple[str, ...]] = {
-    cls: tuple(
-        f.name for f in dataclasses.fields(cls) if f.name not in ("seq", "ts", "extra")
-    )
+    cls: tuple(f.name for f in dataclasses.fields(cls) if f.name not in ("seq", "ts", "extra"))
     for cls in (*EVENT_TYPES.values(), UnknownEvent)
 }
 _PAYLOAD_FIELDS[UnknownEvent] = ()
@@ -201,9 +199,24 @@ def to_dict(event: Event, *, seq: int | None = None, ts: str | None = None) -> J
 def encode(event: Event, *, seq: int | None = None, ts: str | None = None) -> str:
     """One compact JSON line (no newline) for ``event``; ``seq`` comes right after ``v``.
 
-    Non-ASCII text is kept as UTF-8 rather than escaped: logs stay readable and smaller.
+    Non-ASCII text is kept as UTF-8 rather than escaped: logs stay readable and smaller. The
+    line is always valid UTF-8 and strict JSON, so every backend (a file, SQLite, PostgreSQL)
+    can store it and any JSON tool can read it:
+
+    * a lone surrogate (e.g. from text decoded with ``errors="surrogateescape"``) cannot be
+      encoded as UTF-8; such a line is written with ``\\uXXXX`` escapes instead, and decodes
+      back to the very same string;
+    * ``NaN`` and infinities are not JSON: ``ValueError``, like any non-JSON value
+      (``TypeError``) - the append writes nothing.
     """
-    return json.dumps(to_dict(event, seq=seq, ts=ts), ensure_ascii=False, separators=(",", ":"))
+    obj = to_dict(event, seq=seq, ts=ts)
+    line = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    if not line.isascii():  # O(1) for ASCII text, the common case
+        try:
+            line.encode("utf-8")
+        except UnicodeEncodeError:
+            line = json.dumps(obj, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+    return line
 
 
 def from_dict(obj: JSONDict) -> Event:

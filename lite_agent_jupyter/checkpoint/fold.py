@@ -48,19 +48,14 @@ def _blocks(content: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
 def fold(events: Iterable[Event]) -> list[Message]:
     """The model's message list for a session whose events are ``events`` (ascending seq)."""
     events = list(events)
-    start = 0
     messages: list[Message] = []
-    for index in range(len(events) - 1, -1, -1):
-        event = events[index]
-        if isinstance(event, CompactionEvent):
-            messages.append(
-                {"role": "user", "content": [{"type": "text", "text": SUMMARY_PREFIX + event.summary}]}
-            )
-            start = next(
-                (i for i in range(index + 1, len(events)) if events[i].seq > event.through_seq),
-                len(events),
-            )
-            break
+    latest = next((e for e in reversed(events) if isinstance(e, CompactionEvent)), None)
+    if latest is not None:
+        summary = SUMMARY_PREFIX + latest.summary
+        messages.append({"role": "user", "content": [{"type": "text", "text": summary}]})
+        # Events after ``through_seq`` stay verbatim, also those logged while the summary was
+        # being written (between ``through_seq`` and the compaction event itself).
+        events = [e for e in events if e.seq > latest.through_seq]
 
     pending: list[str] = []  # tool_use ids of the last assistant message still unanswered
 
@@ -80,7 +75,7 @@ def fold(events: Iterable[Event]) -> list[Message]:
             add("user", [_interrupted(tool_id) for tool_id in pending])
             pending.clear()
 
-    for event in events[start:]:
+    for event in events:
         if isinstance(event, ToolResultEvent):
             if event.tool_use_id not in pending:
                 continue  # answers no open call (e.g. compacted away): the API would refuse it
@@ -108,4 +103,3 @@ def _interrupted(tool_use_id: str) -> dict[str, Any]:
         "content": INTERRUPTED_RESULT,
         "is_error": True,
     }
-

@@ -94,7 +94,9 @@ class MemoryCheckpointer:
             if expected_head is not None and expected_head != head:
                 raise CheckpointConflictError(session_id, expected_head, head)
             if not 0 <= to_seq <= head:
-                raise ValueError(f"cannot truncate session {session_id!r} to {to_seq}: head is {head}")
+                raise ValueError(
+                    f"cannot truncate session {session_id!r} to {to_seq}: head is {head}"
+                )
             if session is None or to_seq == head:
                 return
             if to_seq == 0:
@@ -103,6 +105,10 @@ class MemoryCheckpointer:
             del session.lines[to_seq:]
             session.title, session.turns = anchor_stats([decode(line) for line in session.lines])
             session.mtime = datetime.now(UTC)
+
+    async def sync(self, session_id: str) -> None:
+        """Nothing to make durable: memory does not survive the process anyway."""
+        validate_session_id(session_id)
 
     async def close(self) -> None:
         """Nothing to release; the sessions stay until the object is dropped."""

@@ -75,3 +75,20 @@ async def store(backend_url: str) -> AsyncIterator[Checkpointer]:
         yield checkpointer
     finally:
         await checkpointer.close()
+
+
+@pytest.fixture
+async def reopen(backend_url: str) -> AsyncIterator[Callable[[], Checkpointer]]:
+    """``reopen()`` -> another Checkpointer object on the store of ``store`` (a "fresh
+    process" view, with cold caches); closed after the test. Only meaningful for backends
+    whose state outlives an object (not ``memory`` / ``sqlite-memory``)."""
+    opened: list[Checkpointer] = []
+
+    def make() -> Checkpointer:
+        checkpointer = checkpointer_from_url(backend_url)
+        opened.append(checkpointer)
+        return checkpointer
+
+    yield make
+    for checkpointer in opened:
+        await checkpointer.close()

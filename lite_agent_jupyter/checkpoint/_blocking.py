@@ -1,0 +1,168 @@
+"""Never block the event loop on another process: try inline, wait in a thread only if needed.
+
+Owns one policy shared by the file and SQLite backends. A storage operation needs some
+locks (an in-process guard, a file lock, SQLite's write lock). Almost always they are free,
+and then the whole operation runs inline on the event-loop thread: no thread hop, no context
+switch, microseconds. Only when a lock is contended (another process or thread holds it) does
+the rest of the work - waiting for the locks and then running the operation - move to a worker
+thread (``loop.run_in_executor``), so the loop keeps serving other tasks meanwhile.
+
+Cancellation: if the awaiting task is cancelled while the worker waits for a lock, the worker
+gives up within a few milliseconds and releases what it holds. If the operation itself had
+already started, it is allowed to finish (a half-done write is worse than a late one) and the
+cancellation is re-raised only after the worker is done, so a cancelled call never leaves work
+running behind the caller's back. A cancelled write may therefore have happened: re-read the
+head to know.
+
+This module knows nothing of sessions, files or SQL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import threading
+from collections.abc import Callable, Sequence
+from typing import Protocol, TypeVar
+
+T = TypeVar("T")
+
+POLL_SECONDS = 0.05
+"""How often a worker waiting for a lock checks whether its caller was cancelled."""
+
+
+class WouldBlock(Exception):
+    """Raised by an inline attempt that would have to wait; the caller retries in a thread."""
+
+
+class Cancelled(Exception):
+    """Raised inside a worker when the awaiting task was cancelled before the work began."""
+
+
+class Gate(Protocol):
+    """A lock as this module sees it: a non-waiting attempt, a cancellable wait, a release.
+
+    ``release`` may be called from another thread than the one that acquired the gate.
+    """
+
+    def try_acquire(self) -> bool: ...
+
+    def acquire_until(self, cancelled: threading.Event) -> bool:
+        """Wait for the gate; return ``False`` (not holding it) once ``cancelled`` is set."""
+        ...
+
+    def release(self) -> None: ...
+
+
+class ThreadGate:
+    """A :class:`threading.Lock` as a gate: the in-process guard of a session or connection.
+
+    A plain ``Lock`` (not ``RLock``) on purpose: a worker thread may release what the loop
+    thread acquired.
+    """
+
+    __slots__ = ("_lock",)
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+
+    def try_acquire(self) -> bool:
+        return self._lock.acquire(blocking=False)
+
+    def acquire_until(self, cancelled: threading.Event) -> bool:
+        while not self._lock.acquire(timeout=POLL_SECONDS):
+            if cancelled.is_set():
+                return False
+        return True
+
+    def release(self) -> None:
+        self._lock.release()
+
+    def locked(self) -> bool:
+        return self._lock.locked()
+
+
+async def run_gated(
+    gates: Sequence[Gate],
+    inline: Callable[[], T],
+    waiting: Callable[[threading.Event], T] | None = None,
+) -> T:
+    """Run an operation with every gate held, inline when nothing has to wait.
+
+    ``inline()`` runs on the loop thread once every gate was taken without waiting; it may
+    raise :class:`WouldBlock` (before changing anything) to say that it would have to wait
+    for something else (SQLite's write lock). Then, or when a gate is contended, the remaining
+    gates are awaited and ``waiting(cancelled)`` (default: ``inline`` again) runs in a worker
+    thread with the gates still held. ``waiting`` may raise :class:`Cancelled` after checking
+    ``cancelled``. Gates are released in reverse order in every case.
+    """
+    held = 0
+    handed_off = False
+    try:
+        for gate in gates:
+            if not gate.try_acquire():
+                break
+            held += 1
+        else:
+            try:
+                return inline()
+            except WouldBlock:
+                pass
+        handed_off = True
+    finally:
+        if not handed_off:
+            _release(gates, held)
+    return await _in_worker(gates, held, waiting or (lambda _cancelled: inline()))
+
+
+def _release(gates: Sequence[Gate], count: int) -> None:
+    for gate in reversed(gates[:count]):
+        gate.release()
+
+
+async def _in_worker(
+    gates: Sequence[Gate], held: int, work: Callable[[threading.Event], T]
+) -> T:
+    cancelled = threading.Event()
+
+    def worker() -> T:
+        count = held
+        try:
+            for gate in gates[held:]:
+                if not gate.acquire_until(cancelled):
+                    raise Cancelled
+                count += 1
+            if cancelled.is_set():
+                raise Cancelled
+            return work(cancelled)
+        finally:
+            _release(gates, count)
+
+    try:
+        loop = asyncio.get_running_loop()
+        context = contextvars.copy_context()
+        future = loop.run_in_executor(None, functools.partial(context.run, worker))
+    except BaseException:
+        _release(gates, held)
+        raise
+    try:
+        return await asyncio.shield(future)
+    except asyncio.CancelledError:
+        cancelled.set()
+        await _drain(future)
+        raise
+
+
+async def _drain(future: asyncio.Future[T]) -> None:
+    """Wait until the worker has finished, whatever it raises and however often we are
+    cancelled meanwhile: the wait is short (a poll period, or the end of a started write)."""
+    while not future.done():
+        try:
+            await asyncio.shield(future)
+        except asyncio.CancelledError:
+            continue
+        except BaseException:
+            break
+    if not future.cancelled():
+        future.exception()  # mark retrieved: the caller was cancelled and will not see it

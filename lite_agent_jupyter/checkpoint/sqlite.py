@@ -1,0 +1,439 @@
+"""SQLite Checkpointer: every session in one database file (or ``":memory:"``).
+
+Owns the schema, its numbered migrations and every SQL statement of the backend; knows
+nothing of agents (it stores :mod:`.events` lines verbatim, as ``TEXT``).
+
+Schema (version 1, kept in ``PRAGMA user_version``)::
+
+    sessions (id PK, head, mtime, title, turns, created)    WITHOUT ROWID, index on mtime
+    events   (session_id, seq, anchor, data)               PK (session_id, seq), WITHOUT ROWID
+                                                            partial index on anchors
+
+A database written by a newer release (a higher ``user_version``) is refused with
+:class:`~lite_agent_jupyter.errors.UnsupportedVersionError`, never modified. Migrations are
+numbered and each runs in one transaction with its version bump.
+
+Concurrency: WAL mode (readers never wait for the writer), ``BEGIN IMMEDIATE`` for every
+write so that reading the head, checking ``expected_head`` and inserting the batch are one
+atomic step against every other connection and process. ``durable=True`` sets
+``synchronous=FULL`` (each commit is fsynced); the default ``NORMAL`` survives a crash of the
+process but may lose the last commits on power loss - :meth:`SQLiteCheckpointer.sync` makes
+everything so far survive that too. Every statement is parameterised.
+
+Blocking: like the file backend (:mod:`._blocking`), an operation first runs inline with a
+zero busy timeout; if SQLite answers "database is locked" (another process is writing), it is
+rolled back and retried in a worker thread, in short busy-waits, until ``busy_timeout``
+seconds have passed - then :class:`~lite_agent_jupyter.errors.CheckpointerUnavailableError`.
+"database is locked" never reaches the caller. One connection per checkpointer, opened on
+first use (so constructing one writes nothing) and guarded by a lock: share a checkpointer
+between threads and event loops freely.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TypeVar
+
+from ..errors import (
+    CheckpointConflictError,
+    CheckpointerUnavailableError,
+    CorruptLogError,
+    UnsupportedVersionError,
+)
+from ..storage import FILE_MODE, ensure_private_dir
+from ._blocking import Cancelled, ThreadGate, WouldBlock, run_gated
+from .events import Event, encode, from_dict, is_anchor, now_iso
+from .protocol import SessionInfo, anchor_stats, validate_session_id
+
+__all__ = ["SCHEMA_VERSION", "SQLiteCheckpointer", "sqlite_checkpointer"]
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+MEMORY = ":memory:"
+
+_MIGRATIONS: dict[int, tuple[str, ...]] = {
+    1: (
+        """CREATE TABLE sessions (
+            id TEXT PRIMARY KEY,
+            head INTEGER NOT NULL,
+            mtime REAL NOT NULL,
+            title TEXT,
+            turns INTEGER NOT NULL DEFAULT 0,
+            created REAL NOT NULL
+        ) WITHOUT ROWID""",
+        "CREATE INDEX sessions_mtime ON sessions (mtime)",
+        """CREATE TABLE events (
+            session_id TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            anchor INTEGER NOT NULL DEFAULT 0,
+            data TEXT NOT NULL,
+            PRIMARY KEY (session_id, seq)
+        ) WITHOUT ROWID""",
+        "CREATE INDEX events_anchors ON events (session_id, seq) WHERE anchor = 1",
+    ),
+}
+"""Numbered migrations: never edit a released one; add the next number."""
+
+SCHEMA_VERSION = max(_MIGRATIONS)
+
+_BUSY_SLICE_MS = 50
+"""How long one busy-wait of a worker lasts before it checks for cancellation again."""
+
+_SQL_HEAD = "SELECT head FROM sessions WHERE id = ?"
+_SQL_INSERT = "INSERT INTO events (session_id, seq, anchor, data) VALUES (?, ?, ?, ?)"
+_SQL_MOVE = (
+    "UPDATE sessions SET head = ?, mtime = ?, title = coalesce(title, ?), turns = turns + ?"
+    " WHERE id = ?"
+)
+_SQL_CREATE = (
+    "INSERT INTO sessions (id, head, mtime, title, turns, created) VALUES (?, ?, ?, ?, ?, ?)"
+)
+_SQL_READ = "SELECT seq, data FROM events WHERE session_id = ? AND seq > ? ORDER BY seq"
+_SQL_LIST = (
+    "SELECT id, mtime, title, turns, head FROM sessions WHERE head > 0 ORDER BY mtime DESC"
+)
+_SQL_DELETE_EVENTS = "DELETE FROM events WHERE session_id = ?"
+_SQL_DELETE_SESSION = "DELETE FROM sessions WHERE id = ?"
+_SQL_CUT = "DELETE FROM events WHERE session_id = ? AND seq > ?"
+_SQL_ANCHORS = "SELECT seq, data FROM events WHERE session_id = ? AND anchor = 1 ORDER BY seq"
+_SQL_RETITLE = "UPDATE sessions SET head = ?, mtime = ?, title = ?, turns = ? WHERE id = ?"
+
+
+def _is_busy(exc: sqlite3.Error) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    return "locked" in str(exc) or "busy" in str(exc)
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    if conn.in_transaction:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+
+
+class SQLiteCheckpointer:
+    """A Checkpointer keeping every session in one SQLite database. See the module."""
+
+    def __init__(
+        self,
+        file: str | os.PathLike[str] = MEMORY,
+        *,
+        durable: bool = False,
+        busy_timeout: float = 30.0,
+    ) -> None:
+        name = os.fspath(file)
+        self.file = name if name == MEMORY else str(Path(name).expanduser().absolute())
+        self.durable = durable
+        self.busy_timeout = float(busy_timeout)
+        self._conn: sqlite3.Connection | None = None
+        self._busy_ms = 0
+        self._guard = ThreadGate()
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"SQLiteCheckpointer({self.file!r}, durable={self.durable})"
+
+    # -- plumbing ----------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise CheckpointerUnavailableError(f"the SQLite checkpointer for {self.file} is closed")
+
+    def _where(self, session_id: str) -> str:
+        return f"{self.file}[{session_id}]"
+
+    async def _run(self, op: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``op`` on the connection: inline, or in a worker while the database is locked."""
+        self._check_open()
+
+        def inline() -> T:
+            return self._attempt(op, 0)
+
+        def waiting(cancelled: threading.Event) -> T:
+            deadline = time.monotonic() + self.busy_timeout
+            while True:
+                try:
+                    return self._attempt(op, _BUSY_SLICE_MS)
+                except WouldBlock as exc:
+                    if cancelled.is_set():
+                        raise Cancelled from exc
+                    if time.monotonic() >= deadline:
+                        raise CheckpointerUnavailableError(
+                            f"the SQLite database {self.file} stayed locked by another "
+                            f"connection for more than {self.busy_timeout:g} s"
+                        ) from exc
+
+        return await run_gated([self._guard], inline, waiting)
+
+    def _attempt(self, op: Callable[[sqlite3.Connection], T], busy_ms: int) -> T:
+        """One try of ``op`` with the given busy timeout; ``WouldBlock`` if the database is
+        locked (after rolling back whatever ``op`` had begun)."""
+        self._check_open()
+        try:
+            conn = self._conn
+            if conn is None:
+                conn = self._conn = self._open(busy_ms)
+            elif self._busy_ms != busy_ms:
+                conn.execute(f"PRAGMA busy_timeout = {int(busy_ms)}")
+                self._busy_ms = busy_ms
+            try:
+                return op(conn)
+            except BaseException:
+                _rollback(conn)
+                raise
+        except sqlite3.OperationalError as exc:
+            if _is_busy(exc):
+                raise WouldBlock from exc
+            raise
+
+    def _open(self, busy_ms: int) -> sqlite3.Connection:
+        if self.file != MEMORY:
+            path = Path(self.file)
+            if not path.parent.is_dir():
+                ensure_private_dir(path.parent)
+            # Create the file ourselves so that it is private from the start; SQLite gives
+            # its -wal and -shm files the same mode.
+            os.close(os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), FILE_MODE))
+        conn = sqlite3.connect(
+            self.file,
+            timeout=busy_ms / 1000,
+            isolation_level=None,
+            check_same_thread=False,
+            cached_statements=64,
+        )
+        try:
+            self._busy_ms = busy_ms
+            self._user_version(conn)  # refuse a newer database before changing anything
+            if self.file != MEMORY:
+                mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                if str(mode).lower() != "wal":
+                    logger.warning("SQLite database %s is in %s mode, not WAL", self.file, mode)
+            conn.execute(f"PRAGMA synchronous = {'FULL' if self.durable else 'NORMAL'}")
+            self._migrate(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        version = self._user_version(conn)
+        if version == SCHEMA_VERSION:
+            return
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            version = self._user_version(conn)  # another process may have migrated meanwhile
+            for number in range(version + 1, SCHEMA_VERSION + 1):
+                for statement in _MIGRATIONS[number]:
+                    conn.execute(statement)
+            if version < SCHEMA_VERSION:
+                # PRAGMA takes no parameters; SCHEMA_VERSION is our own integer constant.
+                conn.execute(f"PRAGMA user_version = {int(SCHEMA_VERSION)}")
+            conn.execute("COMMIT")
+        except BaseException:
+            _rollback(conn)
+            raise
+
+    def _user_version(self, conn: sqlite3.Connection) -> int:
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        if version > SCHEMA_VERSION:
+            raise UnsupportedVersionError(
+                f"SQLite database {self.file} has schema version {version}, written by a newer "
+                f"lite_agent_jupyter (this one knows up to {SCHEMA_VERSION}); upgrade to use it"
+            )
+        return version
+
+    # -- the Checkpointer protocol -------------------------------------------------------------
+
+    async def append(
+        self, session_id: str, events: Sequence[Event], *, expected_head: int | None = None
+    ) -> int:
+        validate_session_id(session_id)
+        events = list(events)
+        title, anchors = anchor_stats(events)
+
+        def op(conn: sqlite3.Connection) -> int:
+            if not events:  # nothing to write: a read is enough
+                head = _head(conn, session_id)
+                if expected_head is not None and expected_head != head:
+                    raise CheckpointConflictError(session_id, expected_head, head)
+                return head
+            conn.execute("BEGIN IMMEDIATE")
+            row = conn.execute(_SQL_HEAD, (session_id,)).fetchone()
+            head = row[0] if row is not None else 0
+            if expected_head is not None and expected_head != head:
+                raise CheckpointConflictError(session_id, expected_head, head)
+            ts = now_iso()
+            conn.executemany(
+                _SQL_INSERT,
+                [
+                    (session_id, seq, 1 if is_anchor(event) else 0, encode(event, seq=seq, ts=ts))
+                    for seq, event in enumerate(events, head + 1)
+                ],
+            )
+            new_head = head + len(events)
+            now = time.time()
+            if row is not None:
+                conn.execute(_SQL_MOVE, (new_head, now, title, anchors, session_id))
+            else:
+                conn.execute(_SQL_CREATE, (session_id, new_head, now, title, anchors, now))
+            conn.execute("COMMIT")
+            return new_head
+
+        return await self._run(op)
+
+    async def read(self, session_id: str, *, after: int = 0) -> list[Event]:
+        validate_session_id(session_id)
+        after = max(after, 0)
+        rows: list[tuple[int, str]] = await self._run(
+            lambda conn: conn.execute(_SQL_READ, (session_id, after)).fetchall()
+        )
+        events: list[Event] = []
+        expected = after + 1
+        for seq, data in rows:
+            if seq != expected:
+                raise CorruptLogError(
+                    self._where(session_id), seq, f"seq {seq} where {expected} was expected"
+                )
+            try:
+                event = from_dict(json.loads(data))
+            except ValueError as exc:
+                raise CorruptLogError(
+                    self._where(session_id), seq, f"undecodable event: {exc}"
+                ) from exc
+            if event.seq != seq:
+                raise CorruptLogError(
+                    self._where(session_id), seq, f"event says seq {event.seq} in row {seq}"
+                )
+            events.append(event)
+            expected += 1
+        return events
+
+    async def head(self, session_id: str) -> int:
+        validate_session_id(session_id)
+        return await self._run(lambda conn: _head(conn, session_id))
+
+    async def list(self) -> list[SessionInfo]:
+        rows: list[tuple[str, float, str | None, int, int]] = await self._run(
+            lambda conn: conn.execute(_SQL_LIST).fetchall()
+        )
+        fromtimestamp = datetime.fromtimestamp
+        return [
+            SessionInfo(sid, fromtimestamp(mtime, UTC), title=title, turns=turns, head=head)
+            for sid, mtime, title, turns, head in rows
+        ]
+
+    async def delete(self, session_id: str) -> None:
+        validate_session_id(session_id)
+
+        def op(conn: sqlite3.Connection) -> None:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute(_SQL_DELETE_EVENTS, (session_id,))
+            conn.execute(_SQL_DELETE_SESSION, (session_id,))
+            conn.execute("COMMIT")
+
+        await self._run(op)
+
+    async def truncate(
+        self, session_id: str, to_seq: int, *, expected_head: int | None = None
+    ) -> None:
+        validate_session_id(session_id)
+
+        def op(conn: sqlite3.Connection) -> None:
+            conn.execute("BEGIN IMMEDIATE")
+            head = _head(conn, session_id)
+            if expected_head is not None and expected_head != head:
+                raise CheckpointConflictError(session_id, expected_head, head)
+            if not 0 <= to_seq <= head:
+                raise ValueError(
+                    f"cannot truncate session {session_id!r} to {to_seq}: head is {head}"
+                )
+            if to_seq == head:
+                conn.execute("ROLLBACK")
+                return
+            if to_seq == 0:
+                conn.execute(_SQL_DELETE_EVENTS, (session_id,))
+                conn.execute(_SQL_DELETE_SESSION, (session_id,))
+            else:
+                conn.execute(_SQL_CUT, (session_id, to_seq))
+                anchors = conn.execute(_SQL_ANCHORS, (session_id,)).fetchall()
+                title: str | None = None
+                if anchors:
+                    seq, data = anchors[0]
+                    try:
+                        title, _ = anchor_stats([from_dict(json.loads(data))])
+                    except ValueError as exc:
+                        raise CorruptLogError(self._where(session_id), seq, str(exc)) from exc
+                conn.execute(_SQL_RETITLE, (to_seq, time.time(), title, len(anchors), session_id))
+            conn.execute("COMMIT")
+
+        await self._run(op)
+
+    async def sync(self, session_id: str) -> None:
+        """Make every commit so far survive a power loss, even with ``durable=False``.
+
+        Checkpoints the WAL as far as readers allow (never waiting for them) and fsyncs the
+        WAL file, which holds every commit not yet checkpointed. No-op for ``":memory:"``.
+        """
+        validate_session_id(session_id)
+        if self.file == MEMORY:
+            self._check_open()
+            return
+
+        def op(conn: sqlite3.Connection) -> None:
+            conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            for suffix in ("-wal", ""):
+                with contextlib.suppress(FileNotFoundError):
+                    fd = os.open(self.file + suffix, os.O_RDONLY)
+                    try:
+                        os.fsync(fd)
+                    finally:
+                        os.close(fd)
+
+        await self._run(op)
+
+    async def close(self) -> None:
+        """Close the connection (after any running call). Idempotent; later calls raise
+        ``CheckpointerUnavailableError``."""
+        if self._closed:
+            return
+
+        def shut() -> None:
+            self._closed = True
+            conn, self._conn = self._conn, None
+            if conn is not None:
+                conn.close()
+
+        await run_gated([self._guard], shut)
+
+
+def _head(conn: sqlite3.Connection, session_id: str) -> int:
+    row = conn.execute(_SQL_HEAD, (session_id,)).fetchone()
+    return int(row[0]) if row is not None else 0
+
+
+def sqlite_checkpointer(
+    file: str | os.PathLike[str] = MEMORY,
+    *,
+    durable: bool = False,
+    busy_timeout: float = 30.0,
+) -> SQLiteCheckpointer:
+    """A Checkpointer keeping every session in the SQLite database ``file``.
+
+    ``":memory:"`` keeps a private in-memory database (gone when closed). The file and its
+    folder are created (0600 / 0700) on first use. ``durable=True`` fsyncs each commit
+    (``synchronous=FULL``). ``busy_timeout`` (seconds) bounds how long a call waits, in a
+    worker thread, for other processes' writes before giving up.
+    """
+    return SQLiteCheckpointer(file, durable=durable, busy_timeout=busy_timeout)

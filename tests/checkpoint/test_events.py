@@ -1,0 +1,150 @@
+"""Events: the versioned JSON envelope, its typed objects and their one encode/decode path."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from lite_agent_jupyter.checkpoint.events import (
+    EVENT_TYPES,
+    AssistantEvent,
+    BackgroundCompletedEvent,
+    CompactionEvent,
+    FileSnapshotEvent,
+    InterruptedEvent,
+    ToolResultEvent,
+    UnknownEvent,
+    UserEvent,
+    decode,
+    encode,
+    from_dict,
+    is_anchor,
+    now_iso,
+    prompt_text,
+    stamped,
+    to_dict,
+)
+from lite_agent_jupyter.errors import UnsupportedVersionError
+
+TS = "2026-11-29T09:30:00.123456+00:00"
+
+
+def test_encode_is_compact_with_envelope_first() -> None:
+    line = encode(UserEvent(content="hi", checkpoint=True), seq=7, ts=TS)
+    assert line == (
+        '{"v":1,"seq":7,"ts":"2026-11-29T09:30:00.123456+00:00","type":"user",'
+        '"content":"hi","origin":"user","checkpoint":true}'
+    )
+    assert "\n" not in encode(UserEvent(content="a\nb"), seq=1, ts=TS)
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        UserEvent(content=[{"type": "text", "text": "x"}], origin="background"),
+        AssistantEvent(content=[{"type": "text", "text": "y"}], usage={"a": 1}, stop_reason="s"),
+        ToolResultEvent(tool_use_id="t", content=[{"type": "text", "text": "r"}], is_error=True),
+        FileSnapshotEvent(path="p", before="a" * 64, after=None, tool_use_id="t"),
+        CompactionEvent(summary="sum", through_seq=3, before=10, after=2),
+        InterruptedEvent(reason="why"),
+        BackgroundCompletedEvent(job_id="j", summary="s", exit_code=1),
+    ],
+)
+def test_every_type_round_trips(event: object) -> None:
+    assert isinstance(event, (*EVENT_TYPES.values(),))
+    back = decode(encode(event, seq=4, ts=TS))
+    assert type(back) is type(event)
+    assert back == stamped(event, 4, TS)
+    assert encode(back) == encode(event, seq=4, ts=TS)
+
+
+def test_unknown_fields_are_preserved() -> None:
+    line = '{"v":1,"seq":2,"ts":"t","type":"user","content":"c","mood":"happy","n":[1,{"x":null}]}'
+    event = decode(line)
+    assert isinstance(event, UserEvent)
+    assert event.extra == {"mood": "happy", "n": [1, {"x": None}]}
+    assert json.loads(encode(event)) == json.loads(line) | {"origin": "user", "checkpoint": False}
+
+
+def test_extra_never_overrides_known_fields() -> None:
+    event = UserEvent(content="real", extra={"content": "fake", "seq": 99, "other": 1})
+    data = json.loads(encode(event, seq=1, ts=TS))
+    assert data["content"] == "real" and data["seq"] == 1 and data["other"] == 1
+
+
+def test_unknown_type_is_kept_verbatim() -> None:
+    line = '{"v":1,"seq":3,"ts":"t","type":"hologram","beam":{"power":9000}}'
+    event = decode(line)
+    assert isinstance(event, UnknownEvent)
+    assert event.type == "hologram" and event.extra == {"beam": {"power": 9000}}
+    assert encode(event) == line
+
+
+def test_newer_envelope_is_refused() -> None:
+    with pytest.raises(UnsupportedVersionError, match="version 2"):
+        decode('{"v":2,"seq":1,"ts":"t","type":"user"}')
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "[]",
+        "{}",
+        '{"v":"1","seq":1,"ts":"t","type":"user"}',
+        '{"v":1,"seq":"1","ts":"t","type":"user"}',
+        '{"v":1,"seq":1,"ts":"t"}',
+        '{"v":1,"seq":1,"ts":"t","type":"user"',
+        '{"v":true,"seq":1,"ts":"t","type":"user"}',
+    ],
+)
+def test_malformed_envelopes_are_value_errors(line: str) -> None:
+    with pytest.raises(ValueError):
+        decode(line)
+
+
+def test_lone_surrogates_are_escaped_and_round_trip() -> None:
+    text = "bytes \udcff\udc80 from surrogateescape, and a high \ud83d alone"
+    line = encode(UserEvent(content=text), seq=1, ts=TS)
+    line.encode("utf-8")  # always valid UTF-8
+    assert "\\udcff" in line
+    assert decode(line).content == text  # type: ignore[attr-defined]
+    assert "😀" in encode(UserEvent(content="😀"), seq=1, ts=TS)  # real text stays UTF-8
+
+
+def test_non_json_values_raise() -> None:
+    with pytest.raises(TypeError):
+        encode(UserEvent(content="x", extra={"o": object()}))
+    with pytest.raises(ValueError):
+        encode(UserEvent(content="x", extra={"nan": math.nan}))
+    with pytest.raises(ValueError):
+        encode(UserEvent(content="x", extra={"inf": -math.inf}))
+
+
+def test_stamped_copies() -> None:
+    event = UserEvent(content="c", extra={"k": 1})
+    copy = stamped(event, 5, TS)
+    assert (copy.seq, copy.ts, event.seq, event.ts) == (5, TS, 0, "")
+    copy.extra["k"] = 2
+    assert event.extra == {"k": 1}
+
+
+def test_to_dict_and_from_dict_are_inverse() -> None:
+    event = AssistantEvent(content=[{"type": "text", "text": "t"}], model="m", seq=2, ts=TS)
+    assert from_dict(to_dict(event)) == event
+
+
+def test_anchors_and_prompt_text() -> None:
+    assert is_anchor(UserEvent(content="p", checkpoint=True))
+    assert not is_anchor(UserEvent(content="p"))
+    assert not is_anchor(UserEvent(content="p", checkpoint=True, origin="background"))
+    assert not is_anchor(AssistantEvent())
+    blocks = [{"type": "text", "text": "a"}, {"type": "image"}, {"type": "text", "text": "b"}]
+    assert prompt_text(UserEvent(content=blocks)) == "a\nb"
+    assert prompt_text(UserEvent(content="plain")) == "plain"
+
+
+def test_now_iso_is_utc_with_microseconds() -> None:
+    stamp = now_iso()
+    assert stamp.endswith("+00:00") and "." in stamp

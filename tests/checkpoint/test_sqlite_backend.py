@@ -1,0 +1,204 @@
+"""What only the SQLite backend has: schema versioning, pragmas, modes, busy handling."""
+
+from __future__ import annotations
+
+import sqlite3
+import stat
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from checkpoint_kit import batch, expect_line, finish, prompt, spawn, tell
+
+from lite_agent_jupyter.checkpoint import sqlite as sqlite_module
+from lite_agent_jupyter.checkpoint.sqlite import (
+    SCHEMA_VERSION,
+    SQLiteCheckpointer,
+    sqlite_checkpointer,
+)
+from lite_agent_jupyter.checkpoint.url import checkpointer_from_url
+from lite_agent_jupyter.errors import (
+    CheckpointerUnavailableError,
+    CorruptLogError,
+    UnsupportedVersionError,
+)
+
+S = "sess"
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "data" / "store.db"
+
+
+@pytest.fixture
+async def sstore(db: Path) -> AsyncIterator[SQLiteCheckpointer]:
+    store = sqlite_checkpointer(db)
+    yield store
+    await store.close()
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def raw(db: Path) -> sqlite3.Connection:
+    return sqlite3.connect(db, isolation_level=None)
+
+
+async def test_url_builds_sqlite_checkpointers(db: Path) -> None:
+    store = checkpointer_from_url(f"sqlite://{db}?durable=true")
+    assert isinstance(store, SQLiteCheckpointer) and store.durable and store.file == str(db)
+    memory = checkpointer_from_url("sqlite:///:memory:")
+    assert isinstance(memory, SQLiteCheckpointer) and memory.file == ":memory:"
+    await store.close()
+    await memory.close()
+
+
+async def test_nothing_is_created_before_first_use(db: Path) -> None:
+    store = sqlite_checkpointer(db)
+    assert not db.parent.exists()
+    await store.close()
+    assert not db.parent.exists()
+
+
+async def test_schema_and_modes(sstore: SQLiteCheckpointer, db: Path) -> None:
+    await sstore.append(S, [prompt("hi")])
+    assert mode(db.parent) == 0o700
+    for suffix in ("", "-wal", "-shm"):
+        assert mode(Path(str(db) + suffix)) == 0o600, suffix
+    conn = raw(db)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 1
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert tables == {"sessions", "events"}
+    indexes = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+    assert {"sessions_mtime", "events_anchors"} <= indexes
+    row = conn.execute("SELECT session_id, seq, anchor, data FROM events").fetchone()
+    assert row[:3] == (S, 1, 1) and row[3].startswith('{"v":1,"seq":1,')
+    conn.close()
+
+
+@pytest.mark.parametrize(("durable", "level"), [(False, 1), (True, 2)])
+async def test_synchronous_follows_durable(db: Path, durable: bool, level: int) -> None:
+    store = sqlite_checkpointer(db, durable=durable)
+    await store.head(S)
+    assert store._conn is not None
+    assert store._conn.execute("PRAGMA synchronous").fetchone()[0] == level
+    await store.close()
+
+
+async def test_newer_schema_is_refused_untouched(db: Path) -> None:
+    db.parent.mkdir()
+    conn = raw(db)
+    conn.execute("CREATE TABLE sessions (future TEXT)")
+    conn.execute("PRAGMA user_version = 99")
+    conn.close()
+    before = db.read_bytes()
+    store = sqlite_checkpointer(db)
+    with pytest.raises(UnsupportedVersionError, match="schema version 99"):
+        await store.head(S)
+    with pytest.raises(UnsupportedVersionError):
+        await store.append(S, batch(1))
+    await store.close()
+    assert db.read_bytes() == before
+
+
+async def test_reopening_keeps_the_schema(db: Path) -> None:
+    first = sqlite_checkpointer(db)
+    await first.append(S, batch(2))
+    await first.close()
+    second = sqlite_checkpointer(db)
+    assert await second.head(S) == 2
+    await second.close()
+    conn = raw(db)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    conn.close()
+
+
+async def test_close_then_calls_raise(sstore: SQLiteCheckpointer) -> None:
+    await sstore.append(S, batch(1))
+    await sstore.close()
+    await sstore.close()
+    with pytest.raises(CheckpointerUnavailableError, match="closed"):
+        await sstore.head(S)
+    with pytest.raises(CheckpointerUnavailableError, match="closed"):
+        await sstore.sync(S)
+
+
+async def test_damaged_row_names_where(sstore: SQLiteCheckpointer, db: Path) -> None:
+    await sstore.append(S, batch(3))
+    conn = raw(db)
+    conn.execute("UPDATE events SET data = '{broken' WHERE seq = 2")
+    conn.close()
+    with pytest.raises(CorruptLogError) as info:
+        await sstore.read(S)
+    assert info.value.line == 2 and str(db) in info.value.path and S in info.value.path
+    conn = raw(db)
+    conn.execute("DELETE FROM events WHERE seq = 2")
+    conn.close()
+    with pytest.raises(CorruptLogError, match="seq 3 where 2 was expected"):
+        await sstore.read(S)
+
+
+async def test_memory_databases_are_private(tmp_path: Path) -> None:
+    one, two = sqlite_checkpointer(":memory:"), sqlite_checkpointer()
+    await one.append(S, batch(2))
+    assert await two.head(S) == 0
+    await one.sync(S)
+    await one.close()
+    await two.close()
+    assert list(tmp_path.iterdir()) == []
+
+
+async def test_busy_timeout_gives_a_typed_error(db: Path) -> None:
+    """A writer that never lets go: after ``busy_timeout`` the call fails with
+    CheckpointerUnavailableError, never sqlite3's "database is locked"."""
+    url = f"sqlite://{db}"
+    await sqlite_checkpointer(db).head(S)
+    holder = await spawn("hold", url, S)
+    await expect_line(holder, "locked")
+    store = sqlite_checkpointer(db, busy_timeout=0.3)
+    try:
+        with pytest.raises(CheckpointerUnavailableError, match="stayed locked"):
+            await store.append(S, batch(1))
+        assert await store.head(S) == 0  # reads are not blocked by a writer (WAL)
+    finally:
+        await tell(holder, "release")
+        await expect_line(holder, "released")
+        await finish(holder)
+    assert await store.append(S, batch(1)) == 1
+    await store.close()
+
+
+async def test_sync_checkpoints_the_wal(sstore: SQLiteCheckpointer, db: Path) -> None:
+    await sstore.append(S, batch(50))
+    wal = Path(str(db) + "-wal")
+    assert wal.stat().st_size > 0
+    await sstore.sync(S)
+    conn = raw(db)  # a second reader sees everything from the main file after a checkpoint
+    assert conn.execute("SELECT count(*) FROM events").fetchone()[0] == 50
+    conn.close()
+
+
+async def test_migrations_run_in_order_on_an_old_database(
+    db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A database of version 1 opened by a release with a migration 2: upgraded in place, in
+    one transaction, data kept."""
+    old = sqlite_checkpointer(db)
+    await old.append(S, [prompt("kept")])
+    await old.close()
+    monkeypatch.setitem(
+        sqlite_module._MIGRATIONS, 2, ("ALTER TABLE sessions ADD COLUMN note TEXT",)
+    )
+    monkeypatch.setattr(sqlite_module, "SCHEMA_VERSION", 2)
+    new = sqlite_checkpointer(db)
+    assert await new.head(S) == 1
+    (info,) = await new.list()
+    assert info.title == "kept"
+    await new.close()
+    conn = raw(db)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+    assert "note" in {row[1] for row in conn.execute("PRAGMA table_info(sessions)")}
+    conn.close()
