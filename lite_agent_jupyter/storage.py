@@ -253,8 +253,11 @@ class FileBlobStore:
         if self._on_create is not None:
             self._on_create()
         ensure_private_dir(path.parent)
-        packed = zlib.compress(data, 6) if len(data) >= 64 else data
-        payload = _ZLIB + packed if len(packed) <= len(data) - len(data) // 8 else _RAW + data
+        payload = _RAW + data
+        if len(data) >= 64:
+            packed = zlib.compress(data, 6)
+            if len(packed) <= len(data) - len(data) // 8:  # compress only if it pays
+                payload = _ZLIB + packed
         write_private_file(path, payload)
         return digest
 

@@ -1,0 +1,41 @@
+"""A child process for the agent tests: one ``send`` on a given session, then report.
+
+    python agent_child.py CONFIG_JSON
+
+CONFIG_JSON: {"base_url", "api_key", "workdir", "root", "namespace", "session_id", "prompt",
+"result_file", "ready_file"?}. Writes {"text", "anchor_seq"} or {"error": type name} to
+result_file. Used for "resume in a new process" and "two processes on one session" tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+from lite_agent_jupyter import Storage, create_lite_agent
+from lite_agent_jupyter.providers import anthropic
+
+
+async def main(config: dict[str, str]) -> None:
+    agent = create_lite_agent(
+        model=anthropic(api_key=config["api_key"], base_url=config["base_url"], max_retries=0),
+        workdir=config["workdir"],
+        storage=Storage(config["root"], config["namespace"]),
+        session_id=config["session_id"],
+    )
+    out = Path(config["result_file"])
+    async with agent:
+        if "ready_file" in config:
+            Path(config["ready_file"]).write_text("ready")
+        try:
+            result = await agent.send(config["prompt"])
+        except Exception as exc:
+            out.write_text(json.dumps({"error": type(exc).__name__, "message": str(exc)}))
+            return
+    out.write_text(json.dumps({"text": result.text, "anchor_seq": result.anchor_seq}))
+
+
+if __name__ == "__main__":
+    asyncio.run(main(json.loads(sys.argv[1])))
