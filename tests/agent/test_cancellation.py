@@ -1,0 +1,277 @@
+"""Cancellation: close(), cancelling send()'s task, SIGINT, pending approvals, shell processes.
+
+After each, the log must be valid: the next request is checked by the fake server, which
+refuses a tool_use without a tool_result, exactly like the real API.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
+
+from lite_agent_jupyter import AbortSignal, ApprovalRequest, LiteAgent, Storage
+from lite_agent_jupyter.checkpoint.events import InterruptedEvent, ToolResultEvent
+from lite_agent_jupyter.checkpoint.fold import INTERRUPTED_RESULT
+
+MakeAgent = Callable[..., LiteAgent]
+CHILD = Path(__file__).with_name("agent_child.py")
+
+
+def pid_alive(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie counts as dead: PID 1 here may not reap)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+async def wait_until(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        await asyncio.sleep(0.02)
+
+
+async def test_close_mid_stream_stops_the_stream_and_keeps_the_log_valid(
+    make_agent: MakeAgent, claude: Callable[..., Any], fake_anthropic: FakeAnthropicServer,
+) -> None:
+    gate = threading.Event()
+    fake_anthropic.script(FakeReply("a long answer that never ends", hold=gate, text_chunk=5), "fine")
+    agent = make_agent(model=claude())
+    session_id = agent.session_id
+    task = asyncio.ensure_future(agent.send("hello"))
+    request = (await asyncio.to_thread(fake_anthropic.wait_for_requests, 1))[0]
+    started = time.monotonic()
+    await agent.close()
+    assert await asyncio.to_thread(request.client_disconnected.wait, 5)
+    assert time.monotonic() - started < 3
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    again = make_agent(model=claude(), session_id=session_id)
+    events = await again.checkpointer.read(session_id)
+    assert isinstance(events[-1], InterruptedEvent) and events[-1].reason == "agent closed"
+    assert (await again.send("still there?")).text == "fine"
+
+
+async def test_cancelling_send_kills_the_shell_and_answers_every_tool_call(
+    make_agent: MakeAgent, claude: Callable[..., Any], fake_anthropic: FakeAnthropicServer,
+    workdir: Path,
+) -> None:
+    pid_file = workdir / "pid"
+    fake_anthropic.script(
+        FakeReply(
+            "",
+            tool_calls=[
+                FakeToolCall("bash", {"command": f"echo $$ > {pid_file}; exec sleep 60"}, id="sh"),
+                FakeToolCall("list_files", {}, id="ls"),
+            ],
+        ),
+        "after the interrupt",
+    )
+    agent = make_agent(model=claude(), approvals={"bash": "allow"})
+    task = asyncio.ensure_future(agent.send("run it"))
+    await wait_until(lambda: pid_file.exists() and pid_file.read_text().strip() != "")
+    pid = int(pid_file.read_text())
+    assert pid_alive(pid)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await wait_until(lambda: not pid_alive(pid), timeout=5)
+    events = await agent.checkpointer.read(agent.session_id)
+    results = {e.tool_use_id: e for e in events if isinstance(e, ToolResultEvent)}
+    assert results["sh"].is_error and results["sh"].content == INTERRUPTED_RESULT
+    assert not results["ls"].is_error  # finished before the cancel: kept, not lost
+    assert isinstance(events[-1], InterruptedEvent)
+    assert (await agent.send("what happened?")).text == "after the interrupt"
+
+
+async def test_sigint_in_a_process_leaves_a_valid_log(
+    make_agent: MakeAgent, claude: Callable[..., Any], fake_anthropic: FakeAnthropicServer,
+    workdir: Path, storage: Storage, tmp_path: Path,
+) -> None:
+    gate = threading.Event()
+    fake_anthropic.script(FakeReply("partial text then a hang", hold=gate, hold_after=4, text_chunk=8), "resumed")
+    session_id = "interrupted-session"
+    config = {
+        "base_url": fake_anthropic.url, "api_key": fake_anthropic.api_key,
+        "workdir": str(workdir), "root": str(storage.root), "namespace": storage.namespace,
+        "session_id": session_id, "prompt": "go", "result_file": str(tmp_path / "out.json"),
+    }
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, str(CHILD), json.dumps(config), stderr=asyncio.subprocess.PIPE
+    )
+    await asyncio.to_thread(fake_anthropic.wait_for_requests, 1, 30)
+    await asyncio.sleep(0.2)  # let the first text deltas arrive
+    proc.send_signal(signal.SIGINT)
+    _, stderr = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode != 0 and b"KeyboardInterrupt" in stderr
+    agent = make_agent(model=claude(), session_id=session_id)
+    events = await agent.checkpointer.read(session_id)
+    assert [e.type for e in events] == ["user", "assistant", "interrupted"]
+    assert (await agent.send("continue")).text == "resumed"
+
+
+async def test_close_closes_a_pending_approval_prompt_as_deny(
+    make_agent: MakeAgent, claude: Callable[..., Any], fake_anthropic: FakeAnthropicServer,
+    workdir: Path,
+) -> None:
+    asked = asyncio.Event()
+    seen: dict[str, Any] = {}
+
+    async def on_approval(request: ApprovalRequest, abort: AbortSignal) -> bool:
+        seen["request"] = request
+        abort.add_callback(lambda reason: seen.setdefault("reason", reason))
+        asked.set()
+        try:
+            await asyncio.sleep(60)  # a person thinking
+        except asyncio.CancelledError:
+            seen["closed"] = True  # the prompt is closed (a widget would be removed here)
+            raise
+        return True
+
+    fake_anthropic.script(
+        FakeReply("", tool_calls=[FakeToolCall("write_file", {"path": "f.txt", "content": "x"})])
+    )
+    agent = make_agent(model=claude(), on_approval=on_approval)
+    task = asyncio.ensure_future(agent.send("write"))
+    await asyncio.wait_for(asked.wait(), 10)
+    assert seen["request"].tool_name == "write_file"
+    await agent.close()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert seen["reason"] == "agent closed" and seen["closed"]
+    assert not (workdir / "f.txt").exists()
+
+
+async def test_approval_handlers_are_serialised_and_can_deny(
+    make_agent: MakeAgent, claude: Callable[..., Any], fake_anthropic: FakeAnthropicServer,
+    workdir: Path,
+) -> None:
+    active = 0
+    peak = 0
+
+    async def on_approval(request: ApprovalRequest, abort: AbortSignal) -> bool:
+        nonlocal active, peak
+        active += 1
+        peak = max(peak, active)
+        await asyncio.sleep(0.05)
+        active -= 1
+        return request.input["path"] != "no.txt"
+
+    fake_anthropic.script(
+        FakeReply(
+            "",
+            tool_calls=[
+                FakeToolCall("write_file", {"path": "yes.txt", "content": "1"}, id="y"),
+                FakeToolCall("write_file", {"path": "no.txt", "content": "2"}, id="n"),
+                FakeToolCall("read_file", {"path": "yes.txt"}, id="r"),
+            ],
+        ),
+        "ok",
+    )
+    agent = make_agent(model=claude(), on_approval=on_approval)
+    await agent.send("write both")
+    assert peak == 1
+    assert (workdir / "yes.txt").exists() and not (workdir / "no.txt").exists()
+    body = fake_anthropic.message_requests[1].body
+    results = {b["tool_use_id"]: b for b in body["messages"][-1]["content"]}
+    assert results["n"]["is_error"] and "denied" in str(results["n"]["content"])
+    assert not results["y"].get("is_error")
+
+
+async def test_policy_deny_and_sync_handler(
+    make_agent: MakeAgent, claude: Callable[..., Any], fake_anthropic: FakeAnthropicServer,
+    workdir: Path,
+) -> None:
+    calls: list[str] = []
+
+    def on_approval(request: ApprovalRequest, abort: AbortSignal) -> bool:  # sync: a thread
+        calls.append(request.tool_name)
+        return True
+
+    fake_anthropic.script(
+        FakeReply(
+            "",
+            tool_calls=[
+                FakeToolCall("bash", {"command": "touch shell-ran"}, id="b"),
+                FakeToolCall("write_file", {"path": "w.txt", "content": "w"}, id="w"),
+            ],
+        ),
+        "ok",
+    )
+    agent = make_agent(model=claude(), on_approval=on_approval, approvals={"bash": "deny"})
+    await agent.send("go")
+    assert calls == ["write_file"]
+    assert not (workdir / "shell-ran").exists() and (workdir / "w.txt").exists()
+
+
+async def test_ask_user_goes_to_on_input(
+    make_agent: MakeAgent, claude: Callable[..., Any], fake_anthropic: FakeAnthropicServer,
+) -> None:
+    async def on_input(request: Any, abort: AbortSignal) -> str:
+        return f"answer to: {request.question}"
+
+    fake_anthropic.script(
+        FakeReply("", tool_calls=[FakeToolCall("ask_user", {"question": "which file?"}, id="q")]),
+        "thanks",
+    )
+    agent = make_agent(model=claude(), on_input=on_input)
+    await agent.send("help")
+    block = fake_anthropic.message_requests[1].body["messages"][-1]["content"][0]
+    assert block["tool_use_id"] == "q" and "answer to: which file?" in json.dumps(block["content"])
+
+
+async def test_background_shell_job_runs_a_background_turn(
+    make_agent: MakeAgent, claude: Callable[..., Any], fake_anthropic: FakeAnthropicServer,
+) -> None:
+    fake_anthropic.script(
+        FakeReply("", tool_calls=[FakeToolCall("bash", {"command": "echo built", "background": True})]),
+        "Started the build in the background.",
+        "The build finished and printed 'built'.",
+    )
+    finished: list[Any] = []
+    agent = make_agent(model=claude(), approvals={"bash": "allow"}, on_background=finished.append)
+    result = await agent.send("build in the background")
+    assert result.text == "Started the build in the background."
+    await asyncio.wait_for(agent.wait_background(), 30)
+    assert [r.text for r in finished] == ["The build finished and printed 'built'."]
+    assert finished[0].origin == "background"
+    events = await agent.checkpointer.read(agent.session_id)
+    assert "background_completed" in [e.type for e in events]
+    users = [e for e in events if e.type == "user"]
+    assert [u.origin for u in users] == ["user", "background"]  # type: ignore[attr-defined]
+    assert [u.checkpoint for u in users] == [True, False]  # type: ignore[attr-defined]
+    notice = fake_anthropic.message_requests[-1].body["messages"][-1]
+    assert "built" in json.dumps(notice)
+
+
+async def test_close_cancels_background_jobs(
+    make_agent: MakeAgent, claude: Callable[..., Any], fake_anthropic: FakeAnthropicServer,
+    workdir: Path,
+) -> None:
+    pid_file = workdir / "bg.pid"
+    fake_anthropic.script(
+        FakeReply("", tool_calls=[FakeToolCall("bash", {"command": f"echo $$ > {pid_file}; exec sleep 60", "background": True})]),
+        "started",
+    )
+    agent = make_agent(model=claude(), approvals={"bash": "allow"})
+    await agent.send("start")
+    await wait_until(lambda: pid_file.exists() and pid_file.read_text().strip() != "")
+    pid = int(pid_file.read_text())
+    await agent.close()
+    await wait_until(lambda: not pid_alive(pid), timeout=5)
+    assert len(fake_anthropic.message_requests) == 2  # no background turn after close
+    assert os.getpid() > 0
