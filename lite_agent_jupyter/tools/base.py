@@ -69,4 +69,8 @@ class Tool:
 
     def spec(self) -> dict[str, Any]:
         """The tool as the Messages API expects it."""
-        return {"name": self.name, "description": self.description, "input_schema": self.input_schema}
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": self.input_schema,
+        }
