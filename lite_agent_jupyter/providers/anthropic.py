@@ -42,6 +42,8 @@ DEFAULT_MAX_RETRIES: Final = 4
 Higher than the SDK's 2: an agent turn is long and an overloaded API is usually brief."""
 
 _EPHEMERAL: Final = {"type": "ephemeral"}
+_DRAIN_SECONDS: Final = 1.0
+"""How long to wait, after ``message_stop``, for the rest of the HTTP body."""
 _MISSING_KEY: Final = (
     "No Anthropic API key: set the ANTHROPIC_API_KEY environment variable "
     "(or pass anthropic(api_key=...)). For an offline demo use providers.scripted([...])."
@@ -213,6 +215,8 @@ class AnthropicProvider:
                     raise asyncio.CancelledError(signal.reason)
                 yield item
                 if isinstance(item, MessageDone):
+                    # let the reader drain the body's last bytes so the connection is reused
+                    await asyncio.wait({reader}, timeout=_DRAIN_SECONDS)
                     return
         finally:
             remove_callback()
@@ -236,11 +240,13 @@ class AnthropicProvider:
                 produced = message.add(event)
                 if produced is not None:
                     queue.put_nowait(produced)
-                if message.done:
+                if message.done and end is not None:
                     queue.put_nowait(message.result())
                     end = None
-                    return
-            end = _End(_IncompleteStream("the stream ended before message_stop"))
+                # keep reading to the end of the body (it ends right after message_stop):
+                # a response read to the end returns its connection to the pool for reuse
+            if end is not None:
+                end = _End(_IncompleteStream("the stream ended before message_stop"))
         except Exception as exc:
             end = _End(exc)
         finally:

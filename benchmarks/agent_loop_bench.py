@@ -1,0 +1,115 @@
+"""Loop overhead per model round-trip: everything the agent adds around the model's own time.
+
+    .venv/bin/python benchmarks/agent_loop_bench.py [--turns 200]
+
+Both sides talk to the same fake Messages API server on 127.0.0.1 (answering instantly, with
+TCP_NODELAY), through the same official ``anthropic`` client:
+
+* reference: the raw client streaming the exact request body the agent sent for that call
+  (recorded by the server), consuming every event;
+* agent: ``agent.send()`` in a persistent session (default file checkpointer, fsync at the end
+  of each turn), one or two model calls per turn (text only / one ``read_file`` tool call).
+
+The overhead of a round-trip is ``(agent turn time - sum of the reference times of its calls)
+/ calls``, measured pairwise in the same run so machine noise hits both sides. Target: median
+<= 2 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from anthropic import AsyncAnthropic  # noqa: E402
+from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall  # noqa: E402
+
+from lite_agent_jupyter import Storage, create_lite_agent  # noqa: E402
+from lite_agent_jupyter.providers import anthropic  # noqa: E402
+
+ANSWER = "A short answer of about the size a model gives for a small question. " * 3
+
+
+async def raw_call(client: AsyncAnthropic, body: dict[str, Any]) -> float:
+    params = {k: v for k, v in body.items() if k != "stream"}
+    started = time.perf_counter()
+    stream = await client.messages.create(**params, stream=True)
+    async for _event in stream:
+        pass
+    return time.perf_counter() - started
+
+
+async def measure(turns: int, with_tool: bool) -> tuple[list[float], list[float]]:
+    server = FakeAnthropicServer().start()
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            workdir = Path(tmp) / "project"
+            workdir.mkdir()
+            (workdir / "notes.txt").write_text("some notes\n" * 20)
+            agent = create_lite_agent(
+                model=anthropic(api_key=server.api_key, base_url=server.url, max_retries=0),
+                workdir=workdir,
+                storage=Storage(Path(tmp) / "store", "bench"),
+            )
+            client = AsyncAnthropic(api_key=server.api_key, base_url=server.url, max_retries=0)
+            agent_times: list[float] = []
+            raw_times: list[float] = []
+            async with agent:
+                for i in range(turns):
+                    if i % 20 == 0:
+                        agent.clear()  # keep requests a realistic size
+                    script: list[Any] = []
+                    if with_tool:
+                        script.append(
+                            FakeReply("", tool_calls=[FakeToolCall("read_file", {"path": "notes.txt"})])
+                        )
+                    script.append(FakeReply(ANSWER, text_chunk=24))
+                    server.reset()
+                    server.script(*script)
+                    started = time.perf_counter()
+                    result = await agent.send(f"question {i}")
+                    elapsed = time.perf_counter() - started
+                    bodies = [r.body for r in server.message_requests]
+                    assert result.model_calls == len(bodies) == len(script)
+                    server.reset()
+                    server.default = FakeReply(ANSWER, text_chunk=24)
+                    raw = 0.0
+                    for body in bodies:
+                        if with_tool and body is bodies[0]:
+                            server.script(script[0])
+                        raw += await raw_call(client, body)
+                    server.default = None
+                    agent_times.append(elapsed / len(bodies))
+                    raw_times.append(raw / len(bodies))
+            await client.close()
+    finally:
+        server.stop()
+    return agent_times[5:], raw_times[5:]  # drop warm-up
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--turns", type=int, default=200)
+    args = parser.parse_args()
+    print(f"{'scenario':<28} {'agent ms/call':>14} {'raw ms/call':>12} {'overhead ms':>12} {'ratio':>6}")
+    for name, with_tool in (("text answer (1 call/turn)", False), ("tool call (2 calls/turn)", True)):
+        agent_times, raw_times = asyncio.run(measure(args.turns, with_tool))
+        overhead = statistics.median(a - r for a, r in zip(agent_times, raw_times, strict=True))
+        agent_ms = statistics.median(agent_times) * 1000
+        raw_ms = statistics.median(raw_times) * 1000
+        print(
+            f"{name:<28} {agent_ms:>14.2f} {raw_ms:>12.2f} {overhead * 1000:>12.2f} "
+            f"{agent_ms / raw_ms:>6.2f}"
+        )
+    print("target: median overhead <= 2 ms per model round-trip")
+
+
+if __name__ == "__main__":
+    main()
