@@ -1,0 +1,186 @@
+"""Storage: the root/namespace layout, private modes, and the content-addressed blob stores."""
+
+from __future__ import annotations
+
+import os
+import stat
+import zlib
+from pathlib import Path
+
+import pytest
+
+from lite_agent_jupyter.errors import CorruptLogError, InvalidNamespaceError
+from lite_agent_jupyter.storage import (
+    FileBlobStore,
+    MemoryBlobStore,
+    Storage,
+    blob_hash,
+    default_root,
+    namespace_for,
+    validate_namespace,
+    write_private_file,
+)
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_constructing_writes_nothing(tmp_path: Path) -> None:
+    storage = Storage(tmp_path / "root", "proj")
+    assert storage.base == tmp_path / "root" / "proj"
+    assert "proj" in repr(storage)
+    assert not (tmp_path / "root").exists()
+    _ = storage.blobs  # a handle only
+    assert not (tmp_path / "root").exists()
+
+
+def test_layout_gitignore_and_modes(tmp_path: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        storage = Storage(tmp_path / "root", "proj")
+        dirs = [storage.sessions_dir, storage.tasks_dir, storage.archive_dir]
+    finally:
+        os.umask(old)
+    root = tmp_path / "root"
+    assert dirs == [root / "proj" / name for name in ("sessions", "tasks", "archive")]
+    assert (root / ".gitignore").read_text() == "*\n"
+    assert mode(root / ".gitignore") == 0o600
+    for path in [root, root / "proj", *dirs]:
+        assert mode(path) == 0o700, path
+    storage.ensure()  # idempotent; an edited .gitignore is left alone
+    (root / ".gitignore").write_text("*\n!keep\n")
+    storage.ensure()
+    assert (root / ".gitignore").read_text() == "*\n!keep\n"
+
+
+@pytest.mark.parametrize("good", ["a", "0", "proj-1_x", "a" * 64])
+def test_valid_namespaces(good: str) -> None:
+    assert validate_namespace(good) == good
+
+
+@pytest.mark.parametrize(
+    "bad", ["", "A", "a" * 65, "../x", "a/b", "-a", "_a", "a.b", "a\x00", "é", None, 3]
+)
+def test_invalid_namespaces(bad: object, tmp_path: Path) -> None:
+    with pytest.raises(InvalidNamespaceError):
+        validate_namespace(bad)
+    with pytest.raises(InvalidNamespaceError):
+        Storage(tmp_path, bad)  # type: ignore[arg-type]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_namespace_for_paths(tmp_path: Path) -> None:
+    one = tmp_path / "a" / "Analysis Notebook.ipynb"
+    two = tmp_path / "b" / "Analysis Notebook.ipynb"
+    ns1, ns2 = namespace_for(one), namespace_for(two)
+    assert ns1 != ns2 and ns1.startswith("analysis-notebook-")
+    assert validate_namespace(ns1) == ns1 and namespace_for(one) == ns1
+    assert validate_namespace(namespace_for("/")) == namespace_for("/")
+    weird = namespace_for(tmp_path / "!!!")
+    assert weird.startswith("root-") and validate_namespace(weird)
+    assert Storage.for_workdir(one, root=tmp_path).namespace == ns1
+
+
+def test_default_root(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("LITE_AGENT_HOME", str(tmp_path / "home"))
+    assert default_root() == tmp_path / "home"
+    monkeypatch.delenv("LITE_AGENT_HOME")
+    assert default_root() == Path.home() / ".lite_agent"
+
+
+def test_contains(tmp_path: Path) -> None:
+    storage = Storage(tmp_path / "root", "p")
+    assert storage.contains(tmp_path / "root")
+    assert storage.contains(tmp_path / "root" / "p" / "blobs" / "x")
+    assert storage.contains(tmp_path / "root" / "other" / ".." / "p")
+    assert not storage.contains(tmp_path / "rootless")
+    assert not storage.contains(tmp_path)
+
+
+def test_write_private_file_is_atomic_and_private(tmp_path: Path) -> None:
+    target = tmp_path / "f"
+    write_private_file(target, b"one")
+    write_private_file(target, b"two", durable=False)
+    assert target.read_bytes() == b"two" and mode(target) == 0o600
+    assert [p.name for p in tmp_path.iterdir()] == ["f"]  # no temp files left
+
+
+async def test_file_blobs_dedup_and_round_trip(tmp_path: Path) -> None:
+    storage = Storage(tmp_path / "root", "p")
+    blobs = storage.blobs
+    text = b"print('hello')\n" * 200
+    binary = bytes(range(256)) * 3
+    tiny = b"x"
+    digests = [await blobs.put(data) for data in (text, binary, tiny, b"")]
+    assert digests[0] == blob_hash(text) and len(set(digests)) == 4
+    assert await blobs.put(text) == digests[0]  # dedup: same name, no second file
+    files = [p for p in (tmp_path / "root" / "p" / "blobs").rglob("*") if p.is_file()]
+    assert len(files) == 4
+    assert all(mode(p) == 0o600 for p in files)
+    for data, digest in zip((text, binary, tiny, b""), digests, strict=True):
+        assert await blobs.get(digest) == data
+        assert await blobs.has(digest)
+    assert sorted(await blobs.hashes()) == sorted(digests)
+    assert (tmp_path / "root" / ".gitignore").exists()
+
+
+async def test_file_blobs_compress_only_when_it_pays(tmp_path: Path) -> None:
+    blobs = FileBlobStore(tmp_path / "blobs")
+    compressible = b"a" * 10_000
+    random = os.urandom(10_000)
+    path_of = {}
+    for data in (compressible, random):
+        digest = await blobs.put(data)
+        path_of[data] = tmp_path / "blobs" / digest[:2] / digest[2:]
+    assert path_of[compressible].read_bytes()[:1] == b"Z"
+    assert path_of[compressible].stat().st_size < 200
+    assert path_of[random].read_bytes()[:1] == b"R"
+    assert path_of[random].stat().st_size == 10_001
+
+
+async def test_damaged_blobs_are_reported(tmp_path: Path) -> None:
+    blobs = FileBlobStore(tmp_path / "blobs")
+    data = b"precious content " * 100
+    digest = await blobs.put(data)
+    path = tmp_path / "blobs" / digest[:2] / digest[2:]
+    path.write_bytes(b"Z" + b"not zlib at all")
+    with pytest.raises(CorruptLogError, match="decompress") as info:
+        await blobs.get(digest)
+    assert info.value.path == str(path)
+    path.write_bytes(b"Z" + zlib.compress(b"other content"))
+    with pytest.raises(CorruptLogError, match="does not match"):
+        await blobs.get(digest)
+    path.write_bytes(b"?" + data)
+    with pytest.raises(CorruptLogError):
+        await blobs.get(digest)
+
+
+async def test_missing_blobs_and_bad_names(tmp_path: Path) -> None:
+    blobs = FileBlobStore(tmp_path / "blobs")
+    missing = blob_hash(b"never stored")
+    with pytest.raises(KeyError):
+        await blobs.get(missing)
+    assert not await blobs.has(missing)
+    await blobs.delete(missing)  # idempotent
+    assert await blobs.hashes() == []
+    for bad in ["../../etc/passwd", "ab", "G" * 64, missing.upper()]:
+        with pytest.raises(ValueError):
+            await blobs.get(bad)
+    digest = await blobs.put(b"gone soon")
+    await blobs.delete(digest)
+    await blobs.delete(digest)
+    assert await blobs.hashes() == []
+
+
+async def test_memory_blobs_touch_no_disk(tmp_path: Path) -> None:
+    blobs = MemoryBlobStore()
+    digest = await blobs.put(b"abc")
+    assert digest == blob_hash(b"abc") and await blobs.put(b"abc") == digest
+    assert await blobs.get(digest) == b"abc" and await blobs.has(digest)
+    assert await blobs.hashes() == [digest]
+    await blobs.delete(digest)
+    await blobs.delete(digest)
+    with pytest.raises(KeyError):
+        await blobs.get(digest)
+    assert list(tmp_path.iterdir()) == []
