@@ -5,6 +5,8 @@ downward: ``checkpoint`` (events, Checkpointer backends) and ``storage`` → ``t
 ``providers``, ``agent`` → ``jupyter``.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from .abort import AbortController, AbortSignal
 from .agent import (
     AgentEvent,
@@ -20,12 +22,18 @@ from .agent import (
     UsageUpdate,
     create_lite_agent,
 )
-from .checkpoint.memory import memory_checkpointer
-from .checkpoint.protocol import Checkpointer, SessionInfo
-from .checkpoint.url import checkpointer_from_url
+from .checkpoint import (
+    Checkpointer,
+    SessionInfo,
+    checkpointer_from_url,
+    file_checkpointer,
+    memory_checkpointer,
+    sqlite_checkpointer,
+)
 from .errors import (
     AgentClosedError,
     CheckpointConflictError,
+    CheckpointerUnavailableError,
     CorruptLogError,
     InvalidNamespaceError,
     InvalidSessionIdError,
@@ -43,29 +51,19 @@ from .errors import (
 from .storage import Storage
 from .tools import Tool, ToolContext, tool
 
+if TYPE_CHECKING:
+    from .checkpoint.postgres import PostgresBlobStore, postgres_checkpointer
+
 __version__ = "0.1.0"
 
 
-def file_checkpointer(*args, **kwargs):  # type: ignore[no-untyped-def]
-    """See :func:`lite_agent_jupyter.checkpoint.file.file_checkpointer`."""
-    from .checkpoint.file import file_checkpointer as factory
+def __getattr__(name: str) -> Any:
+    # PostgreSQL needs the optional ``postgres`` extra (psycopg): imported on first use only.
+    if name in ("postgres_checkpointer", "PostgresBlobStore"):
+        from .checkpoint import postgres
 
-    return factory(*args, **kwargs)
-
-
-def sqlite_checkpointer(*args, **kwargs):  # type: ignore[no-untyped-def]
-    """See :func:`lite_agent_jupyter.checkpoint.sqlite.sqlite_checkpointer`."""
-    from .checkpoint.sqlite import sqlite_checkpointer as factory
-
-    return factory(*args, **kwargs)
-
-
-def postgres_checkpointer(*args, **kwargs):  # type: ignore[no-untyped-def]
-    """See :func:`lite_agent_jupyter.checkpoint.postgres.postgres_checkpointer` (needs the
-    ``postgres`` extra)."""
-    from .checkpoint.postgres import postgres_checkpointer as factory
-
-    return factory(*args, **kwargs)
+        return getattr(postgres, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = [
@@ -76,6 +74,7 @@ __all__ = [
     "ApprovalRequest",
     "CheckpointConflictError",
     "Checkpointer",
+    "CheckpointerUnavailableError",
     "CorruptLogError",
     "InputRequest",
     "InvalidNamespaceError",
@@ -85,6 +84,7 @@ __all__ = [
     "LiteAgentResult",
     "MissingAPIKeyError",
     "PathOutsideWorkdirError",
+    "PostgresBlobStore",
     "ProviderError",
     "RestoreConflictError",
     "SessionBusyError",
