@@ -28,11 +28,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from anthropic import AsyncAnthropic  # noqa: E402
-from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall  # noqa: E402
+from anthropic import AsyncAnthropic
+from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
 
-from lite_agent_jupyter import Storage, create_lite_agent  # noqa: E402
-from lite_agent_jupyter.providers import anthropic  # noqa: E402
+from lite_agent_jupyter import Storage, create_lite_agent
+from lite_agent_jupyter.providers import anthropic
 
 ANSWER = "A short answer of about the size a model gives for a small question. " * 3
 
@@ -68,7 +68,9 @@ async def measure(turns: int, with_tool: bool) -> tuple[list[float], list[float]
                     script: list[Any] = []
                     if with_tool:
                         script.append(
-                            FakeReply("", tool_calls=[FakeToolCall("read_file", {"path": "notes.txt"})])
+                            FakeReply(
+                                "", tool_calls=[FakeToolCall("read_file", {"path": "notes.txt"})]
+                            )
                         )
                     script.append(FakeReply(ANSWER, text_chunk=24))
                     server.reset()
@@ -98,8 +100,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--turns", type=int, default=200)
     args = parser.parse_args()
-    print(f"{'scenario':<28} {'agent ms/call':>14} {'raw ms/call':>12} {'overhead ms':>12} {'ratio':>6}")
-    for name, with_tool in (("text answer (1 call/turn)", False), ("tool call (2 calls/turn)", True)):
+    header = ("scenario", "agent ms/call", "raw ms/call", "overhead ms", "ratio")
+    print(f"{header[0]:<28} {header[1]:>14} {header[2]:>12} {header[3]:>12} {header[4]:>6}")
+    for name, with_tool in (
+        ("text answer (1 call/turn)", False),
+        ("tool call (2 calls/turn)", True),
+    ):
         agent_times, raw_times = asyncio.run(measure(args.turns, with_tool))
         overhead = statistics.median(a - r for a, r in zip(agent_times, raw_times, strict=True))
         agent_ms = statistics.median(agent_times) * 1000

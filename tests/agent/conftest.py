@@ -26,9 +26,7 @@ def storage(tmp_path: Path) -> Storage:
 
 
 @pytest.fixture
-async def make_agent(
-    workdir: Path, storage: Storage
-) -> AsyncIterator[Callable[..., LiteAgent]]:
+async def make_agent(workdir: Path, storage: Storage) -> AsyncIterator[Callable[..., LiteAgent]]:
     """``make_agent(model=..., **options)``: an agent on the test workdir and storage; closed
     after the test."""
     agents: list[LiteAgent] = []

@@ -46,10 +46,14 @@ async def wait_until(predicate: Callable[[], bool], timeout: float = 10.0) -> No
 
 
 async def test_close_mid_stream_stops_the_stream_and_keeps_the_log_valid(
-    make_agent: MakeAgent, claude: Callable[..., Any], fake_anthropic: FakeAnthropicServer,
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
 ) -> None:
     gate = threading.Event()
-    fake_anthropic.script(FakeReply("a long answer that never ends", hold=gate, text_chunk=5), "fine")
+    fake_anthropic.script(
+        FakeReply("a long answer that never ends", hold=gate, text_chunk=5), "fine"
+    )
     agent = make_agent(model=claude())
     session_id = agent.session_id
     task = asyncio.ensure_future(agent.send("hello"))
@@ -67,7 +71,9 @@ async def test_close_mid_stream_stops_the_stream_and_keeps_the_log_valid(
 
 
 async def test_cancelling_send_kills_the_shell_and_answers_every_tool_call(
-    make_agent: MakeAgent, claude: Callable[..., Any], fake_anthropic: FakeAnthropicServer,
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
     workdir: Path,
 ) -> None:
     pid_file = workdir / "pid"
@@ -99,16 +105,27 @@ async def test_cancelling_send_kills_the_shell_and_answers_every_tool_call(
 
 
 async def test_sigint_in_a_process_leaves_a_valid_log(
-    make_agent: MakeAgent, claude: Callable[..., Any], fake_anthropic: FakeAnthropicServer,
-    workdir: Path, storage: Storage, tmp_path: Path,
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    workdir: Path,
+    storage: Storage,
+    tmp_path: Path,
 ) -> None:
     gate = threading.Event()
-    fake_anthropic.script(FakeReply("partial text then a hang", hold=gate, hold_after=4, text_chunk=8), "resumed")
+    fake_anthropic.script(
+        FakeReply("partial text then a hang", hold=gate, hold_after=4, text_chunk=8), "resumed"
+    )
     session_id = "interrupted-session"
     config = {
-        "base_url": fake_anthropic.url, "api_key": fake_anthropic.api_key,
-        "workdir": str(workdir), "root": str(storage.root), "namespace": storage.namespace,
-        "session_id": session_id, "prompt": "go", "result_file": str(tmp_path / "out.json"),
+        "base_url": fake_anthropic.url,
+        "api_key": fake_anthropic.api_key,
+        "workdir": str(workdir),
+        "root": str(storage.root),
+        "namespace": storage.namespace,
+        "session_id": session_id,
+        "prompt": "go",
+        "result_file": str(tmp_path / "out.json"),
     }
     proc = await asyncio.create_subprocess_exec(
         sys.executable, str(CHILD), json.dumps(config), stderr=asyncio.subprocess.PIPE
@@ -125,7 +142,9 @@ async def test_sigint_in_a_process_leaves_a_valid_log(
 
 
 async def test_close_closes_a_pending_approval_prompt_as_deny(
-    make_agent: MakeAgent, claude: Callable[..., Any], fake_anthropic: FakeAnthropicServer,
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
     workdir: Path,
 ) -> None:
     asked = asyncio.Event()
@@ -157,7 +176,9 @@ async def test_close_closes_a_pending_approval_prompt_as_deny(
 
 
 async def test_approval_handlers_are_serialised_and_can_deny(
-    make_agent: MakeAgent, claude: Callable[..., Any], fake_anthropic: FakeAnthropicServer,
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
     workdir: Path,
 ) -> None:
     active = 0
@@ -193,7 +214,9 @@ async def test_approval_handlers_are_serialised_and_can_deny(
 
 
 async def test_policy_deny_and_sync_handler(
-    make_agent: MakeAgent, claude: Callable[..., Any], fake_anthropic: FakeAnthropicServer,
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
     workdir: Path,
 ) -> None:
     calls: list[str] = []
@@ -219,7 +242,9 @@ async def test_policy_deny_and_sync_handler(
 
 
 async def test_ask_user_goes_to_on_input(
-    make_agent: MakeAgent, claude: Callable[..., Any], fake_anthropic: FakeAnthropicServer,
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
 ) -> None:
     async def on_input(request: Any, abort: AbortSignal) -> str:
         return f"answer to: {request.question}"
@@ -235,10 +260,14 @@ async def test_ask_user_goes_to_on_input(
 
 
 async def test_background_shell_job_runs_a_background_turn(
-    make_agent: MakeAgent, claude: Callable[..., Any], fake_anthropic: FakeAnthropicServer,
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
 ) -> None:
     fake_anthropic.script(
-        FakeReply("", tool_calls=[FakeToolCall("bash", {"command": "echo built", "background": True})]),
+        FakeReply(
+            "", tool_calls=[FakeToolCall("bash", {"command": "echo built", "background": True})]
+        ),
         "Started the build in the background.",
         "The build finished and printed 'built'.",
     )
@@ -259,12 +288,21 @@ async def test_background_shell_job_runs_a_background_turn(
 
 
 async def test_close_cancels_background_jobs(
-    make_agent: MakeAgent, claude: Callable[..., Any], fake_anthropic: FakeAnthropicServer,
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
     workdir: Path,
 ) -> None:
     pid_file = workdir / "bg.pid"
     fake_anthropic.script(
-        FakeReply("", tool_calls=[FakeToolCall("bash", {"command": f"echo $$ > {pid_file}; exec sleep 60", "background": True})]),
+        FakeReply(
+            "",
+            tool_calls=[
+                FakeToolCall(
+                    "bash", {"command": f"echo $$ > {pid_file}; exec sleep 60", "background": True}
+                )
+            ],
+        ),
         "started",
     )
     agent = make_agent(model=claude(), approvals={"bash": "allow"})

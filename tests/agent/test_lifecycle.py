@@ -42,9 +42,7 @@ async def test_send_continues_the_same_session(make_agent: MakeAgent) -> None:
 
 
 async def test_run_streams_events_in_order(make_agent: MakeAgent, workdir: Path) -> None:
-    model = scripted(
-        [reply("Writing.", [call("write_file", path="a.txt", content="A")]), "Done."]
-    )
+    model = scripted([reply("Writing.", [call("write_file", path="a.txt", content="A")]), "Done."])
     agent = make_agent(model=model, approvals={"write_file": "allow"})
     events = [event async for event in agent.run("write a.txt")]
     kinds = [type(e) for e in events]
@@ -153,10 +151,7 @@ async def test_deleting_the_current_session_switches_to_a_new_one(make_agent: Ma
 def _tree(path: Path) -> dict[str, float]:
     if not path.exists():
         return {}
-    return {
-        str(p.relative_to(path)): p.stat().st_mtime_ns
-        for p in sorted(path.rglob("*"))
-    }
+    return {str(p.relative_to(path)): p.stat().st_mtime_ns for p in sorted(path.rglob("*"))}
 
 
 async def test_sessions_false_writes_nothing_to_disk(
@@ -209,7 +204,10 @@ async def test_close_is_idempotent_and_final(make_agent: MakeAgent) -> None:
 
 
 async def test_storage_is_private(make_agent: MakeAgent, storage: Storage) -> None:
-    agent = make_agent(model=scripted([reply("", [call("write_file", path="f", content="x")]), "ok"]), approvals="allow")
+    agent = make_agent(
+        model=scripted([reply("", [call("write_file", path="f", content="x")]), "ok"]),
+        approvals="allow",
+    )
     await agent.send("go")
     assert (storage.root / ".gitignore").read_text() == "*\n"
     for path in [storage.root, *storage.root.rglob("*")]:

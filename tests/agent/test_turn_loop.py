@@ -40,7 +40,9 @@ def tool_results(request_body: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 async def test_parallel_tool_calls_in_one_message(
-    make_agent: MakeAgent, claude: Callable[..., Any], fake_anthropic: FakeAnthropicServer,
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
     workdir: Path,
 ) -> None:
     (workdir / "a.txt").write_text("alpha")
@@ -73,11 +75,18 @@ async def test_parallel_tool_calls_in_one_message(
 
 
 async def test_resume_in_a_new_process_sends_the_same_history(
-    make_agent: MakeAgent, claude: Callable[..., Any], fake_anthropic: FakeAnthropicServer,
-    workdir: Path, storage: Storage, tmp_path: Path,
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    workdir: Path,
+    storage: Storage,
+    tmp_path: Path,
 ) -> None:
     fake_anthropic.script(
-        FakeReply("Let me write.", tool_calls=[FakeToolCall("write_file", {"path": "x.py", "content": "x = 1\n"})]),
+        FakeReply(
+            "Let me write.",
+            tool_calls=[FakeToolCall("write_file", {"path": "x.py", "content": "x = 1\n"})],
+        ),
         "Wrote x.py.",
         "Next step done.",  # for the in-process continuation
         "Next step done.",  # for the child process
@@ -114,7 +123,9 @@ async def test_resume_in_a_new_process_sends_the_same_history(
 
 
 async def test_file_tools_snapshot_before_writing(
-    make_agent: MakeAgent, claude: Callable[..., Any], fake_anthropic: FakeAnthropicServer,
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
     workdir: Path,
 ) -> None:
     (workdir / "data.bin").write_bytes(b"\x00\x01old")
@@ -122,7 +133,9 @@ async def test_file_tools_snapshot_before_writing(
         FakeReply(
             "",
             tool_calls=[
-                FakeToolCall("write_file", {"path": "data.bin", "content": "AAEC", "encoding": "base64"}),
+                FakeToolCall(
+                    "write_file", {"path": "data.bin", "content": "AAEC", "encoding": "base64"}
+                ),
                 FakeToolCall("write_file", {"path": "new.txt", "content": "née"}),
             ],
         ),
@@ -140,13 +153,17 @@ async def test_file_tools_snapshot_before_writing(
     # write-ahead: each snapshot is logged before its tool's result
     for snap in snaps.values():
         result = next(
-            e for e in events if isinstance(e, ToolResultEvent) and e.tool_use_id == snap.tool_use_id
+            e
+            for e in events
+            if isinstance(e, ToolResultEvent) and e.tool_use_id == snap.tool_use_id
         )
         assert snap.seq < result.seq
 
 
 async def test_unknown_tool_bad_arguments_and_failing_tool_become_error_results(
-    make_agent: MakeAgent, claude: Callable[..., Any], fake_anthropic: FakeAnthropicServer,
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
 ) -> None:
     @tool
     async def explode(reason: str) -> str:
@@ -177,11 +194,15 @@ async def test_unknown_tool_bad_arguments_and_failing_tool_become_error_results(
 
 
 async def test_api_failing_after_retries_ends_the_turn_cleanly(
-    make_agent: MakeAgent, claude: Callable[..., Any], fake_anthropic: FakeAnthropicServer,
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
 ) -> None:
     fake_anthropic.script(
         FakeReply("", tool_calls=[FakeToolCall("list_files", {}, id="t1")]),
-        overloaded(retry_after_ms=1), overloaded(retry_after_ms=1), overloaded(retry_after_ms=1),
+        overloaded(retry_after_ms=1),
+        overloaded(retry_after_ms=1),
+        overloaded(retry_after_ms=1),
         "recovered",
     )
     agent = make_agent(model=claude(max_retries=2))
@@ -197,7 +218,9 @@ async def test_api_failing_after_retries_ends_the_turn_cleanly(
 
 
 async def test_stream_cut_mid_way_then_send_again(
-    make_agent: MakeAgent, claude: Callable[..., Any], fake_anthropic: FakeAnthropicServer,
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
 ) -> None:
     fake_anthropic.script(
         FakeReply("This answer will be cut off in the middle", text_chunk=4, drop_after=5),
@@ -216,7 +239,9 @@ async def test_stream_cut_mid_way_then_send_again(
 
 
 async def test_non_retryable_error(
-    make_agent: MakeAgent, claude: Callable[..., Any], fake_anthropic: FakeAnthropicServer,
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
 ) -> None:
     fake_anthropic.script(invalid_request("bad things"))
     agent = make_agent(model=claude())
@@ -236,8 +261,12 @@ async def test_missing_api_key_is_one_clear_error(
 
 
 async def test_a_second_writer_gets_a_conflict_and_the_log_stays_valid(
-    make_agent: MakeAgent, claude: Callable[..., Any], fake_anthropic: FakeAnthropicServer,
-    workdir: Path, storage: Storage, tmp_path: Path,
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    workdir: Path,
+    storage: Storage,
+    tmp_path: Path,
 ) -> None:
     import threading
 
@@ -253,9 +282,14 @@ async def test_a_second_writer_gets_a_conflict_and_the_log_stays_valid(
     await asyncio.to_thread(fake_anthropic.wait_for_requests, 1)
     out = tmp_path / "child.json"
     config = {
-        "base_url": fake_anthropic.url, "api_key": fake_anthropic.api_key,
-        "workdir": str(workdir), "root": str(storage.root), "namespace": storage.namespace,
-        "session_id": session_id, "prompt": "second writer", "result_file": str(out),
+        "base_url": fake_anthropic.url,
+        "api_key": fake_anthropic.api_key,
+        "workdir": str(workdir),
+        "root": str(storage.root),
+        "namespace": storage.namespace,
+        "session_id": session_id,
+        "prompt": "second writer",
+        "result_file": str(out),
     }
     proc = await asyncio.create_subprocess_exec(sys.executable, str(CHILD), json.dumps(config))
     assert await asyncio.wait_for(proc.wait(), 60) == 0
@@ -271,7 +305,9 @@ async def test_a_second_writer_gets_a_conflict_and_the_log_stays_valid(
 
 
 async def test_one_turn_per_session(
-    make_agent: MakeAgent, claude: Callable[..., Any], fake_anthropic: FakeAnthropicServer,
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
 ) -> None:
     import threading
 
