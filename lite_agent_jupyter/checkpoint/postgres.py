@@ -11,6 +11,7 @@ Schema (version 1)::
     <schema>.sessions (id PK, head, mtime, title, turns)    index sessions_mtime_idx (mtime DESC)
     <schema>.events   (session_id, seq, anchor, body)       PK (session_id, seq)
     <schema>.blobs    (hash PK, size, data bytea, created)
+    <schema>.append_events(...)                             the append, as one plpgsql call
 
 Why ``body text`` and not ``jsonb``: the line is stored exactly as ``events.encode`` wrote
 it, so a read hands the server's bytes straight to ``json.loads`` (the one decode a read needs
@@ -18,17 +19,20 @@ anyway). ``jsonb`` would parse every line on insert, re-serialise it on every re
 format, keys reordered) and then be parsed a second time by the client: slower both ways, and
 not the bytes the other backends keep.
 
-Concurrency: an append is one transaction under READ COMMITTED. It creates the sessions row
-if missing (``INSERT ... ON CONFLICT DO NOTHING``), locks it (``SELECT head ... FOR UPDATE``),
-checks ``expected_head`` against the locked head, inserts the batch in one statement
-(``unnest`` of arrays) and moves head/mtime/title/turns. Writers of one session queue on that
-row lock; writers of different sessions never wait for each other. Every statement is
-parameterised; schema names are quoted with :class:`psycopg.sql.Identifier`.
+Concurrency: an append is one statement, hence one transaction, under READ COMMITTED: a call
+of ``append_events``, which updates the sessions row (taking its row lock and moving
+head/mtime/title/turns; a new session's row is inserted with ``ON CONFLICT DO NOTHING`` and the
+update retried if another writer created it first), checks ``expected_head`` against the head
+it locked (a mismatch raises and rolls everything back), then inserts the whole batch with one
+``INSERT ... SELECT ... FROM unnest(...)``. One round trip per append; writers of one session
+queue on its row lock; writers of different sessions never wait for each other. Every
+statement is parameterised; the schema name is quoted with :class:`psycopg.sql.Identifier`.
 
 Event loops: a checkpointer opens its pool in the loop of its first call and belongs to that
 loop. Used later from another loop, it reopens a fresh pool there if the first loop is no
 longer running (e.g. successive ``asyncio.run`` calls); if the first loop is still running
-(another thread), that is a ``RuntimeError``: make one checkpointer per loop.
+(another thread), that is a ``RuntimeError``: make one checkpointer per loop. Close it (or use
+``async with``) before its loop ends, like any pool.
 """
 
 from __future__ import annotations
@@ -308,7 +312,13 @@ class _Database:
                 open=False,
                 name=f"lite_agent:{self.schema}",
             )
-            await pool.open(wait=False)
+            try:
+                # Wait for min_size connections, so a sequential user never has a connection
+                # attempt in flight in the background when its loop ends.
+                await pool.open(wait=True, timeout=float(self._connect_timeout))
+            except psycopg.OperationalError as exc:
+                await pool.close()
+                raise self.unavailable(exc, "cannot open a pool to") from exc
             self._pool = pool
         else:
             assert self._pool is not None
@@ -395,9 +405,10 @@ class _Database:
         :class:`CheckpointerUnavailableError`.
 
         A pooled connection may have died while idle (server restart, idle timeout). Reads
-        are retried once on a fresh connection. A write cannot be retried once sent (it may
-        have committed), so before a write on a connection idle for more than
-        ``_PING_AFTER`` seconds an empty query checks it first, and that failure is retried.
+        are retried once, after the pool has tested its idle connections and dropped the
+        broken ones. A write cannot be retried once sent (it may have committed), so before a
+        write on a connection idle for more than ``_PING_AFTER`` seconds an empty query checks
+        it first, and that failure is retried.
         """
         for attempt in (0, 1):
             pool = await self.pool()
@@ -416,6 +427,10 @@ class _Database:
                 if not _is_connection_failure(exc):
                     raise
                 if attempt == 0 and not state.unsafe and not isinstance(exc, PoolTimeout):
+                    # One dead connection usually means all of them (a server restart):
+                    # have the pool test its idle connections and drop the broken ones.
+                    with contextlib.suppress(psycopg.Error):
+                        await pool.check()
                     continue
                 suffix = (
                     "; the write may or may not have been committed: re-read the head"
@@ -493,6 +508,12 @@ class PostgresCheckpointer:
 
     def __repr__(self) -> str:
         return f"PostgresCheckpointer({self._db.where!r}, schema={self._db.schema!r})"
+
+    async def __aenter__(self) -> PostgresCheckpointer:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
 
     @property
     def schema(self) -> str:
