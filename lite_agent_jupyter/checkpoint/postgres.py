@@ -7,11 +7,13 @@ Checkpointer method. It knows nothing of agents: it stores encoded event lines
 
 Schema (version 1)::
 
-    <schema>.schema_version (version PK, applied_at)        one row per applied migration
-    <schema>.sessions (id PK, head, mtime, title, turns)    index sessions_mtime_idx (mtime DESC)
-    <schema>.events   (session_id, seq, anchor, body)       PK (session_id, seq)
+    <schema>.schema_version (version PK, applied_at)          one row per applied migration
+    <schema>.sessions (id PK, head, mtime, title_json, turns) index sessions_mtime_idx (mtime DESC)
+    <schema>.events   (session_id, seq, anchor, body)         PK (session_id, seq)
     <schema>.blobs    (hash PK, size, data bytea, created)
-    <schema>.append_events(...)                             the append, as one plpgsql call
+    <schema>.append_events(...)                               the append, as one plpgsql call
+
+``title_json`` is the title as a JSON string: ``text`` cannot hold NUL, a prompt can.
 
 Why ``body text`` and not ``jsonb``: the line is stored exactly as ``events.encode`` wrote
 it, so a read hands the server's bytes straight to ``json.loads`` (the one decode a read needs
@@ -21,7 +23,7 @@ not the bytes the other backends keep.
 
 Concurrency: an append is one statement, hence one transaction, under READ COMMITTED: a call
 of ``append_events``, which updates the sessions row (taking its row lock and moving
-head/mtime/title/turns; a new session's row is inserted with ``ON CONFLICT DO NOTHING`` and the
+head/mtime/title_json/turns; a new session's row is inserted with ``ON CONFLICT DO NOTHING`` and the
 update retried if another writer created it first), checks ``expected_head`` against the head
 it locked (a mismatch raises and rolls everything back), then inserts the whole batch with one
 ``INSERT ... SELECT ... FROM unnest(...)``. One round trip per append; writers of one session
@@ -40,6 +42,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import json
 import time
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
@@ -87,7 +90,7 @@ class _Function:
 
 
 # The append of one batch, in one statement (one round trip, one implicit transaction). The
-# UPDATE of the sessions row both takes the session's row lock and moves head/mtime/title/turns
+# UPDATE of the sessions row both takes the session's row lock and moves head/mtime/title_json/turns
 # (under READ COMMITTED a blocked UPDATE re-reads the newest row version once it gets the lock,
 # so concurrent appends to one session queue and each sees the others' heads); a new session
 # is inserted instead (a concurrent creator makes the loop retry the UPDATE). Then the expected
@@ -96,7 +99,7 @@ class _Function:
 _APPEND_FUNCTION = _Function(
     header="""CREATE FUNCTION {schema}.append_events(
         p_id text, p_expected bigint, p_prefix text, p_tails text[], p_anchors boolean[],
-        p_title text, p_turns integer
+        p_title_json text, p_turns integer
     ) RETURNS bigint LANGUAGE plpgsql AS {body}""",
     body="""
 DECLARE
@@ -106,12 +109,12 @@ BEGIN
     LOOP
         UPDATE {schema}.sessions s
         SET head = s.head + v_count, mtime = clock_timestamp(),
-            title = coalesce(s.title, p_title), turns = s.turns + p_turns
+            title_json = coalesce(s.title_json, p_title_json), turns = s.turns + p_turns
         WHERE s.id = p_id
         RETURNING s.head - v_count INTO v_head;
         EXIT WHEN FOUND;
-        INSERT INTO {schema}.sessions AS s (id, head, mtime, title, turns)
-        VALUES (p_id, v_count, clock_timestamp(), p_title, p_turns)
+        INSERT INTO {schema}.sessions AS s (id, head, mtime, title_json, turns)
+        VALUES (p_id, v_count, clock_timestamp(), p_title_json, p_turns)
         ON CONFLICT (id) DO NOTHING;
         IF FOUND THEN
             v_head := 0;
@@ -141,7 +144,7 @@ _MIGRATIONS: dict[int, tuple[LiteralString | _Function, ...]] = {
             id text PRIMARY KEY,
             head bigint NOT NULL DEFAULT 0 CHECK (head >= 0),
             mtime timestamptz NOT NULL DEFAULT clock_timestamp(),
-            title text,
+            title_json text,
             turns integer NOT NULL DEFAULT 0
         )""",
         "CREATE INDEX sessions_mtime_idx ON {schema}.sessions (mtime DESC)",
@@ -193,6 +196,11 @@ def redact_dsn(dsn: str) -> str:
     if "password" in params:
         params["password"] = "***"
     return make_conninfo(**{k: str(v) for k, v in params.items()})
+
+
+def _title_json(title: str | None) -> str | None:
+    """A title as stored: a JSON string. PostgreSQL ``text`` cannot hold NUL, a prompt can."""
+    return None if title is None else json.dumps(title, ensure_ascii=False)
 
 
 def _is_connection_failure(exc: BaseException) -> bool:
@@ -486,7 +494,7 @@ class PostgresCheckpointer:
             "SELECT seq, body FROM {schema}.events WHERE session_id = %s AND seq > %s ORDER BY seq"
         )
         self._sql_list = q(
-            "SELECT id, mtime, title, turns, head FROM {schema}.sessions"
+            "SELECT id, mtime, title_json, turns, head FROM {schema}.sessions"
             " WHERE head > 0 ORDER BY mtime DESC, id"
         )
         self._sql_delete_session = q("DELETE FROM {schema}.sessions WHERE id = %s")
@@ -501,7 +509,7 @@ class PostgresCheckpointer:
         )
         self._sql_retitle = q(
             "UPDATE {schema}.sessions SET head = %s, mtime = clock_timestamp(),"
-            " title = %s, turns = %s WHERE id = %s"
+            " title_json = %s, turns = %s WHERE id = %s"
         )
         self._before_commit: Callable[[Conn], Awaitable[None]] | None = None
         """Test hook: awaited inside an append's transaction after the batch was sent."""
@@ -544,7 +552,7 @@ class PostgresCheckpointer:
             tails.append(line[len(_SEQ0) - 1 :])
         anchors = [is_anchor(event) for event in events]
         title, turns = anchor_stats(events)
-        params = (session_id, expected_head, _SEQ_PREFIX, tails, anchors, title, turns)
+        params = (session_id, expected_head, _SEQ_PREFIX, tails, anchors, _title_json(title), turns)
 
         async def op(conn: Conn, attempt: _Attempt) -> int:
             attempt.unsafe = True
@@ -602,7 +610,13 @@ class PostgresCheckpointer:
         async def op(conn: Conn, attempt: _Attempt) -> list[SessionInfo]:
             cur = await conn.execute(self._sql_list)
             return [
-                SessionInfo(sid, mtime.astimezone(UTC), title=title, turns=turns, head=head)
+                SessionInfo(
+                    sid,
+                    mtime.astimezone(UTC),
+                    title=None if title is None else json.loads(title),
+                    turns=turns,
+                    head=head,
+                )
                 for sid, mtime, title, turns, head in await cur.fetchall()
             ]
 
@@ -647,7 +661,9 @@ class PostgresCheckpointer:
                 cur = await conn.execute(self._sql_count_anchors, (session_id,))
                 counted = await cur.fetchone()
                 turns = int(counted[0]) if counted is not None else 0
-                await conn.execute(self._sql_retitle, (to_seq, title, turns, session_id))
+                await conn.execute(
+                    self._sql_retitle, (to_seq, _title_json(title), turns, session_id)
+                )
 
         await self._db.run(op, what=f"truncate of session {session_id!r}")
 

@@ -453,6 +453,15 @@ async def test_conflict_on_a_new_session_leaves_no_row(
     assert await cp.append("fresh", [_prompt("x")], expected_head=0) == 1
 
 
+async def test_titles_may_hold_what_postgres_text_cannot(cp: PostgresCheckpointer) -> None:
+    """A NUL in a prompt (``text`` refuses it) survives in the title and in the log."""
+    await cp.append("s", [_prompt("a\x00b \u00e9 \U0001f600")])
+    [info] = await cp.list()
+    assert info.title == "a\x00b \u00e9 \U0001f600"
+    [event] = await cp.read("s")
+    assert isinstance(event, UserEvent) and event.content == "a\x00b \u00e9 \U0001f600"
+
+
 async def test_stored_lines_are_the_encoded_events(
     cp: PostgresCheckpointer,
     dsn_schema: tuple[str, str],
