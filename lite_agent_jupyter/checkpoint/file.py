@@ -48,6 +48,7 @@ without waiting, inline; only when one is contended does the call wait in a work
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -68,7 +69,7 @@ from filelock import FileLock, Timeout
 from ..errors import CheckpointConflictError, CheckpointerUnavailableError, CorruptLogError
 from ..storage import FILE_MODE, ensure_private_dir, fsync_dir
 from ._blocking import POLL_SECONDS, Gate, ThreadGate, run_gated
-from .events import Event, UserEvent, encode, from_dict, is_anchor, now_iso
+from .events import Event, UserEvent, encode, from_dict, is_anchor, loads, now_iso
 from .protocol import SESSION_ID_PATTERN, SessionInfo, anchor_stats, validate_session_id
 
 __all__ = ["FileCheckpointer", "LogRepairedWarning", "file_checkpointer"]
@@ -167,12 +168,12 @@ class FileCheckpointer:
         self.directory = Path(directory).expanduser().absolute()
         self.durable = durable
         self._dir = str(self.directory)
+        self._prefix = self._dir + os.sep
         self._locks_dir = os.path.join(self._dir, LOCKS_DIR)
         self._index_path = os.path.join(self._dir, INDEX_NAME)
         self._sessions: dict[str, _Session] = {}
         self._sessions_lock = threading.Lock()
         self._index_gates: tuple[ThreadGate, _FileGate] | None = None
-        self._dirs_ready = False
         self._closed = False
 
     def __repr__(self) -> str:
@@ -185,7 +186,8 @@ class FileCheckpointer:
             raise CheckpointerUnavailableError(f"the file checkpointer for {self._dir} is closed")
 
     def _path(self, session_id: str) -> str:
-        return os.path.join(self._dir, session_id + LOG_SUFFIX)
+        # A valid id has no separator or dot: plain concatenation is safe (and hot).
+        return self._prefix + session_id + LOG_SUFFIX
 
     def _session(self, session_id: str) -> _Session:
         session = self._sessions.get(session_id)
@@ -207,10 +209,11 @@ class FileCheckpointer:
         return self._index_gates
 
     def _ensure_dirs(self) -> None:
-        if not self._dirs_ready:
+        # Checked on every locked call (a stat): if the folder was removed meanwhile, it is
+        # created again with private modes, not by filelock with default ones.
+        if not os.path.isdir(self._locks_dir):
             ensure_private_dir(self.directory)
             ensure_private_dir(Path(self._locks_dir))
-            self._dirs_ready = True
 
     async def _locked(
         self, session: _Session | None, fn: Callable[[], T], *, index: bool = False
@@ -235,7 +238,10 @@ class FileCheckpointer:
         validate_session_id(session_id)
         self._check_open()
         events = list(events)
-        title, anchors = anchor_stats(events)
+        if any(type(event) is UserEvent and event.checkpoint for event in events):
+            title, anchors = anchor_stats(events)
+        else:
+            title, anchors = None, 0
         session = self._session(session_id)
         return await self._locked(
             session,
@@ -298,15 +304,11 @@ class FileCheckpointer:
         titles = await self._read_index()
         logs.sort(reverse=True)
         fromtimestamp = datetime.fromtimestamp
-        infos = []
-        for mtime_ns, session_id in logs:
-            title, turns = titles.get(session_id, (None, 0))
-            infos.append(
-                SessionInfo(
-                    session_id, fromtimestamp(mtime_ns / 1e9, UTC), title=title, turns=turns
-                )
-            )
-        return infos
+        missing = (None, 0)
+        return [
+            SessionInfo(sid, fromtimestamp(ns / 1e9, UTC), *titles.get(sid, missing), None)
+            for ns, sid in logs
+        ]
 
     async def delete(self, session_id: str) -> None:
         validate_session_id(session_id)
@@ -341,10 +343,13 @@ class FileCheckpointer:
 
     async def sync(self, session_id: str) -> None:
         """fsync the session's log (and its folder), so that everything appended so far
-        survives a power loss even with ``durable=False``. A no-op for an unknown session."""
+        survives a power loss even with ``durable=False``. A no-op for an unknown session.
+        Runs in a worker thread: an fsync can take long on a busy disk."""
         validate_session_id(session_id)
         self._check_open()
-        path = self._path(session_id)
+        await asyncio.to_thread(self._sync_now, self._path(session_id))
+
+    def _sync_now(self, path: str) -> None:
         try:
             fd = os.open(path, _OPEN_READ)
         except FileNotFoundError:
@@ -811,9 +816,13 @@ def _decode_lines(path: str, data: bytes, first_seq: int, offset: int) -> list[E
     ``first_seq`` and seqs rise by one per line."""
     if not data:
         return []
-    lines = data.split(b"\n")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        index = data.count(b"\n", 0, exc.start)
+        raise _corrupt(path, data, offset, index, f"undecodable event: {exc}") from exc
+    lines = text.split("\n")
     lines.pop()  # data ends with a newline: the last piece is empty
-    loads = json.loads
     events: list[Event] = []
     append = events.append
     seq = first_seq
@@ -861,28 +870,32 @@ def _fold_index(data: bytes) -> tuple[dict[str, tuple[str | None, int]], int]:
     A torn final record (a crash mid-append) is ignored; anything else undecodable raises
     ``ValueError`` and the caller rebuilds the index.
     """
+    body = data[: data.rfind(b"\n") + 1]  # without a torn final record
+    try:
+        # One parse of all records as a JSON array: ~5x quicker than a json.loads per line.
+        records = json.loads(b"[" + body.rstrip(b"\n").replace(b"\n", b",") + b"]")
+    except ValueError:
+        records = []
+        for number, line in enumerate(body.split(b"\n"), 1):
+            if line:
+                try:
+                    records.append(json.loads(line))
+                except ValueError as exc:
+                    raise ValueError(f"line {number}: {exc}") from exc
     table: dict[str, tuple[str | None, int]] = {}
-    lines = data.split(b"\n")
-    if lines[-1]:
-        lines.pop()  # torn final record
-    records = 0
-    loads = json.loads
-    for line in lines:
-        if not line:
-            continue
+    get = table.get
+    for record in records:
         try:
-            record = loads(line)
             session_id, title, turns = record["id"], record["title"], record["turns"]
         except (KeyError, TypeError) as exc:
-            raise ValueError(f"bad index record {line[:80]!r}") from exc
-        if type(turns) is not int or not (title is None or isinstance(title, str)):
-            raise ValueError(f"bad index record {line[:80]!r}")
-        records += 1
-        current = table.get(session_id)
-        if current is None or record.get("reset"):
+            raise ValueError(f"bad index record {str(record)[:80]!r}") from exc
+        if type(turns) is not int or not (title is None or type(title) is str):
+            raise ValueError(f"bad index record {str(record)[:80]!r}")
+        current = get(session_id)
+        if current is None or "reset" in record:
             table[session_id] = (title, turns)
         else:
             first = current[0] if current[0] is not None else title
             table[session_id] = (first, current[1] + turns)
-    return table, records
+    return table, len(records)
 

@@ -1,0 +1,538 @@
+"""Checkpointer benchmark: every backend against a raw reference measured in the same run.
+
+    python benchmarks/checkpoint_bench.py [--quick] [--pg DSN | --no-pg] [--save]
+
+Per backend (memory, file, SQLite; PostgreSQL when ``--pg`` is given or the test server at
+127.0.0.1:5432 answers):
+
+* append: 2,000 events of ~1 KB, one per call, durable and not; the per-append cost of the
+  first 100 vs the last 100 (it must stay flat); ratio to the raw reference
+  - file: plain JSONL ``write`` + ``flush`` under a ``filelock`` lock (same fsync policy);
+  - SQLite: a plain ``INSERT`` per transaction in a WAL database (same ``synchronous``);
+* resume: read those 2,000 events back from a fresh object; ratio to reading the stored
+  lines and ``json.loads``-ing each;
+* read tail: ``read(after=k)`` returning the last 50 events of a 100,000-event session
+  (fresh object);
+* list: ``list()`` of 10,000 sessions (fresh object: first call, then the best of 5);
+* 4 processes appending to one session at once: throughput, and a check that nothing was
+  lost or duplicated.
+
+A backend is one ``Backend`` row (a URL maker and optional raw references): adding one is a
+few lines. Results are printed; ``--save`` also writes JSON into ``benchmarks/results/``
+(git-ignored). Nothing else is written outside a temporary folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import multiprocessing
+import os
+import platform
+import shutil
+import sqlite3
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from filelock import FileLock
+
+from lite_agent_jupyter.checkpoint.events import UserEvent, now_iso
+from lite_agent_jupyter.checkpoint.protocol import Checkpointer
+from lite_agent_jupyter.checkpoint.url import checkpointer_from_url
+
+DEFAULT_PG = "postgresql://postgres@127.0.0.1:5432/test"
+FILLER = "lorem ipsum dolor sit amet, " * 34  # ~950 characters: ~1 KB per encoded event
+
+
+def event(i: int) -> UserEvent:
+    return UserEvent(content=f"{i} {FILLER}")
+
+
+def plain(i: int, seq: int) -> dict[str, Any]:
+    """What a hand-written logger would store for the same event."""
+    return {"v": 1, "seq": seq, "ts": now_iso(), "type": "user", "content": f"{i} {FILLER}"}
+
+
+# -- raw references ---------------------------------------------------------------------------
+
+
+class RawLog(Protocol):
+    """The hand-written equivalent a backend is compared with."""
+
+    def append(self, i: int) -> None: ...
+
+    def resume(self) -> int:
+        """Read everything back and ``json.loads`` each record; return how many."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class RawFile:
+    """Plain JSONL: ``write`` + ``flush`` (+ ``fsync`` if durable) under a filelock lock."""
+
+    def __init__(self, folder: Path, durable: bool) -> None:
+        self.path = folder / "raw.jsonl"
+        self.lock = FileLock(str(folder / "raw.lock"), thread_local=False)
+        self.file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
+        self.durable = durable
+        self.seq = 0
+
+    def append(self, i: int) -> None:
+        with self.lock:
+            self.seq += 1
+            self.file.write(json.dumps(plain(i, self.seq), ensure_ascii=False) + "\n")
+            self.file.flush()
+            if self.durable:
+                os.fsync(self.file.fileno())
+
+    def resume(self) -> int:
+        with open(self.path, "rb") as f:
+            return len([json.loads(line) for line in f.read().splitlines()])
+
+    def close(self) -> None:
+        self.file.close()
+
+
+class RawSQLite:
+    """A plain ``INSERT`` per transaction into a WAL database, same ``synchronous``."""
+
+    def __init__(self, folder: Path, durable: bool) -> None:
+        self.path = folder / "raw.db"
+        self.conn = sqlite3.connect(self.path, isolation_level=None)
+        self.conn.execute("PRAGMA journal_mode = WAL")
+        self.conn.execute(f"PRAGMA synchronous = {'FULL' if durable else 'NORMAL'}")
+        self.conn.execute("CREATE TABLE events (id INTEGER PRIMARY KEY, data TEXT NOT NULL)")
+        self.seq = 0
+
+    def append(self, i: int) -> None:
+        self.seq += 1
+        self.conn.execute("BEGIN")
+        self.conn.execute(
+            "INSERT INTO events (data) VALUES (?)",
+            (json.dumps(plain(i, self.seq), ensure_ascii=False),),
+        )
+        self.conn.execute("COMMIT")
+
+    def resume(self) -> int:
+        conn = sqlite3.connect(self.path)
+        try:
+            rows = conn.execute("SELECT data FROM events ORDER BY id")
+            return len([json.loads(row[0]) for row in rows])
+        finally:
+            conn.close()
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+class RawMemory:
+    """``json.dumps`` into a list under a lock (what the memory backend does, minus events)."""
+
+    def __init__(self, folder: Path, durable: bool) -> None:
+        self.lock = threading.Lock()
+        self.lines: list[str] = []
+
+    def append(self, i: int) -> None:
+        with self.lock:
+            self.lines.append(json.dumps(plain(i, len(self.lines) + 1), ensure_ascii=False))
+
+    def resume(self) -> int:
+        return len([json.loads(line) for line in self.lines])
+
+    def close(self) -> None:
+        pass
+
+
+# -- backends -------------------------------------------------------------------------------
+
+
+@dataclass
+class Backend:
+    name: str
+    url: Callable[[Path, bool], str]
+    """``url(folder, durable)`` -> a URL for a fresh, empty store in ``folder``."""
+    raw: Callable[[Path, bool], RawLog] | None = None
+    """The raw reference, or None."""
+    append_target: float | None = None
+    """Required append ratio to raw (durable mode; also default mode if ``strict_default``)."""
+    strict_default: bool = False
+    persistent: bool = True
+    """State outlives the object (resume from a fresh object; shared by processes)."""
+    durable_modes: tuple[bool, ...] = (False, True)
+    cleanup: Callable[[], None] = lambda: None
+
+
+def postgres_backend(dsn: str) -> Backend:
+    schemas: list[str] = []
+
+    def url(folder: Path, durable: bool) -> str:
+        schema = f"bench_{uuid.uuid4().hex[:12]}"
+        schemas.append(schema)
+        return f"{dsn}?schema={schema}"
+
+    def cleanup() -> None:
+        import psycopg
+
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            for schema in schemas:
+                conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+    return Backend("postgres", url, durable_modes=(True,), cleanup=cleanup)
+
+
+def backends(pg: str | None) -> list[Backend]:
+    rows = [
+        Backend(
+            "memory",
+            lambda d, durable: "memory:",
+            RawMemory,
+            persistent=False,
+            durable_modes=(False,),
+        ),
+        Backend(
+            "file",
+            lambda d, durable: f"file://{d}/sessions" + ("?durable=1" if durable else ""),
+            RawFile,
+            append_target=1.3,
+            strict_default=True,
+        ),
+        Backend(
+            "sqlite",
+            lambda d, durable: f"sqlite://{d}/store.db" + ("?durable=1" if durable else ""),
+            RawSQLite,
+            append_target=1.2,
+        ),
+    ]
+    if pg:
+        rows.append(postgres_backend(pg))
+    return rows
+
+
+def pg_reachable(dsn: str) -> bool:
+    try:
+        import psycopg
+
+        with psycopg.connect(dsn, connect_timeout=2):
+            return True
+    except Exception:
+        return False
+
+
+# -- measurements ---------------------------------------------------------------------------
+
+
+@dataclass
+class Row:
+    backend: str
+    metric: str
+    value: float
+    unit: str
+    raw: float | None = None
+    target: str = ""
+    ok: bool | None = None
+    note: str = ""
+
+    @property
+    def ratio(self) -> float | None:
+        return self.value / self.raw if self.raw else None
+
+
+@dataclass
+class AppendRun:
+    ours: list[float] = field(default_factory=list)
+    raw: list[float] = field(default_factory=list)
+    resume: float = math.inf
+    raw_resume: float = math.inf
+
+
+async def _append_run(backend: Backend, folder: Path, durable: bool, n: int) -> AppendRun:
+    """``n`` appends to the backend and ``n`` to the raw reference, alternating one by one
+    so that load from elsewhere on the machine (and the disk's fsync latency, which varies a
+    lot) hits both alike; then resume both."""
+    run = AppendRun()
+    raw = backend.raw(folder, durable) if backend.raw is not None else None
+    url = backend.url(folder, durable)
+    store = checkpointer_from_url(url)
+    perf = time.perf_counter
+    try:
+        for i in range(n):
+            ev = event(i)
+            if raw is not None and i % 2:
+                start = perf()
+                raw.append(i)
+                run.raw.append(perf() - start)
+            start = perf()
+            await store.append("bench", [ev])
+            run.ours.append(perf() - start)
+            if raw is not None and not i % 2:
+                start = perf()
+                raw.append(i)
+                run.raw.append(perf() - start)
+        if backend.persistent and not durable:
+            for _ in range(3):
+                start = perf()
+                fresh = checkpointer_from_url(url)
+                count = len(await fresh.read("bench"))
+                run.resume = min(run.resume, perf() - start)
+                await fresh.close()
+                assert count == n, (count, n)
+                if raw is not None:
+                    start = perf()
+                    assert raw.resume() == n
+                    run.raw_resume = min(run.raw_resume, perf() - start)
+    finally:
+        await store.close()
+        if raw is not None:
+            raw.close()
+    return run
+
+
+def bench_append(backend: Backend, n: int, repeats: int) -> list[Row]:
+    rows = []
+    for durable in backend.durable_modes:
+        runs = []
+        for _ in range(repeats):
+            folder = Path(tempfile.mkdtemp(prefix="ckbench-"))
+            try:
+                runs.append(asyncio.run(_append_run(backend, folder, durable, n)))
+            finally:
+                shutil.rmtree(folder, ignore_errors=True)
+        best = min(runs, key=lambda r: statistics.fmean(r.ours))
+        mean = statistics.fmean(best.ours)
+        raw_mean = min(statistics.fmean(r.raw) for r in runs) if best.raw else None
+        mode = "durable" if durable else "default"
+        target, ok = "", None
+        if raw_mean and backend.append_target and (durable or backend.strict_default):
+            target = f"<= {backend.append_target}x raw"
+            ok = mean / raw_mean <= backend.append_target
+        rows.append(Row(backend.name, f"append 1 KB ({mode})", mean * 1e6, "us/event",
+                        raw_mean * 1e6 if raw_mean else None, target, ok))
+        first, last = statistics.median(best.ours[:100]), statistics.median(best.ours[-100:])
+        note = f"median {first * 1e6:.0f} -> {last * 1e6:.0f} us"
+        if durable and best.raw:
+            # fsync latency drifts with the disk's load: judge against raw's own drift
+            raw_drift = statistics.median(best.raw[-100:]) / statistics.median(best.raw[:100])
+            note += f"; raw drifted {raw_drift:.2f}x"
+            flat = last / first <= 1.2 * max(1.0, raw_drift)
+            target = "<= 1.2 x raw drift"
+        else:
+            flat, target = last / first <= 1.2, "<= 1.2"
+        rows.append(Row(backend.name, f"append last100/first100 ({mode})", last / first, "x",
+                        target=target, ok=flat, note=note))
+        if math.isfinite(best.resume):
+            resume = min(r.resume for r in runs)
+            raw_resume = min(r.raw_resume for r in runs)
+            has_raw = math.isfinite(raw_resume)
+            rows.append(Row(
+                backend.name, f"resume {n:,} events (fresh object)", resume / n * 1e6,
+                "us/event", raw_resume / n * 1e6 if has_raw else None,
+                "<= 1.5x json.loads" if has_raw else "",
+                resume / raw_resume <= 1.5 if has_raw else None,
+                note=f"{resume * 1e3:.1f} ms total",
+            ))
+    return rows
+
+
+async def _fill(store: Checkpointer, sessions: int, per_session: int, batch: int,
+                anchor: bool) -> None:
+    for s in range(sessions):
+        sid = f"s{s:06d}" if sessions > 1 else "bench"
+        for start in range(0, per_session, batch):
+            events = [event(i) for i in range(start, min(per_session, start + batch))]
+            if anchor and start == 0:
+                events[0] = UserEvent(content=f"prompt number {s}", checkpoint=True)
+            await store.append(sid, events)
+
+
+async def _tail(url: str, head: int, persistent: bool) -> tuple[float, int]:
+    store = checkpointer_from_url(url)
+    await _fill(store, 1, head, 1000, False)
+    if persistent:  # measure a fresh object: nothing cached
+        await store.close()
+        store = checkpointer_from_url(url)
+    try:
+        start = time.perf_counter()
+        events = await store.read("bench", after=head - 50)
+        elapsed = time.perf_counter() - start
+    finally:
+        await store.close()
+    return elapsed, len(events)
+
+
+async def _list(url: str, sessions: int, persistent: bool, runs: int) -> tuple[float, float, int]:
+    store = checkpointer_from_url(url)
+    await _fill(store, sessions, 2, 2, True)
+    if persistent:
+        await store.close()
+        store = checkpointer_from_url(url)
+    try:
+        start = time.perf_counter()
+        infos = await store.list()
+        cold = time.perf_counter() - start
+        warm = []
+        for _ in range(runs):
+            start = time.perf_counter()
+            infos = await store.list()
+            warm.append(time.perf_counter() - start)
+    finally:
+        await store.close()
+    return cold, min(warm), len(infos)
+
+
+def bench_tail_and_list(backend: Backend, tail_n: int, list_n: int) -> list[Row]:
+    rows = []
+    folder = Path(tempfile.mkdtemp(prefix="ckbench-"))
+    try:
+        url = backend.url(folder, False)
+        elapsed, count = asyncio.run(_tail(url, tail_n, backend.persistent))
+        assert count == 50
+        rows.append(Row(backend.name, f"read tail 50 of {tail_n:,}", elapsed * 1e3, "ms",
+                        target="<= 20 ms", ok=elapsed <= 0.020))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    folder = Path(tempfile.mkdtemp(prefix="ckbench-"))
+    try:
+        url = backend.url(folder, False)
+        cold, warm, count = asyncio.run(_list(url, list_n, backend.persistent, 5))
+        assert count == list_n, (count, list_n)
+        rows.append(Row(backend.name, f"list {list_n:,} sessions", cold * 1e3, "ms",
+                        target="<= 150 ms", ok=cold <= 0.150,
+                        note=f"first call; then best of 5: {warm * 1e3:.1f} ms"))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return rows
+
+
+def _writer(url: str, w: int, n: int, ready: Any, go: Any, out: Any) -> None:
+    async def run() -> float:
+        store = checkpointer_from_url(url)
+        await store.head("shared")
+        ready.put(w)
+        go.wait()
+        for i in range(n):
+            await store.append("shared", [UserEvent(content=f"{w}:{i} {FILLER}",
+                                                    extra={"w": w, "i": i})])
+        done = time.perf_counter()
+        await store.close()
+        return done
+
+    out.put(asyncio.run(run()))
+
+
+async def _verify_shared(url: str, procs: int, n: int) -> None:
+    store = checkpointer_from_url(url)
+    try:
+        events = await store.read("shared")
+    finally:
+        await store.close()
+    assert [e.seq for e in events] == list(range(1, procs * n + 1)), "gap or duplicate seq"
+    seen = [(e.extra["w"], e.extra["i"]) for e in events]
+    assert sorted(seen) == [(w, i) for w in range(procs) for i in range(n)], "lost/duplicated"
+
+
+def bench_processes(backend: Backend, procs: int, n: int) -> list[Row]:
+    if not backend.persistent:
+        return []
+    ctx = multiprocessing.get_context("spawn")
+    folder = Path(tempfile.mkdtemp(prefix="ckbench-"))
+    try:
+        url = backend.url(folder, False)
+        ready, go, out = ctx.Queue(), ctx.Event(), ctx.Queue()
+        workers = [ctx.Process(target=_writer, args=(url, w, n, ready, go, out))
+                   for w in range(procs)]
+        for p in workers:
+            p.start()
+        for _ in workers:
+            ready.get(timeout=60)
+        start = time.perf_counter()
+        go.set()
+        ends = [out.get(timeout=600) for _ in workers]
+        for p in workers:
+            p.join()
+        elapsed = max(ends) - start
+        asyncio.run(_verify_shared(url, procs, n))
+        return [Row(backend.name, f"{procs} processes appending", elapsed / (procs * n) * 1e6,
+                    "us/event", note=f"{procs}x{n} events, none lost or duplicated", ok=True,
+                    target="no loss/dup")]
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+# -- report ---------------------------------------------------------------------------------
+
+
+def table(rows: list[Row]) -> str:
+    header = ("backend", "metric", "value", "raw ref", "ratio", "target", "ok", "note")
+    lines = [header]
+    for r in rows:
+        lines.append((
+            r.backend,
+            r.metric,
+            f"{r.value:,.1f} {r.unit}" if r.unit != "x" else f"{r.value:.2f}x",
+            f"{r.raw:,.1f} {r.unit}" if r.raw else "-",
+            f"{r.ratio:.2f}x" if r.ratio else "-",
+            r.target or "-",
+            {True: "yes", False: "NO", None: "-"}[r.ok],
+            r.note,
+        ))
+    widths = [max(len(str(line[i])) for line in lines) for i in range(len(header))]
+    out = []
+    for index, line in enumerate(lines):
+        out.append("  ".join(str(cell).ljust(width) for cell, width in zip(line, widths,
+                                                                             strict=True)))
+        if index == 0:
+            out.append("  ".join("-" * width for width in widths))
+    return "\n".join(out)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="smaller sizes, one repetition")
+    parser.add_argument("--pg", metavar="DSN", help=f"PostgreSQL DSN (default: try {DEFAULT_PG})")
+    parser.add_argument("--no-pg", action="store_true", help="skip PostgreSQL")
+    parser.add_argument("--only", nargs="*", help="backends to run (default: all)")
+    parser.add_argument("--save", action="store_true", help="write JSON to benchmarks/results/")
+    args = parser.parse_args()
+
+    n, repeats = (2000, 3) if not args.quick else (2000, 1)
+    tail_n, list_n = (100_000, 10_000) if not args.quick else (20_000, 2_000)
+    procs, per_proc = 4, (500 if not args.quick else 200)
+    pg = None if args.no_pg else (args.pg or (DEFAULT_PG if pg_reachable(DEFAULT_PG) else None))
+
+    print(f"python {platform.python_version()}, sqlite {sqlite3.sqlite_version}, "
+          f"{os.cpu_count()} CPUs, {platform.platform()}")
+    rows: list[Row] = []
+    for backend in backends(pg):
+        if args.only and backend.name not in args.only:
+            continue
+        print(f"... {backend.name}", file=sys.stderr, flush=True)
+        try:
+            rows += bench_append(backend, n, repeats)
+            rows += bench_tail_and_list(backend, tail_n, list_n)
+            rows += bench_processes(backend, procs, per_proc)
+        finally:
+            backend.cleanup()
+    print(table(rows))
+    if args.save:
+        results = Path(__file__).with_name("results")
+        results.mkdir(exist_ok=True)
+        target = results / f"checkpoint-{time.strftime('%Y%m%d-%H%M%S')}.json"
+        target.write_text(json.dumps([r.__dict__ | {"ratio": r.ratio} for r in rows], indent=1))
+        print(f"saved {target}")
+
+
+if __name__ == "__main__":
+    main()
