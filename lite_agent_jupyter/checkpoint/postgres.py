@@ -488,6 +488,10 @@ class PostgresCheckpointer:
             "SELECT {schema}.append_events("
             "%s, %s::bigint, %s, %b::text[], %b::boolean[], %s::text, %s::integer)"
         )
+        self._sql_append_one = q(
+            "SELECT {schema}.append_events("
+            "%s, %s::bigint, %s, ARRAY[%s::text], ARRAY[%s::boolean], %s::text, %s::integer)"
+        )
         self._sql_lock = q("SELECT head FROM {schema}.sessions WHERE id = %s FOR UPDATE")
         self._sql_head = q("SELECT head FROM {schema}.sessions WHERE id = %s")
         self._sql_read = q(
@@ -552,17 +556,25 @@ class PostgresCheckpointer:
             tails.append(line[len(_SEQ0) - 1 :])
         anchors = [is_anchor(event) for event in events]
         title, turns = anchor_stats(events)
-        params = (session_id, expected_head, _SEQ_PREFIX, tails, anchors, _title_json(title), turns)
+        query: bytes
+        params: tuple[object, ...]
+        if len(tails) == 1:  # the usual case: scalars are much cheaper to send than arrays
+            query = self._sql_append_one
+            params = (session_id, expected_head, _SEQ_PREFIX, tails[0], anchors[0])
+        else:
+            query = self._sql_append
+            params = (session_id, expected_head, _SEQ_PREFIX, tails, anchors)
+        params += (_title_json(title), turns)
 
         async def op(conn: Conn, attempt: _Attempt) -> int:
             attempt.unsafe = True
             try:
                 if self._before_commit is None:
-                    cur = await conn.execute(self._sql_append, params)
+                    cur = await conn.execute(query, params)
                     row = await cur.fetchone()
                 else:  # the same statement, with the transaction held open for a test
                     async with conn.transaction():
-                        cur = await conn.execute(self._sql_append, params)
+                        cur = await conn.execute(query, params)
                         row = await cur.fetchone()
                         await self._before_commit(conn)
             except psycopg.Error as exc:
