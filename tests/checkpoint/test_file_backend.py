@@ -95,7 +95,7 @@ async def test_delete_removes_log_and_lock(fstore: FileCheckpointer, directory: 
 
 
 async def test_torn_final_line_is_ignored_then_repaired(
-    fstore: FileCheckpointer, directory: Path
+    fstore: FileCheckpointer, directory: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     await fstore.append(S, batch(3))
     log = directory / f"{S}.jsonl"
@@ -110,6 +110,9 @@ async def test_torn_final_line_is_ignored_then_repaired(
     assert log.read_bytes().count(b"\n") == 3 and not log.read_bytes().endswith(b"\n")
     with pytest.warns(LogRepairedWarning, match=r"torn final line"):
         assert await fstore.append(S, [user("after the crash")]) == 4
+    assert any(
+        r.levelname == "WARNING" and "torn final line" in r.getMessage() for r in caplog.records
+    )
     assert [record["seq"] for record in lines(log)] == [1, 2, 3, 4]
     assert (await fstore.read(S))[-1].content == "after the crash"  # type: ignore[attr-defined]
 
@@ -392,3 +395,24 @@ async def test_truncate_is_atomic_rename(fstore: FileCheckpointer, directory: Pa
     assert mode(log) == 0o600
     assert not [p for p in directory.iterdir() if p.name.endswith(".tmp")]
     assert payloads(await fstore.read(S)) == payloads(batch(3))
+
+
+async def test_binary_search_agrees_with_a_full_read(directory: Path) -> None:
+    """read(after=k) and truncate(k) on a log far larger than the search window, with
+    events of very different sizes, agree with slicing a full read."""
+    store = file_checkpointer(directory)
+    sizes = [(i * 7919) % 9000 if i % 50 else 150_000 for i in range(1500)]
+    for start in range(0, len(sizes), 100):
+        await store.append(S, [user("s" * size, i=i) for i, size in
+                               enumerate(sizes[start : start + 100], start)])
+    everything = await file_checkpointer(directory).read(S)
+    assert [e.extra["i"] for e in everything] == list(range(1500))
+    for after in [*range(0, 1500, 97), 1, 49, 50, 51, 1498, 1499, 1500]:
+        fresh = file_checkpointer(directory)
+        part = await fresh.read(S, after=after)
+        assert [e.seq for e in part] == [e.seq for e in everything[after:]]
+    for keep in (1234, 600, 50, 1):
+        await file_checkpointer(directory).truncate(S, keep)
+        assert [e.extra["i"] for e in await file_checkpointer(directory).read(S)] == list(
+            range(keep)
+        )
