@@ -241,8 +241,13 @@ class _Database:
         timeout: float,
         connect_timeout: int,
     ) -> None:
-        if not isinstance(schema, str) or not schema or len(schema.encode()) > 63:
-            raise ValueError(f"PostgreSQL schema name must be 1-63 bytes: {schema!r}")
+        if (
+            not isinstance(schema, str)
+            or not schema
+            or "\x00" in schema
+            or len(schema.encode()) > 63
+        ):
+            raise ValueError(f"PostgreSQL schema name must be 1-63 bytes, no NUL: {schema!r}")
         self.dsn = dsn
         self.where = redact_dsn(dsn) if dsn else "<pool>"
         self.schema = schema
@@ -309,8 +314,18 @@ class _Database:
                 conn = await psycopg.AsyncConnection.connect(self.dsn, **kwargs)
             except psycopg.OperationalError as exc:
                 raise self.unavailable(exc, "cannot connect to") from exc
-            async with conn:
-                await self._migrate(conn)
+            except psycopg.ProgrammingError:
+                # libpq's parse errors quote the DSN, password included: do not chain them.
+                raise ValueError(
+                    f"invalid PostgreSQL DSN {self.where} (libpq cannot parse it)"
+                ) from None
+            try:
+                async with conn:
+                    await self._migrate(conn)
+            except psycopg.Error as exc:
+                if _is_connection_failure(exc):
+                    raise self.unavailable(exc, "lost the connection while migrating") from exc
+                raise
             pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
                 self.dsn,
                 kwargs={"autocommit": True},

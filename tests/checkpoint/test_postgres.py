@@ -286,6 +286,15 @@ async def test_unreachable_server_through_the_url_form() -> None:
         await store.close()
 
 
+async def test_an_unparsable_dsn_does_not_echo_its_password() -> None:
+    store = postgres_checkpointer("host=127.0.0.1 password=se cret-pw")
+    with pytest.raises(ValueError, match="invalid PostgreSQL DSN") as info:
+        await store.head("s")
+    assert "cret-pw" not in str(info.value) and info.value.__cause__ is None
+    assert info.value.__suppress_context__
+    await store.close()
+
+
 def test_redact_dsn() -> None:
     assert redact_dsn("postgresql://u:p@h:5/d") == "postgresql://u:***@h:5/d"
     assert redact_dsn("postgresql://u@h/d") == "postgresql://u@h/d"
