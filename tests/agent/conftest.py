@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -50,5 +52,33 @@ def claude(fake_anthropic: FakeAnthropicServer) -> Callable[..., Any]:
     def make(**options: Any) -> Any:
         options.setdefault("max_retries", 2)
         return anthropic(api_key=fake_anthropic.api_key, base_url=fake_anthropic.url, **options)
+
+    return make
+
+
+CHILD = Path(__file__).with_name("agent_child.py")
+
+
+@pytest.fixture
+def child_agent(
+    fake_anthropic: FakeAnthropicServer, workdir: Path, storage: Storage, tmp_path: Path
+) -> Callable[[str, str], tuple[list[str], Path]]:
+    """``child_agent(session_id, prompt) -> (argv, result_file)``: the command line of a child
+    process that sends ``prompt`` on ``session_id`` with the same fake server, workdir and
+    storage as this test (``agent_child.py``)."""
+
+    def make(session_id: str, prompt: str) -> tuple[list[str], Path]:
+        out = tmp_path / f"child-{session_id}-{len(list(tmp_path.glob('child-*')))}.json"
+        config = {
+            "base_url": fake_anthropic.url,
+            "api_key": fake_anthropic.api_key,
+            "workdir": str(workdir),
+            "root": str(storage.root),
+            "namespace": storage.namespace,
+            "session_id": session_id,
+            "prompt": prompt,
+            "result_file": str(out),
+        }
+        return [sys.executable, str(CHILD), json.dumps(config)], out
 
     return make

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,6 @@ from lite_agent_jupyter import (
     MissingAPIKeyError,
     ProviderError,
     SessionBusyError,
-    Storage,
     tool,
 )
 from lite_agent_jupyter.checkpoint.events import (
@@ -31,7 +29,7 @@ from lite_agent_jupyter.checkpoint.events import (
 from lite_agent_jupyter.providers import anthropic
 
 MakeAgent = Callable[..., LiteAgent]
-CHILD = Path(__file__).with_name("agent_child.py")
+ChildAgent = Callable[[str, str], tuple[list[str], Path]]
 
 
 def tool_results(request_body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -78,9 +76,7 @@ async def test_resume_in_a_new_process_sends_the_same_history(
     make_agent: MakeAgent,
     claude: Callable[..., Any],
     fake_anthropic: FakeAnthropicServer,
-    workdir: Path,
-    storage: Storage,
-    tmp_path: Path,
+    child_agent: ChildAgent,
 ) -> None:
     fake_anthropic.script(
         FakeReply(
@@ -104,18 +100,8 @@ async def test_resume_in_a_new_process_sends_the_same_history(
     await other.close()
 
     # ... is exactly what a brand-new process sends
-    out = tmp_path / "child.json"
-    config = {
-        "base_url": fake_anthropic.url,
-        "api_key": fake_anthropic.api_key,
-        "workdir": str(workdir),
-        "root": str(storage.root),
-        "namespace": storage.namespace,
-        "session_id": session_id,
-        "prompt": "and now?",
-        "result_file": str(out),
-    }
-    subprocess.run([sys.executable, str(CHILD), json.dumps(config)], check=True, timeout=60)
+    argv, out = child_agent(session_id, "and now?")
+    subprocess.run(argv, check=True, timeout=60)
     assert json.loads(out.read_text())["text"] == "Next step done."
     assert fake_anthropic.message_requests[-1].body["messages"] == expected
     roles = [m["role"] for m in expected]
@@ -264,9 +250,7 @@ async def test_a_second_writer_gets_a_conflict_and_the_log_stays_valid(
     make_agent: MakeAgent,
     claude: Callable[..., Any],
     fake_anthropic: FakeAnthropicServer,
-    workdir: Path,
-    storage: Storage,
-    tmp_path: Path,
+    child_agent: ChildAgent,
 ) -> None:
     import threading
 
@@ -280,18 +264,8 @@ async def test_a_second_writer_gets_a_conflict_and_the_log_stays_valid(
     session_id = agent.session_id
     first = asyncio.ensure_future(agent.send("first writer"))
     await asyncio.to_thread(fake_anthropic.wait_for_requests, 1)
-    out = tmp_path / "child.json"
-    config = {
-        "base_url": fake_anthropic.url,
-        "api_key": fake_anthropic.api_key,
-        "workdir": str(workdir),
-        "root": str(storage.root),
-        "namespace": storage.namespace,
-        "session_id": session_id,
-        "prompt": "second writer",
-        "result_file": str(out),
-    }
-    proc = await asyncio.create_subprocess_exec(sys.executable, str(CHILD), json.dumps(config))
+    argv, out = child_agent(session_id, "second writer")
+    proc = await asyncio.create_subprocess_exec(*argv)
     assert await asyncio.wait_for(proc.wait(), 60) == 0
     assert json.loads(out.read_text())["text"] == "the other process answered"
     gate.set()

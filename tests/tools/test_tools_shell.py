@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tools_helpers import async_wait_until, process_alive
+from process_helpers import async_wait_until, process_alive
 
 from lite_agent_jupyter.abort import AbortController
 from lite_agent_jupyter.errors import ToolError
@@ -122,7 +122,7 @@ async def test_abort_kills_promptly_and_cancels(
     with pytest.raises(asyncio.CancelledError):
         await task
     assert time.monotonic() - started < 1.5
-    assert await all_gone(pids, timeout=1.0)
+    assert await all_gone(pids, timeout=5.0)
 
 
 async def test_cancelling_the_task_kills_the_group(ctx: ToolContext, workdir: Path) -> None:
@@ -132,7 +132,7 @@ async def test_cancelling_the_task_kills_the_group(ctx: ToolContext, workdir: Pa
     with pytest.raises(asyncio.CancelledError):
         await task
     assert task.cancelled()
-    assert await all_gone(pids, timeout=1.0)
+    assert await all_gone(pids, timeout=5.0)
 
 
 async def test_argument_checks(make_ctx: Callable[..., ToolContext]) -> None:
@@ -188,7 +188,7 @@ async def test_background_job_honours_its_signal_and_timeout(
     job_controller.abort("close()")
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert await all_gone(pids, timeout=1.0)
+    assert await all_gone(pids, timeout=5.0)
     outcome = await timed_job(AbortController().signal)
     assert outcome.exit_code is None
     assert "[timed out after 1 s" in outcome.summary
