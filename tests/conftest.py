@@ -6,7 +6,10 @@ The fake Anthropic Messages API server (``tests/fake_anthropic.py``): a real HTT
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 from fake_anthropic import FakeAnthropicServer
@@ -39,3 +42,39 @@ def anthropic_env(
     monkeypatch.setenv("ANTHROPIC_API_KEY", fake_anthropic.api_key)
     monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_anthropic.url)
     return fake_anthropic
+
+
+PG_DSN = os.environ.get("LITE_AGENT_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:5432/test")
+"""The PostgreSQL server of this machine kind; tests that need it fail (never skip) without it."""
+
+
+def _pg_drop_schema(schema: str) -> None:
+    import psycopg
+
+    with psycopg.connect(PG_DSN, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+@pytest.fixture
+def backend_url_for(tmp_path: Path) -> Iterator[Callable[[str], str]]:
+    """``backend_url_for(name)`` -> a fresh URL for that backend, cleaned up after the test."""
+    schemas: list[str] = []
+
+    def make(name: str) -> str:
+        if name == "memory":
+            return "memory:"
+        if name == "file":
+            return f"file://{tmp_path / 'store'}"
+        if name == "sqlite":
+            return f"sqlite://{tmp_path / 'store.db'}"
+        if name == "sqlite-memory":
+            return "sqlite:///:memory:"
+        if name == "postgres":
+            schema = f"t_{uuid.uuid4().hex[:16]}"
+            schemas.append(schema)
+            return f"{PG_DSN}?schema={schema}"
+        raise ValueError(name)
+
+    yield make
+    for schema in schemas:
+        _pg_drop_schema(schema)

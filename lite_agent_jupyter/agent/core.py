@@ -127,8 +127,11 @@ class LiteAgent:
             self.checkpointer = file_checkpointer(self.storage.base / "sessions")
         else:
             self.checkpointer = memory_checkpointer()
+        own_blobs = getattr(given, "blobs", None)
         if blobs is not None:
             self.blobs: Blobs = blobs
+        elif callable(own_blobs):  # a networked backend keeps snapshots beside its logs
+            self.blobs = own_blobs()
         elif self.sessions_enabled:
             self.blobs = self.storage.blobs
         else:
