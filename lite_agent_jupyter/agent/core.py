@@ -271,8 +271,7 @@ class LiteAgent:
             return
         turn.controller.abort(reason)
         task.cancel()
-        with contextlib.suppress(BaseException):
-            await asyncio.shield(task)
+        await _wait_cancelled(task)
 
     # -- background work ---------------------------------------------------------------
 
@@ -349,8 +348,7 @@ class LiteAgent:
             if job.session_id == session_id and job.task is not None:
                 job.controller.abort("session deleted")
                 job.task.cancel()
-                with contextlib.suppress(BaseException):
-                    await job.task
+                await _wait_cancelled(job.task)
         for turn in [t for t in self._turns if t.session_id == session_id]:
             await self._stop_turn(turn, "session deleted")
         own = _snapshot_hashes(await self.checkpointer.read(session_id))
@@ -468,6 +466,18 @@ class LiteAgent:
             return str(answer)
 
         return tool(ask_user, name="ask_user", kind="read")
+
+
+async def _wait_cancelled(task: asyncio.Future[Any]) -> None:
+    """Wait for a task we cancelled to finish its cleanup, whatever it ends with; if *we* are
+    cancelled meanwhile, that cancellation propagates (the task's cleanup goes on, shielded)."""
+    try:
+        await asyncio.shield(task)
+    except asyncio.CancelledError:
+        if not task.done():
+            raise
+    except Exception:
+        log.debug("cancelled task ended with an error", exc_info=True)
 
 
 def _snapshot_hashes(events: Iterable[Event]) -> set[str]:
