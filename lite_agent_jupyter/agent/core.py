@@ -223,7 +223,7 @@ class LiteAgent:
             self._check_sessions("send(session_id=...)")
         if sid in self._foreground:
             raise SessionBusyError(f"session {sid!r} already has a turn running in this agent")
-        content: str | list[dict[str, Any]] = input if isinstance(input, str) else list(input)
+        content = _prompt_content(input)
         prompt = UserEvent(content=content, origin="user", checkpoint=True)
         turn = self._start_turn(sid, [prompt], origin="user")
         self._foreground[sid] = turn
@@ -466,6 +466,17 @@ class LiteAgent:
             return str(answer)
 
         return tool(ask_user, name="ask_user", kind="read")
+
+
+def _prompt_content(input: object) -> str | list[dict[str, Any]]:
+    """Check a prompt before anything is written: the API refuses empty user messages."""
+    if isinstance(input, str):
+        if not input.strip():
+            raise ValueError("the prompt is empty")
+        return input
+    if isinstance(input, Sequence) and input and all(isinstance(b, dict) for b in input):
+        return [dict(block) for block in input]
+    raise TypeError("a prompt is a non-empty str or a non-empty list of content-block dicts")
 
 
 async def _wait_cancelled(task: asyncio.Future[Any]) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from ..checkpoint.events import Event, now_iso, stamped
+from ..checkpoint.events import Event, now_iso, stamped, to_dict
 from ..checkpoint.fold import fold
 from ..checkpoint.protocol import Checkpointer
 from ..errors import CheckpointConflictError
@@ -39,13 +39,14 @@ class SessionLog:
             self.events = await self.checkpointer.read(self.session_id)
             self._loaded = True
         else:
-            head = await self.checkpointer.head(self.session_id)
-            if head == self.head:
-                return
-            if head < self.head:  # truncated elsewhere (a restore): start over
+            # one read from our last event on: it proves the log still holds what we cached
+            tail = await self.checkpointer.read(self.session_id, after=max(self.head - 1, 0))
+            if self.head == 0:
+                self.events = tail
+            elif tail and _same(tail[0], self.events[-1]):
+                self.events.extend(tail[1:])
+            else:  # truncated (and perhaps re-grown) elsewhere, e.g. by a restore
                 self.events = await self.checkpointer.read(self.session_id)
-            else:
-                self.events.extend(await self.checkpointer.read(self.session_id, after=self.head))
         self.head = self.events[-1].seq if self.events else 0
 
     def invalidate(self) -> None:
@@ -77,3 +78,8 @@ class SessionLog:
         sync = getattr(self.checkpointer, "sync", None)
         if sync is not None:
             await sync(self.session_id)
+
+
+def _same(stored: Event, cached: Event) -> bool:
+    """Whether two events are the same record (the cached copy's ``ts`` is our own stamp)."""
+    return stored.seq == cached.seq and to_dict(stored, ts="") == to_dict(cached, ts="")

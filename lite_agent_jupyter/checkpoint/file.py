@@ -102,6 +102,12 @@ _OPEN_READ = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
 _OPEN_RDWR_APPEND = os.O_RDWR | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
 
 
+def _datasync(fd: int) -> None:
+    """``fdatasync`` where there is one: the data and the size, not the timestamps."""
+    sync = getattr(os, "fdatasync", os.fsync)
+    sync(fd)
+
+
 class LogRepairedWarning(RuntimeWarning):
     """A log (or the session index) was damaged by a crash and has been repaired."""
 
@@ -183,6 +189,8 @@ class FileCheckpointer:
         self._locks_dir = os.path.join(self._dir, LOCKS_DIR)
         self._index_path = os.path.join(self._dir, INDEX_NAME)
         self._sessions: dict[str, _Session] = {}
+        self._entries_synced: set[str] = set()
+        """Logs whose folder entry this object has fsynced (a sync needs it only once)."""
         self._sessions_lock = threading.Lock()
         self._index_gates: tuple[ThreadGate, _FileGate] | None = None
         self._closed = False
@@ -329,6 +337,7 @@ class FileCheckpointer:
         if not os.path.lexists(path) and not os.path.lexists(lock_path):
             return
         session = self._session(session_id)
+        self._entries_synced.discard(path)
         await self._locked(
             session, lambda: self._delete_locked(session_id, session, lock_path), index=True
         )
@@ -366,10 +375,12 @@ class FileCheckpointer:
         except FileNotFoundError:
             return
         try:
-            os.fsync(fd)
+            _datasync(fd)
         finally:
             os.close(fd)
-        fsync_dir(self.directory)
+        if path not in self._entries_synced:  # the folder entry once, the data every time
+            fsync_dir(self.directory)
+            self._entries_synced.add(path)
 
     async def close(self) -> None:
         """Forget cached state; later calls raise ``CheckpointerUnavailableError``.

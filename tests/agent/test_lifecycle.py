@@ -225,3 +225,38 @@ async def test_prompt_is_the_only_anchor(make_agent: MakeAgent) -> None:
     events = await agent.checkpointer.read(agent.session_id)
     anchors = [e for e in events if isinstance(e, UserEvent) and e.checkpoint]
     assert len(anchors) == 1 and anchors[0].seq == 1
+
+
+@pytest.mark.parametrize("bad", ["", "   \n", [], [1], None])
+async def test_empty_or_malformed_prompt_is_refused_before_any_write(
+    make_agent: MakeAgent, storage: Storage, bad: object
+) -> None:
+    agent = make_agent(model=scripted(["never"]))
+    with pytest.raises((ValueError, TypeError)):
+        await agent.send(bad)  # type: ignore[arg-type]
+    assert not storage.root.exists()
+
+
+async def test_content_block_prompt(make_agent: MakeAgent) -> None:
+    model = scripted(["seen"])
+    agent = make_agent(model=model)
+    await agent.send([{"type": "text", "text": "as blocks"}])
+    assert model.requests[0].messages == [
+        {"role": "user", "content": [{"type": "text", "text": "as blocks"}]}
+    ]
+    assert (await agent.list_sessions())[0].title == "as blocks"
+
+
+async def test_a_log_rewritten_elsewhere_is_reread_not_forked(make_agent: MakeAgent) -> None:
+    """Another writer truncates the session and regrows it to the same head: the agent
+    must notice (a stale cache would fork the conversation silently)."""
+    model = scripted(["first answer", "second answer", "third answer"])
+    agent = make_agent(model=model)
+    await agent.send("one")  # seq 1-2
+    other = make_agent(model=model, session_id=agent.session_id)
+    await other.checkpointer.truncate(agent.session_id, 0)
+    await other.send("rewritten")  # seq 1-2 again, different content
+    await agent.send("three")
+    sent = model.requests[-1].messages
+    assert sent[0]["content"][0]["text"] == "rewritten"
+    assert [m["role"] for m in sent] == ["user", "assistant", "user"]

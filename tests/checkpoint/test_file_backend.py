@@ -258,6 +258,7 @@ class _FsyncMeter:
             real(fd)
 
         monkeypatch.setattr(file_module.os, "fsync", fsync)
+        monkeypatch.setattr(file_module.os, "fdatasync", fsync)
         monkeypatch.setattr("lite_agent_jupyter.storage.os.fsync", fsync)
 
 
@@ -271,6 +272,9 @@ async def test_durable_fsyncs_every_append(
     assert meter.calls == 0  # handed to the OS only: survives a crash, not a power loss
     await lazy.sync(S)
     assert meter.calls == 2  # the log and its folder
+    await lazy.append(S, batch(1))
+    await lazy.sync(S)
+    assert meter.calls == 3  # the folder entry is durable already: the log only
     durable = file_checkpointer(directory, durable=True)
     meter.calls = 0
     await durable.append(S, batch(1))
