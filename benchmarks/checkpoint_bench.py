@@ -359,8 +359,17 @@ def bench_append(backend: Backend, n: int, repeats: int) -> list[Row]:
         if raw_mean and backend.append_target and (durable or backend.strict_default):
             target = f"<= {backend.append_target}x raw"
             ok = mean / raw_mean <= backend.append_target
-        rows.append(Row(backend.name, f"append 1 KB ({mode})", mean * 1e6, "us/event",
-                        raw_mean * 1e6 if raw_mean else None, target, ok))
+        rows.append(
+            Row(
+                backend.name,
+                f"append 1 KB ({mode})",
+                mean * 1e6,
+                "us/event",
+                raw_mean * 1e6 if raw_mean else None,
+                target,
+                ok,
+            )
+        )
         first, last = statistics.median(best.ours[:100]), statistics.median(best.ours[-100:])
         note = f"median {first * 1e6:.0f} -> {last * 1e6:.0f} us"
         if durable and best.raw:
@@ -371,24 +380,39 @@ def bench_append(backend: Backend, n: int, repeats: int) -> list[Row]:
             target = "<= 1.2 x raw drift"
         else:
             flat, target = last / first <= 1.2, "<= 1.2"
-        rows.append(Row(backend.name, f"append last100/first100 ({mode})", last / first, "x",
-                        target=target, ok=flat, note=note))
+        rows.append(
+            Row(
+                backend.name,
+                f"append last100/first100 ({mode})",
+                last / first,
+                "x",
+                target=target,
+                ok=flat,
+                note=note,
+            )
+        )
         if math.isfinite(best.resume):
             resume = min(r.resume for r in runs)
             raw_resume = min(r.raw_resume for r in runs)
             has_raw = math.isfinite(raw_resume)
-            rows.append(Row(
-                backend.name, f"resume {n:,} events (fresh object)", resume / n * 1e6,
-                "us/event", raw_resume / n * 1e6 if has_raw else None,
-                "<= 1.5x json.loads" if has_raw else "",
-                resume / raw_resume <= 1.5 if has_raw else None,
-                note=f"{resume * 1e3:.1f} ms total",
-            ))
+            rows.append(
+                Row(
+                    backend.name,
+                    f"resume {n:,} events (fresh object)",
+                    resume / n * 1e6,
+                    "us/event",
+                    raw_resume / n * 1e6 if has_raw else None,
+                    "<= 1.5x json.loads" if has_raw else "",
+                    resume / raw_resume <= 1.5 if has_raw else None,
+                    note=f"{resume * 1e3:.1f} ms total",
+                )
+            )
     return rows
 
 
-async def _fill(store: Checkpointer, sessions: int, per_session: int, batch: int,
-                anchor: bool) -> None:
+async def _fill(
+    store: Checkpointer, sessions: int, per_session: int, batch: int, anchor: bool
+) -> None:
     for s in range(sessions):
         sid = f"s{s:06d}" if sessions > 1 else "bench"
         for start in range(0, per_session, batch):
@@ -440,8 +464,16 @@ def bench_tail_and_list(backend: Backend, tail_n: int, list_n: int) -> list[Row]
         url = backend.url(folder, False)
         elapsed, count = asyncio.run(_tail(url, tail_n, backend.persistent))
         assert count == 50
-        rows.append(Row(backend.name, f"read tail 50 of {tail_n:,}", elapsed * 1e3, "ms",
-                        target="<= 20 ms", ok=elapsed <= 0.020))
+        rows.append(
+            Row(
+                backend.name,
+                f"read tail 50 of {tail_n:,}",
+                elapsed * 1e3,
+                "ms",
+                target="<= 20 ms",
+                ok=elapsed <= 0.020,
+            )
+        )
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     folder = Path(tempfile.mkdtemp(prefix="ckbench-"))
@@ -449,9 +481,17 @@ def bench_tail_and_list(backend: Backend, tail_n: int, list_n: int) -> list[Row]
         url = backend.url(folder, False)
         cold, warm, count = asyncio.run(_list(url, list_n, backend.persistent, 5))
         assert count == list_n, (count, list_n)
-        rows.append(Row(backend.name, f"list {list_n:,} sessions", cold * 1e3, "ms",
-                        target="<= 150 ms", ok=cold <= 0.150,
-                        note=f"first call; then best of 5: {warm * 1e3:.1f} ms"))
+        rows.append(
+            Row(
+                backend.name,
+                f"list {list_n:,} sessions",
+                cold * 1e3,
+                "ms",
+                target="<= 150 ms",
+                ok=cold <= 0.150,
+                note=f"first call; then best of 5: {warm * 1e3:.1f} ms",
+            )
+        )
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return rows
@@ -464,8 +504,9 @@ def _writer(url: str, w: int, n: int, ready: Any, go: Any, out: Any) -> None:
         ready.put(w)
         go.wait()
         for i in range(n):
-            await store.append("shared", [UserEvent(content=f"{w}:{i} {FILLER}",
-                                                    extra={"w": w, "i": i})])
+            await store.append(
+                "shared", [UserEvent(content=f"{w}:{i} {FILLER}", extra={"w": w, "i": i})]
+            )
         done = time.perf_counter()
         await store.close()
         return done
@@ -492,8 +533,9 @@ def bench_processes(backend: Backend, procs: int, n: int) -> list[Row]:
     try:
         url = backend.url(folder, False)
         ready, go, out = ctx.Queue(), ctx.Event(), ctx.Queue()
-        workers = [ctx.Process(target=_writer, args=(url, w, n, ready, go, out))
-                   for w in range(procs)]
+        workers = [
+            ctx.Process(target=_writer, args=(url, w, n, ready, go, out)) for w in range(procs)
+        ]
         for p in workers:
             p.start()
         for _ in workers:
@@ -505,9 +547,17 @@ def bench_processes(backend: Backend, procs: int, n: int) -> list[Row]:
             p.join()
         elapsed = max(ends) - start
         asyncio.run(_verify_shared(url, procs, n))
-        return [Row(backend.name, f"{procs} processes appending", elapsed / (procs * n) * 1e6,
-                    "us/event", note=f"{procs}x{n} events, none lost or duplicated", ok=True,
-                    target="no loss/dup")]
+        return [
+            Row(
+                backend.name,
+                f"{procs} processes appending",
+                elapsed / (procs * n) * 1e6,
+                "us/event",
+                note=f"{procs}x{n} events, none lost or duplicated",
+                ok=True,
+                target="no loss/dup",
+            )
+        ]
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -519,21 +569,24 @@ def table(rows: list[Row]) -> str:
     header = ("backend", "metric", "value", "raw ref", "ratio", "target", "ok", "note")
     lines = [header]
     for r in rows:
-        lines.append((
-            r.backend,
-            r.metric,
-            f"{r.value:,.1f} {r.unit}" if r.unit != "x" else f"{r.value:.2f}x",
-            f"{r.raw:,.1f} {r.unit}" if r.raw else "-",
-            f"{r.ratio:.2f}x" if r.ratio else "-",
-            r.target or "-",
-            {True: "yes", False: "NO", None: "-"}[r.ok],
-            r.note,
-        ))
+        lines.append(
+            (
+                r.backend,
+                r.metric,
+                f"{r.value:,.1f} {r.unit}" if r.unit != "x" else f"{r.value:.2f}x",
+                f"{r.raw:,.1f} {r.unit}" if r.raw else "-",
+                f"{r.ratio:.2f}x" if r.ratio else "-",
+                r.target or "-",
+                {True: "yes", False: "NO", None: "-"}[r.ok],
+                r.note,
+            )
+        )
     widths = [max(len(str(line[i])) for line in lines) for i in range(len(header))]
     out = []
     for index, line in enumerate(lines):
-        out.append("  ".join(str(cell).ljust(width) for cell, width in zip(line, widths,
-                                                                             strict=True)))
+        out.append(
+            "  ".join(str(cell).ljust(width) for cell, width in zip(line, widths, strict=True))
+        )
         if index == 0:
             out.append("  ".join("-" * width for width in widths))
     return "\n".join(out)
@@ -553,8 +606,10 @@ def main() -> None:
     procs, per_proc = 4, (500 if not args.quick else 200)
     pg = None if args.no_pg else (args.pg or (DEFAULT_PG if pg_reachable(DEFAULT_PG) else None))
 
-    print(f"python {platform.python_version()}, sqlite {sqlite3.sqlite_version}, "
-          f"{os.cpu_count()} CPUs, {platform.platform()}")
+    print(
+        f"python {platform.python_version()}, sqlite {sqlite3.sqlite_version}, "
+        f"{os.cpu_count()} CPUs, {platform.platform()}"
+    )
     rows: list[Row] = []
     for backend in backends(pg):
         if args.only and backend.name not in args.only:

@@ -63,7 +63,6 @@ _END = object()
 @dataclass(slots=True, eq=False)
 class _Turn:
     session_id: str
-    origin: str
     controller: AbortController
     task: asyncio.Task[LiteAgentResult] | None = None
     queue: asyncio.Queue[Any] = field(default_factory=asyncio.Queue)
@@ -107,6 +106,13 @@ class LiteAgent:
     ) -> None:
         if checkpointer is not None and store is not None and checkpointer is not store:
             raise TypeError("pass either checkpointer= or store= (they are the same option)")
+        if not isinstance(model, Provider):
+            raise TypeError(
+                f"model= takes a provider such as anthropic() or scripted([...]), not "
+                f"{type(model).__name__}; the model id goes in model_name="
+            )
+        if max_turns < 1 or max_tokens < 1:
+            raise ValueError("max_turns and max_tokens must be at least 1")
         self.workdir = Path(workdir).expanduser().resolve()
         if not self.workdir.is_dir():
             raise NotADirectoryError(f"workdir {str(self.workdir)!r} is not a folder")
@@ -117,8 +123,6 @@ class LiteAgent:
         else:
             self.storage = Storage.for_workdir(self.workdir, root=storage)
         self._owns_checkpointer = given is None
-        self._owns_storage_files = self.sessions_enabled
-        """Whether run data (blobs, task lists, archives) goes to ``storage`` on disk."""
         if given is not None:
             self.checkpointer: Checkpointer = given
         elif sessions:
@@ -166,7 +170,7 @@ class LiteAgent:
             blobs=self.blobs,
             gate=ApprovalGate(policy=approvals or {}, handler=on_approval),
             start_background=self._start_background,
-            task_store=TaskStore(self.storage.base / "tasks" if self._owns_storage_files else None),
+            task_store=TaskStore(self.storage.base / "tasks" if self.sessions_enabled else None),
         )
         self._session_id = validate_session_id(session_id) if session_id else new_session_id()
         self._logs: dict[str, SessionLog] = {}
@@ -225,7 +229,7 @@ class LiteAgent:
             raise SessionBusyError(f"session {sid!r} already has a turn running in this agent")
         content = _prompt_content(input)
         prompt = UserEvent(content=content, origin="user", checkpoint=True)
-        turn = self._start_turn(sid, [prompt], origin="user")
+        turn = self._start_turn(sid, [prompt])
         self._foreground[sid] = turn
         try:
             while True:
@@ -240,10 +244,10 @@ class LiteAgent:
             self._foreground.pop(sid, None)
             await self._stop_turn(turn, "cancelled")
 
-    def _start_turn(self, session_id: str, prompt: list[Event], *, origin: str) -> _Turn:
+    def _start_turn(self, session_id: str, prompt: list[Event]) -> _Turn:
         self._ensure_storage()
         session = self._log(session_id)
-        turn = _Turn(session_id, origin, AbortController())
+        turn = _Turn(session_id, AbortController())
 
         async def body() -> LiteAgentResult:
             try:
@@ -305,7 +309,7 @@ class LiteAgent:
                 ),
                 UserEvent(content=notice, origin="background", checkpoint=False),
             ]
-            turn = self._start_turn(record.session_id, prompt, origin="background")
+            turn = self._start_turn(record.session_id, prompt)
             assert turn.task is not None
             try:
                 result = await turn.task
@@ -431,7 +435,7 @@ class LiteAgent:
     def _ensure_storage(self) -> None:
         """Create the storage root (0700, ``.gitignore``) before the first write, and never
         in memory mode (``sessions=False`` writes nothing to disk)."""
-        if not self._storage_ready and self._owns_storage_files:
+        if not self._storage_ready and self.sessions_enabled:
             self.storage.ensure()
         self._storage_ready = True
 

@@ -121,9 +121,7 @@ def _release(gates: Sequence[Gate], count: int) -> None:
         gate.release()
 
 
-async def _in_worker(
-    gates: Sequence[Gate], held: int, work: Callable[[threading.Event], T]
-) -> T:
+async def _in_worker(gates: Sequence[Gate], held: int, work: Callable[[threading.Event], T]) -> T:
     cancelled = threading.Event()
 
     def worker() -> T:

@@ -586,9 +586,7 @@ class FileCheckpointer:
             return {}
         except ValueError:
             return self._rebuild_index()
-        live = {
-            sid: entry for sid, entry in table.items() if os.path.lexists(self._path(sid))
-        }
+        live = {sid: entry for sid, entry in table.items() if os.path.lexists(self._path(sid))}
         self._write_index(live)
         return live
 
@@ -925,4 +923,3 @@ def _fold_index(data: bytes) -> tuple[dict[str, tuple[str | None, int]], int]:
             first = current[0] if current[0] is not None else title
             table[session_id] = (first, current[1] + turns)
     return table, len(records)
-

@@ -107,9 +107,7 @@ _SQL_CREATE = (
     "INSERT INTO sessions (id, head, mtime, title, turns, created) VALUES (?, ?, ?, ?, ?, ?)"
 )
 _SQL_READ = "SELECT seq, data FROM events WHERE session_id = ? AND seq > ? ORDER BY seq"
-_SQL_LIST = (
-    "SELECT id, mtime, title, turns, head FROM sessions WHERE head > 0 ORDER BY mtime DESC"
-)
+_SQL_LIST = "SELECT id, mtime, title, turns, head FROM sessions WHERE head > 0 ORDER BY mtime DESC"
 _SQL_DELETE_EVENTS = "DELETE FROM events WHERE session_id = ?"
 _SQL_DELETE_SESSION = "DELETE FROM sessions WHERE id = ?"
 _SQL_CUT = "DELETE FROM events WHERE session_id = ? AND seq > ?"

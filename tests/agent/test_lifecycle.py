@@ -260,3 +260,34 @@ async def test_a_log_rewritten_elsewhere_is_reread_not_forked(make_agent: MakeAg
     sent = model.requests[-1].messages
     assert sent[0]["content"][0]["text"] == "rewritten"
     assert [m["role"] for m in sent] == ["user", "assistant", "user"]
+
+
+def test_options_are_checked_up_front(workdir: Path, storage: Storage) -> None:
+    from lite_agent_jupyter import create_lite_agent
+
+    with pytest.raises(TypeError, match="model_name"):
+        create_lite_agent(model="claude-sonnet-4-6", workdir=workdir, storage=storage)
+    with pytest.raises(TypeError, match="model="):
+        create_lite_agent(workdir=workdir)
+    with pytest.raises(ValueError, match="max_turns"):
+        create_lite_agent(model=scripted([]), workdir=workdir, max_turns=0)
+    with pytest.raises(NotADirectoryError):
+        create_lite_agent(model=scripted([]), workdir=workdir / "missing")
+    assert not storage.root.exists()
+
+
+async def test_own_tool_replaces_a_builtin_of_the_same_name(make_agent: MakeAgent) -> None:
+    from lite_agent_jupyter import tool
+
+    @tool(name="read_file", kind="read")
+    async def my_read(path: str) -> str:
+        """Read through my own store."""
+        return f"mine: {path}"
+
+    model = scripted([reply("", [call("read_file", path="x")]), "ok"])
+    agent = make_agent(model=model, tools=[my_read])
+    await agent.send("read x")
+    names = [t["name"] for t in model.requests[0].tools]
+    assert names.count("read_file") == 1
+    result = model.requests[1].messages[-1]["content"][0]
+    assert result["content"] == "mine: x"

@@ -445,4 +445,3 @@ async def test_sync_is_available(store: Checkpointer) -> None:
     with pytest.raises(InvalidSessionIdError):
         await sync("../x")
     assert await store.head(S) == 2
-

@@ -407,8 +407,9 @@ async def test_binary_search_agrees_with_a_full_read(directory: Path) -> None:
     store = file_checkpointer(directory)
     sizes = [(i * 7919) % 9000 if i % 50 else 150_000 for i in range(1500)]
     for start in range(0, len(sizes), 100):
-        await store.append(S, [user("s" * size, i=i) for i, size in
-                               enumerate(sizes[start : start + 100], start)])
+        await store.append(
+            S, [user("s" * size, i=i) for i, size in enumerate(sizes[start : start + 100], start)]
+        )
     everything = await file_checkpointer(directory).read(S)
     assert [e.extra["i"] for e in everything] == list(range(1500))
     for after in [*range(0, 1500, 97), 1, 49, 50, 51, 1498, 1499, 1500]:

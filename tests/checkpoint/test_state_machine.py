@@ -38,10 +38,34 @@ from lite_agent_jupyter.errors import CheckpointConflictError
 SESSIONS = st.sampled_from(["a", "b", "c"])
 TEXT = st.text(max_size=24)
 JSON_LEAF = st.one_of(st.none(), st.booleans(), st.integers(-(2**53), 2**53), TEXT)
-EXTRA = st.dictionaries(st.text(min_size=1, max_size=8).filter(lambda k: k not in {
-    "v", "seq", "ts", "type", "content", "origin", "checkpoint", "tool_use_id", "is_error",
-    "usage", "stop_reason", "model", "path", "before", "after", "summary", "through_seq",
-}), JSON_LEAF, max_size=2)
+EXTRA = st.dictionaries(
+    st.text(min_size=1, max_size=8).filter(
+        lambda k: (
+            k
+            not in {
+                "v",
+                "seq",
+                "ts",
+                "type",
+                "content",
+                "origin",
+                "checkpoint",
+                "tool_use_id",
+                "is_error",
+                "usage",
+                "stop_reason",
+                "model",
+                "path",
+                "before",
+                "after",
+                "summary",
+                "through_seq",
+            }
+        )
+    ),
+    JSON_LEAF,
+    max_size=2,
+)
 
 PROMPTS = st.builds(UserEvent, content=TEXT, checkpoint=st.just(True), origin=st.just("user"))
 """Checkpoint anchors, frequent on purpose: titles and turn counts depend on them."""
@@ -51,8 +75,9 @@ EVENTS: st.SearchStrategy[Event] = st.one_of(
     PROMPTS,
     st.builds(
         UserEvent,
-        content=st.one_of(TEXT, st.lists(st.builds(lambda t: {"type": "text", "text": t}, TEXT),
-                                         max_size=2)),
+        content=st.one_of(
+            TEXT, st.lists(st.builds(lambda t: {"type": "text", "text": t}, TEXT), max_size=2)
+        ),
         origin=st.sampled_from(["user", "background", "internal"]),
         checkpoint=st.booleans(),
         extra=EXTRA,
