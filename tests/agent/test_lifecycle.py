@@ -291,3 +291,38 @@ async def test_own_tool_replaces_a_builtin_of_the_same_name(make_agent: MakeAgen
     assert names.count("read_file") == 1
     result = model.requests[1].messages[-1]["content"][0]
     assert result["content"] == "mine: x"
+
+
+async def test_corrupt_log_is_a_clear_error_and_nothing_is_written(
+    make_agent: MakeAgent, storage: Storage
+) -> None:
+    from lite_agent_jupyter import CorruptLogError
+
+    agent = make_agent(model=scripted(["one", "two", "three"]))
+    await agent.send("first")
+    await agent.send("second")
+    log = storage.base / "sessions" / f"{agent.session_id}.jsonl"
+    lines = log.read_bytes().splitlines(keepends=True)
+    lines[1] = b'{"v":1,"seq":2,"ts":"x","type":"assistant","content":[BROKEN\n'
+    log.write_bytes(b"".join(lines))
+    before = log.read_bytes()
+    fresh = make_agent(model=scripted(["never"]), session_id=agent.session_id)
+    with pytest.raises(CorruptLogError) as caught:
+        await fresh.send("third")
+    assert caught.value.path == str(log) and caught.value.line == 2
+    assert log.read_bytes() == before
+
+
+async def test_torn_final_line_is_repaired_and_the_session_goes_on(
+    make_agent: MakeAgent, storage: Storage
+) -> None:
+    agent = make_agent(model=scripted(["one", "two"]))
+    await agent.send("first")
+    log = storage.base / "sessions" / f"{agent.session_id}.jsonl"
+    with log.open("ab") as f:  # a crash mid-append leaves half a line
+        f.write(b'{"v":1,"seq":3,"ts":"2026-11-29T00:00:00+00:00","type":"us')
+    fresh = make_agent(model=scripted(["two"]), session_id=agent.session_id)
+    with pytest.warns(RuntimeWarning, match="torn|repair"):
+        result = await fresh.send("second")
+    assert result.text == "two" and result.anchor_seq == 2
+    assert [e.seq for e in await fresh.checkpointer.read(agent.session_id)] == [1, 2, 3, 4]
