@@ -294,3 +294,24 @@ async def test_one_turn_per_session(
         await agent.send("two")
     gate.set()
     assert (await running).text == "held"
+
+
+async def test_the_api_key_never_reaches_the_session_files(
+    make_agent: MakeAgent,
+    anthropic_env: FakeAnthropicServer,
+    storage: Storage,
+) -> None:
+    key = anthropic_env.api_key
+    anthropic_env.script(
+        FakeReply("", tool_calls=[FakeToolCall("bash", {"command": "env; echo done"})]),
+        "I looked at the environment.",
+    )
+    agent = make_agent(model=anthropic(), approvals={"bash": "allow"})
+    assert key not in repr(agent.model)
+    await agent.send("show the environment")
+    output = json.dumps(anthropic_env.message_requests[1].body["messages"][-1])
+    assert "done" in output and key not in output  # the shell never saw it
+    files = [p for p in storage.root.rglob("*") if p.is_file()]
+    assert files
+    for path in files:
+        assert key.encode() not in path.read_bytes(), path
