@@ -18,6 +18,7 @@ from lite_agent_jupyter import (
     MissingAPIKeyError,
     ProviderError,
     SessionBusyError,
+    Storage,
     tool,
 )
 from lite_agent_jupyter.checkpoint.events import (
