@@ -46,7 +46,7 @@ async def raw_call(client: AsyncAnthropic, body: dict[str, Any]) -> float:
     return time.perf_counter() - started
 
 
-async def measure(turns: int, with_tool: bool) -> tuple[list[float], list[float]]:
+async def measure(turns: int, with_tool: bool, backend: str) -> tuple[list[float], list[float]]:
     server = FakeAnthropicServer().start()
     try:
         with tempfile.TemporaryDirectory() as tmp:
@@ -57,6 +57,7 @@ async def measure(turns: int, with_tool: bool) -> tuple[list[float], list[float]
                 model=anthropic(api_key=server.api_key, base_url=server.url, max_retries=0),
                 workdir=workdir,
                 storage=Storage(Path(tmp) / "store", "bench"),
+                sessions=backend != "memory",
             )
             client = AsyncAnthropic(api_key=server.api_key, base_url=server.url, max_retries=0)
             agent_times: list[float] = []
@@ -99,19 +100,32 @@ async def measure(turns: int, with_tool: bool) -> tuple[list[float], list[float]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--turns", type=int, default=200)
+    parser.add_argument(
+        "--backend",
+        choices=["file", "memory"],
+        nargs="*",
+        default=["file", "memory"],
+        help="file: the default persistent session (fsync at the end of each turn); "
+        "memory: sessions=False, the loop alone",
+    )
     args = parser.parse_args()
     header = ("scenario", "agent ms/call", "raw ms/call", "overhead ms", "ratio")
-    print(f"{header[0]:<28} {header[1]:>14} {header[2]:>12} {header[3]:>12} {header[4]:>6}")
-    for name, with_tool in (
-        ("text answer (1 call/turn)", False),
-        ("tool call (2 calls/turn)", True),
-    ):
-        agent_times, raw_times = asyncio.run(measure(args.turns, with_tool))
+    print(f"{header[0]:<36} {header[1]:>14} {header[2]:>12} {header[3]:>12} {header[4]:>6}")
+    scenarios = [
+        (f"{backend}: {name}", with_tool, backend)
+        for backend in args.backend
+        for name, with_tool in (
+            ("text answer (1 call/turn)", False),
+            ("tool call (2 calls/turn)", True),
+        )
+    ]
+    for name, with_tool, backend in scenarios:
+        agent_times, raw_times = asyncio.run(measure(args.turns, with_tool, backend))
         overhead = statistics.median(a - r for a, r in zip(agent_times, raw_times, strict=True))
         agent_ms = statistics.median(agent_times) * 1000
         raw_ms = statistics.median(raw_times) * 1000
         print(
-            f"{name:<28} {agent_ms:>14.2f} {raw_ms:>12.2f} {overhead * 1000:>12.2f} "
+            f"{name:<36} {agent_ms:>14.2f} {raw_ms:>12.2f} {overhead * 1000:>12.2f} "
             f"{agent_ms / raw_ms:>6.2f}"
         )
     print("target: median overhead <= 2 ms per model round-trip")

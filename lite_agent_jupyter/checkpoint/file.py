@@ -59,7 +59,6 @@ without waiting, inline; only when one is contended does the call wait in a work
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import logging
@@ -362,12 +361,16 @@ class FileCheckpointer:
         )
 
     async def sync(self, session_id: str) -> None:
-        """fsync the session's log (and its folder), so that everything appended so far
-        survives a power loss even with ``durable=False``. A no-op for an unknown session.
-        Runs in a worker thread: an fsync can take long on a busy disk."""
+        """fsync the session's log (and, the first time, its folder entry), so that everything
+        appended so far survives a power loss even with ``durable=False``. A no-op for an
+        unknown session.
+
+        Runs on the event loop, like the appends: the agent calls it once per turn, and a
+        flush (~0.25 ms here) is cheaper than the worker-thread hop (~0.13 ms) plus the
+        flush. On a disk so busy that a flush takes long, the loop waits that long."""
         validate_session_id(session_id)
         self._check_open()
-        await asyncio.to_thread(self._sync_now, self._path(session_id))
+        self._sync_now(self._path(session_id))
 
     def _sync_now(self, path: str) -> None:
         try:
