@@ -20,7 +20,7 @@ import pytest
 from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
 from process_helpers import async_wait_until, process_alive
 
-from lite_agent_jupyter import AbortSignal, ApprovalRequest, LiteAgent
+from lite_agent_jupyter import AbortSignal, ApprovalRequest, LiteAgent, ToolCallFinished
 from lite_agent_jupyter.checkpoint.events import InterruptedEvent, ToolResultEvent
 from lite_agent_jupyter.checkpoint.fold import INTERRUPTED_RESULT
 
@@ -75,8 +75,15 @@ async def test_cancelling_send_kills_the_shell_and_answers_every_tool_call(
         "after the interrupt",
     )
     agent = make_agent(model=claude(), approvals={"bash": "allow"})
-    task = asyncio.ensure_future(agent.send("run it"))
+    seen: list[Any] = []
+
+    async def consume() -> None:
+        async for event in agent.run("run it"):
+            seen.append(event)
+
+    task = asyncio.ensure_future(consume())
     await wait_until(lambda: pid_file.exists() and pid_file.read_text().strip() != "")
+    await wait_until(lambda: any(isinstance(e, ToolCallFinished) and e.id == "ls" for e in seen))
     pid = int(pid_file.read_text())
     assert process_alive(pid)
     task.cancel()
