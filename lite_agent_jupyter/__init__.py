@@ -20,6 +20,7 @@ from .agent import (
     TurnFinished,
     TurnStarted,
     UsageUpdate,
+    console_approval,
     create_lite_agent,
 )
 from .checkpoint import (
@@ -104,6 +105,7 @@ __all__ = [
     "UsageUpdate",
     "__version__",
     "checkpointer_from_url",
+    "console_approval",
     "create_lite_agent",
     "file_checkpointer",
     "memory_checkpointer",

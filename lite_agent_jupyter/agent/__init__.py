@@ -1,6 +1,6 @@
 """The agent layer: ``LiteAgent``, its turn loop, approvals and stream events."""
 
-from .approvals import ApprovalRequest, Decision, InputRequest
+from .approvals import ApprovalRequest, Decision, InputRequest, console_approval
 from .core import DEFAULT_MODEL_NAME, LiteAgent, create_lite_agent
 from .results import (
     AgentEvent,
@@ -27,5 +27,6 @@ __all__ = [
     "TurnFinished",
     "TurnStarted",
     "UsageUpdate",
+    "console_approval",
     "create_lite_agent",
 ]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -124,3 +125,20 @@ async def call_handler(
     with contextlib.suppress(BaseException):
         await work
     return False, None
+
+
+def console_approval(request: ApprovalRequest, signal: AbortSignal) -> bool:
+    """An ``on_approval`` handler for a terminal: shows the call and asks ``[y/N]``.
+
+    Sync on purpose: the agent runs it in a worker thread, so the event loop (and the
+    stream) goes on while the person reads. End of input (no terminal) counts as "no".
+    """
+    shown = json.dumps(request.input, ensure_ascii=False, indent=1)
+    if len(shown) > 2000:
+        shown = shown[:2000] + " …"
+    print(f"\nThe agent wants to run {request.tool_name} ({request.kind}):\n{shown}")
+    try:
+        answer = input("Allow? [y/N] ")
+    except EOFError:
+        return False
+    return not signal.aborted and answer.strip().lower() in ("y", "yes")
