@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import tempfile
 import time
+import uuid
 from pathlib import Path
 
 from .checkpoint.events import AssistantEvent, UserEvent
@@ -55,8 +57,9 @@ async def checkpoint_tour(base: Path, with_postgres: bool) -> None:
         "file": f"file://{base / 'file-store'}",
         "sqlite": f"sqlite://{base / 'store.db'}",
     }
+    schema = f"lite_agent_demo_{uuid.uuid4().hex[:8]}"  # a throwaway schema, dropped below
     if with_postgres:
-        urls["postgres"] = f"{PG_DSN}?schema=lite_agent_demo"
+        urls["postgres"] = f"{PG_DSN}?schema={schema}"
     for name, url in urls.items():
         checkpointer = checkpointer_from_url(url)
         try:
@@ -65,6 +68,16 @@ async def checkpoint_tour(base: Path, with_postgres: bool) -> None:
             print(f"  {name:<9} unavailable at {redact_url(url)}: {exc}")
         finally:
             await checkpointer.close()
+    if with_postgres:
+        with contextlib.suppress(Exception):
+            import psycopg
+
+            with psycopg.connect(PG_DSN, autocommit=True, connect_timeout=5) as conn:
+                conn.execute(
+                    psycopg.sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(
+                        psycopg.sql.Identifier(schema)
+                    )
+                )
 
 
 async def agent_tour(base: Path) -> None:
