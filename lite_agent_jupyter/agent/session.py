@@ -5,8 +5,10 @@ object last saw, so a second writer (another process, another agent on the same 
 the write fail cleanly with ``CheckpointConflictError`` instead of interleaving two
 conversations. After a conflict the cache is dropped and re-read on next use.
 
-Why a cache: folding needs every event of the session on each model call; re-reading the log
-each time would make a turn cost grow with the session's length.
+Why a cache: every model call needs the whole conversation; re-reading and re-folding the log
+each time would make every call cost grow with the session's length. The cache keeps the
+events and their fold (:class:`~lite_agent_jupyter.checkpoint.fold.Folder`) up to date as
+events are appended, so a call costs what the turn added.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import asyncio
 from collections.abc import Sequence
 
 from ..checkpoint.events import Event, now_iso, stamped, to_dict
-from ..checkpoint.fold import fold
+from ..checkpoint.fold import Folder
 from ..checkpoint.protocol import Checkpointer
 from ..errors import CheckpointConflictError
 
@@ -28,6 +30,7 @@ class SessionLog:
         self.session_id = session_id
         self.events: list[Event] = []
         self.head = 0
+        self._folder = Folder()
         self._loaded = False
         self._write_lock = asyncio.Lock()
         self.turn_lock = asyncio.Lock()
@@ -36,23 +39,34 @@ class SessionLog:
     async def load(self) -> None:
         """Catch up with the store: read what was appended since we last looked."""
         if not self._loaded:
-            self.events = await self.checkpointer.read(self.session_id)
+            self._replace(await self.checkpointer.read(self.session_id))
             self._loaded = True
-        else:
-            # one read from our last event on: it proves the log still holds what we cached
-            tail = await self.checkpointer.read(self.session_id, after=max(self.head - 1, 0))
-            if self.head == 0:
-                self.events = tail
-            elif tail and _same(tail[0], self.events[-1]):
-                self.events.extend(tail[1:])
-            else:  # truncated (and perhaps re-grown) elsewhere, e.g. by a restore
-                self.events = await self.checkpointer.read(self.session_id)
-        self.head = self.events[-1].seq if self.events else 0
+            return
+        # one read from our last event on: it proves the log still holds what we cached
+        tail = await self.checkpointer.read(self.session_id, after=max(self.head - 1, 0))
+        if self.head == 0:
+            self._replace(tail)
+        elif tail and _same(tail[0], self.events[-1]):
+            self._extend(tail[1:])
+        else:  # truncated (and perhaps re-grown) elsewhere, e.g. by a restore
+            self._replace(await self.checkpointer.read(self.session_id))
+
+    def _replace(self, events: list[Event]) -> None:
+        self.events = events
+        self.head = events[-1].seq if events else 0
+        self._folder = Folder.of(events)
+
+    def _extend(self, events: Sequence[Event]) -> None:
+        if not events:
+            return
+        self.events.extend(events)
+        self.head = self.events[-1].seq
+        if not self._folder.extend(events):  # a compaction: fold again from the start
+            self._folder = Folder.of(self.events)
 
     def invalidate(self) -> None:
         self._loaded = False
-        self.events = []
-        self.head = 0
+        self._replace([])
 
     async def append(self, events: Sequence[Event]) -> int:
         """Append with optimistic concurrency; returns the new head."""
@@ -66,12 +80,12 @@ class SessionLog:
                 raise
             ts = now_iso()
             first = head - len(events) + 1
-            self.events.extend(stamped(ev, first + i, ts) for i, ev in enumerate(events))
-            self.head = head
+            self._extend([stamped(ev, first + i, ts) for i, ev in enumerate(events)])
             return head
 
     def messages(self) -> list[dict[str, object]]:
-        return fold(self.events)
+        """The model's view of the session (kept folded as events arrive)."""
+        return self._folder.snapshot()
 
     async def sync(self) -> None:
         """Ask the backend to make everything so far durable (end of a turn)."""

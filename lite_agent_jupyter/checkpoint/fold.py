@@ -47,53 +47,86 @@ def _blocks(content: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def fold(events: Iterable[Event]) -> list[Message]:
     """The model's message list for a session whose events are ``events`` (ascending seq)."""
-    events = list(events)
-    messages: list[Message] = []
-    latest = next((e for e in reversed(events) if isinstance(e, CompactionEvent)), None)
-    if latest is not None:
-        summary = SUMMARY_PREFIX + latest.summary
-        messages.append({"role": "user", "content": [{"type": "text", "text": summary}]})
-        # Events after ``through_seq`` stay verbatim, also those logged while the summary was
-        # being written (between ``through_seq`` and the compaction event itself).
-        events = [e for e in events if e.seq > latest.through_seq]
+    return Folder.of(events).messages
 
-    pending: list[str] = []  # tool_use ids of the last assistant message still unanswered
 
-    def add(role: str, blocks: list[dict[str, Any]]) -> None:
+class Folder:
+    """The fold, kept up to date as events are appended: each model call of a turn then costs
+    what the turn added, not the whole session (folding 2,000 events takes ~2.5 ms).
+
+    ``Folder.of(events).messages == fold(events)``; ``extend`` applies more events and returns
+    ``False`` when it meets a compaction, after which the caller must start again with
+    :meth:`of` (a compaction rewrites the past).
+    """
+
+    __slots__ = ("_pending", "messages")
+
+    def __init__(self) -> None:
+        self.messages: list[Message] = []
+        self._pending: list[str] = []  # tool_use ids of the last assistant message unanswered
+
+    @classmethod
+    def of(cls, events: Iterable[Event]) -> Folder:
+        events = list(events)
+        folder = cls()
+        latest = next((e for e in reversed(events) if isinstance(e, CompactionEvent)), None)
+        if latest is not None:
+            summary = SUMMARY_PREFIX + latest.summary
+            folder.messages.append({"role": "user", "content": [{"type": "text", "text": summary}]})
+            # Events after ``through_seq`` stay verbatim, also those logged while the summary
+            # was being written (between ``through_seq`` and the compaction event itself).
+            events = [e for e in events if e.seq > latest.through_seq]
+        # only the latest compaction counts (it covers the earlier ones)
+        folder.extend(e for e in events if not isinstance(e, CompactionEvent))
+        return folder
+
+    def snapshot(self) -> list[Message]:
+        """The messages so far, safe to hand out: messages are never changed in place (a
+        merge replaces the last one), so later events do not alter a snapshot."""
+        return list(self.messages)
+
+    def extend(self, events: Iterable[Event]) -> bool:
+        """Apply ``events``; ``False`` (and nothing applied from there) at a compaction."""
+        for event in events:
+            if isinstance(event, ToolResultEvent):
+                if event.tool_use_id not in self._pending:
+                    continue  # answers no open call (e.g. compacted away): the API refuses it
+                self._pending.remove(event.tool_use_id)
+                block: dict[str, Any] = {"type": "tool_result", "tool_use_id": event.tool_use_id}
+                block["content"] = event.content
+                if event.is_error:
+                    block["is_error"] = True
+                self._add("user", [block])
+            elif isinstance(event, UserEvent):
+                self._close_pending()
+                self._add("user", _blocks(event.content))
+            elif isinstance(event, AssistantEvent):
+                self._close_pending()
+                blocks = _blocks(event.content)
+                self._add("assistant", blocks)
+                self._pending.extend(
+                    b["id"] for b in blocks if b.get("type") == "tool_use" and "id" in b
+                )
+            elif isinstance(event, CompactionEvent):
+                return False
+        return True
+
+    def _add(self, role: str, blocks: list[dict[str, Any]]) -> None:
         if not blocks:
             return
+        messages = self.messages
         if messages and messages[-1]["role"] == role:
             merged = messages[-1]["content"] + blocks
             if role == "user":  # tool results must lead a user message
                 merged.sort(key=lambda b: b.get("type") != "tool_result")
-            messages[-1]["content"] = merged
+            messages[-1] = {"role": role, "content": merged}
         else:
             messages.append({"role": role, "content": blocks})
 
-    def close_pending() -> None:
-        if pending:
-            add("user", [_interrupted(tool_id) for tool_id in pending])
-            pending.clear()
-
-    for event in events:
-        if isinstance(event, ToolResultEvent):
-            if event.tool_use_id not in pending:
-                continue  # answers no open call (e.g. compacted away): the API would refuse it
-            pending.remove(event.tool_use_id)
-            block: dict[str, Any] = {"type": "tool_result", "tool_use_id": event.tool_use_id}
-            block["content"] = event.content
-            if event.is_error:
-                block["is_error"] = True
-            add("user", [block])
-        elif isinstance(event, UserEvent):
-            close_pending()
-            add("user", _blocks(event.content))
-        elif isinstance(event, AssistantEvent):
-            close_pending()
-            blocks = _blocks(event.content)
-            add("assistant", blocks)
-            pending.extend(b["id"] for b in blocks if b.get("type") == "tool_use" and "id" in b)
-    return messages
+    def _close_pending(self) -> None:
+        if self._pending:
+            self._add("user", [_interrupted(tool_id) for tool_id in self._pending])
+            self._pending.clear()
 
 
 def _interrupted(tool_use_id: str) -> dict[str, Any]:

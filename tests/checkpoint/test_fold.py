@@ -251,3 +251,55 @@ def test_fold_is_pure() -> None:
     first[0]["content"][0]["text"] = "mutated"
     assert [repr(e) for e in log] == snapshot
     assert fold(log)[0]["content"][0]["text"] == "hi"
+
+
+# -- the incremental fold equals the pure one ------------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from lite_agent_jupyter.checkpoint.fold import Folder  # noqa: E402
+
+
+@st.composite
+def _logs(draw: st.DrawFn) -> list[Event]:
+    """Random but plausible logs: prompts, answers with tool calls, results (some missing,
+    some late), compactions, and records the model never sees."""
+    events: list[Event] = []
+    open_calls: list[str] = []
+    for seq in range(1, draw(st.integers(0, 40)) + 1):
+        kind = draw(st.sampled_from(["user", "assistant", "result", "compaction", "other"]))
+        if kind == "user":
+            events.append(UserEvent(seq=seq, content=draw(st.sampled_from(["hi", "", "go on"]))))
+        elif kind == "assistant":
+            calls = [f"t{seq}_{i}" for i in range(draw(st.integers(0, 2)))]
+            blocks: list[dict[str, Any]] = [{"type": "text", "text": f"a{seq}"}]
+            blocks += [{"type": "tool_use", "id": c, "name": "x", "input": {}} for c in calls]
+            events.append(AssistantEvent(seq=seq, content=blocks))
+            open_calls = calls
+        elif kind == "result" and open_calls:
+            call = open_calls.pop(draw(st.integers(0, len(open_calls) - 1)))
+            events.append(ToolResultEvent(seq=seq, tool_use_id=call, content="r"))
+        elif kind == "compaction":
+            through = draw(st.integers(0, seq - 1))
+            events.append(CompactionEvent(seq=seq, summary=f"s{seq}", through_seq=through))
+        else:
+            events.append(InterruptedEvent(seq=seq, reason="x"))
+    return events
+
+
+@settings(max_examples=300, deadline=None)
+@given(_logs(), st.data())
+def test_incremental_fold_equals_the_pure_fold(events: list[Event], data: st.DataObject) -> None:
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(events)), max_size=6)))
+    folder = Folder.of(events[: cuts[0]] if cuts else [])
+    snapshots = []
+    start = cuts[0] if cuts else 0
+    for end in [*cuts[1:], len(events)]:
+        snapshots.append((end, folder.snapshot(), fold(events[:start])))
+        if not folder.extend(events[start:end]):
+            folder = Folder.of(events[:end])
+        start = end
+    assert folder.messages == fold(events)
+    for _, snapshot, expected in snapshots:  # earlier snapshots were not changed afterwards
+        assert snapshot == expected
