@@ -96,6 +96,7 @@ async def run_turn(
     stop_reason: str | None = None
     partial: list[str] = []  # text streamed for the message in flight, kept if interrupted
     specs = settings.tool_specs()
+    specs_marked = any("cache_control" in spec for spec in specs)
     try:
         while True:
             if calls >= settings.max_turns:
@@ -107,6 +108,7 @@ async def run_turn(
                 system=settings.system_prompt,
                 tools=specs,
                 max_tokens=settings.max_tokens,
+                has_cache_control=specs_marked or session.has_cache_control,
             )
             done: MessageDone | None = None
             partial.clear()

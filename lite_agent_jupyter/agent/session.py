@@ -87,6 +87,11 @@ class SessionLog:
         """The model's view of the session (kept folded as events arrive)."""
         return self._folder.snapshot()
 
+    @property
+    def has_cache_control(self) -> bool:
+        """Whether the conversation carries ``cache_control`` blocks of the user's own."""
+        return self._folder.has_cache_control
+
     async def sync(self) -> None:
         """Ask the backend to make everything so far durable (end of a turn)."""
         sync = getattr(self.checkpointer, "sync", None)

@@ -59,11 +59,14 @@ class Folder:
     :meth:`of` (a compaction rewrites the past).
     """
 
-    __slots__ = ("_pending", "messages")
+    __slots__ = ("_pending", "has_cache_control", "messages")
 
     def __init__(self) -> None:
         self.messages: list[Message] = []
         self._pending: list[str] = []  # tool_use ids of the last assistant message unanswered
+        self.has_cache_control = False
+        """Whether a block of ``messages`` carries ``cache_control`` (from a user's content
+        blocks): tracked as blocks are added, so nobody has to scan the conversation."""
 
     @classmethod
     def of(cls, events: Iterable[Event]) -> Folder:
@@ -114,6 +117,8 @@ class Folder:
     def _add(self, role: str, blocks: list[dict[str, Any]]) -> None:
         if not blocks:
             return
+        if not self.has_cache_control:
+            self.has_cache_control = any(_marked(block) for block in blocks)
         messages = self.messages
         if messages and messages[-1]["role"] == role:
             merged = messages[-1]["content"] + blocks
@@ -127,6 +132,15 @@ class Folder:
         if self._pending:
             self._add("user", [_interrupted(tool_id) for tool_id in self._pending])
             self._pending.clear()
+
+
+def _marked(block: dict[str, Any]) -> bool:
+    if block.get("cache_control") is not None:
+        return True
+    nested = block.get("content") if block.get("type") == "tool_result" else None
+    return isinstance(nested, list) and any(
+        isinstance(b, dict) and b.get("cache_control") is not None for b in nested
+    )
 
 
 def _interrupted(tool_use_id: str) -> dict[str, Any]:

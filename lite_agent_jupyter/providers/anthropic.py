@@ -449,6 +449,8 @@ def _error_message(body: object) -> str | None:
 
 
 def _has_cache_control(request: ModelRequest) -> bool:
+    if request.has_cache_control is not None:
+        return request.has_cache_control
     return count_cache_control(request.tools) + count_cache_control(request.messages) > 0
 
 

@@ -65,6 +65,10 @@ class ModelRequest:
     system: str | None = None
     tools: list[dict[str, Any]] = field(default_factory=list)
     max_tokens: int = 8192
+    has_cache_control: bool | None = None
+    """Whether ``messages`` or ``tools`` already carry ``cache_control`` blocks (then a
+    provider adds none of its own); ``None``: unknown, the provider looks. The agent knows it
+    from its incremental fold, which spares a scan of the whole conversation on every call."""
 
 
 @dataclass(slots=True)

@@ -316,3 +316,22 @@ async def test_the_api_key_never_reaches_the_session_files(
     assert files
     for path in files:
         assert key.encode() not in path.read_bytes(), path
+
+
+async def test_prompt_caching_moves_with_the_conversation_and_respects_the_users_own(
+    make_agent: MakeAgent, claude: Callable[..., Any], fake_anthropic: FakeAnthropicServer
+) -> None:
+    fake_anthropic.script("one", "two", "three")
+    agent = make_agent(model=claude())
+    await agent.send("first")
+    await agent.send("second")
+    body = fake_anthropic.message_requests[1].body
+    marked = [i for i, m in enumerate(body["messages"]) if "cache_control" in json.dumps(m)]
+    assert marked == [0, 2]  # the previous request's end (read) and this one's (written)
+    assert "cache_control" in json.dumps(body["system"])
+    # a prompt that carries its own breakpoint: the provider adds none
+    own = {"type": "text", "text": "a long document", "cache_control": {"type": "ephemeral"}}
+    agent.clear()
+    await agent.send([own])
+    body = fake_anthropic.message_requests[2].body
+    assert json.dumps(body).count("cache_control") == 1

@@ -303,3 +303,12 @@ def test_incremental_fold_equals_the_pure_fold(events: list[Event], data: st.Dat
     assert folder.messages == fold(events)
     for _, snapshot, expected in snapshots:  # earlier snapshots were not changed afterwards
         assert snapshot == expected
+
+
+def test_folder_tracks_cache_control_of_the_users_blocks() -> None:
+    plain = Folder.of([UserEvent(seq=1, content="hi"), AssistantEvent(seq=2, content=[])])
+    assert not plain.has_cache_control
+    marked = {"type": "text", "text": "big doc", "cache_control": {"type": "ephemeral"}}
+    plain.extend([UserEvent(seq=3, content=[marked])])
+    assert plain.has_cache_control
+    assert Folder.of([UserEvent(seq=1, content=[marked])]).has_cache_control
