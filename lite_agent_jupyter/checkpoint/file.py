@@ -76,11 +76,18 @@ from typing import Any, NamedTuple, TypeVar
 
 from filelock import FileLock, Timeout
 
-from ..errors import CheckpointConflictError, CheckpointerUnavailableError, CorruptLogError
+from ..errors import CheckpointerUnavailableError, CorruptLogError
 from ..storage import FILE_MODE, ensure_private_dir, fsync_dir
 from ._blocking import POLL_SECONDS, Gate, ThreadGate, run_gated
 from .events import Event, UserEvent, encode, from_dict, is_anchor, loads, now_iso
-from .protocol import SESSION_ID_PATTERN, SessionInfo, anchor_stats, validate_session_id
+from .protocol import (
+    SESSION_ID_PATTERN,
+    SessionInfo,
+    anchor_stats,
+    check_head,
+    check_truncate,
+    validate_session_id,
+)
 
 __all__ = ["FileCheckpointer", "LogRepairedWarning", "file_checkpointer"]
 
@@ -348,10 +355,8 @@ class FileCheckpointer:
         self._check_open()
         path = self._path(session_id)
         if not os.path.lexists(path):  # nothing to lock: the head is 0
-            if expected_head is not None and expected_head != 0:
-                raise CheckpointConflictError(session_id, expected_head, 0)
-            if to_seq != 0:
-                raise ValueError(f"cannot truncate session {session_id!r} to {to_seq}: head is 0")
+            check_head(session_id, expected_head, 0)
+            check_truncate(session_id, to_seq, 0)
             return
         session = self._session(session_id)
         await self._locked(
@@ -414,8 +419,7 @@ class FileCheckpointer:
                 st = os.fstat(fd)
                 size, tail = st.st_size, self._tail(path, session, fd, st)
             head = tail.head
-            if expected_head is not None and expected_head != head:
-                raise CheckpointConflictError(session_id, expected_head, head)
+            check_head(session_id, expected_head, head)
             if not events:
                 return head
             ts = now_iso()
@@ -492,12 +496,8 @@ class FileCheckpointer:
             fd = -1
         try:
             tail = _Tail(0, 0) if fd < 0 else self._tail(path, session, fd, os.fstat(fd))
-            if expected_head is not None and expected_head != tail.head:
-                raise CheckpointConflictError(session_id, expected_head, tail.head)
-            if not 0 <= to_seq <= tail.head:
-                raise ValueError(
-                    f"cannot truncate session {session_id!r} to {to_seq}: head is {tail.head}"
-                )
+            check_head(session_id, expected_head, tail.head)
+            check_truncate(session_id, to_seq, tail.head)
             if to_seq == tail.head:
                 return
             if to_seq == 0:

@@ -13,9 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from ..errors import CheckpointConflictError
 from .events import Event, decode, encode, now_iso
-from .protocol import SessionInfo, anchor_stats, validate_session_id
+from .protocol import SessionInfo, anchor_stats, check_head, check_truncate, validate_session_id
 
 
 @dataclass(slots=True)
@@ -40,8 +39,7 @@ class MemoryCheckpointer:
         with self._lock:
             session = self._sessions.get(session_id)
             head = len(session.lines) if session else 0
-            if expected_head is not None and expected_head != head:
-                raise CheckpointConflictError(session_id, expected_head, head)
+            check_head(session_id, expected_head, head)
             if not events:
                 return head
             ts = now_iso()
@@ -91,12 +89,8 @@ class MemoryCheckpointer:
         with self._lock:
             session = self._sessions.get(session_id)
             head = len(session.lines) if session else 0
-            if expected_head is not None and expected_head != head:
-                raise CheckpointConflictError(session_id, expected_head, head)
-            if not 0 <= to_seq <= head:
-                raise ValueError(
-                    f"cannot truncate session {session_id!r} to {to_seq}: head is {head}"
-                )
+            check_head(session_id, expected_head, head)
+            check_truncate(session_id, to_seq, head)
             if session is None or to_seq == head:
                 return
             if to_seq == 0:

@@ -64,7 +64,7 @@ from ..errors import (
 )
 from ..storage import blob_hash
 from .events import EVENT_VERSION, Event, decode, encode, is_anchor, now_iso
-from .protocol import SessionInfo, anchor_stats, validate_session_id
+from .protocol import SessionInfo, anchor_stats, check_head, check_truncate, validate_session_id
 from .url import redact_url
 
 __all__ = [
@@ -559,8 +559,7 @@ class PostgresCheckpointer:
         validate_session_id(session_id)
         if not events:
             head = await self.head(session_id)
-            if expected_head is not None and expected_head != head:
-                raise CheckpointConflictError(session_id, expected_head, head)
+            check_head(session_id, expected_head, head)
             return head
         ts = now_iso()
         tails: list[str] = []
@@ -670,12 +669,8 @@ class PostgresCheckpointer:
                 cur = await conn.execute(self._sql_lock, (session_id,))
                 row = await cur.fetchone()
                 head = int(row[0]) if row is not None else 0
-                if expected_head is not None and expected_head != head:
-                    raise CheckpointConflictError(session_id, expected_head, head)
-                if not 0 <= to_seq <= head:
-                    raise ValueError(
-                        f"cannot truncate session {session_id!r} to {to_seq}: head is {head}"
-                    )
+                check_head(session_id, expected_head, head)
+                check_truncate(session_id, to_seq, head)
                 if to_seq == head:
                     return
                 attempt.unsafe = True

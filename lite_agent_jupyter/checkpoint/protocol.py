@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
-from ..errors import InvalidSessionIdError
+from ..errors import CheckpointConflictError, InvalidSessionIdError
 from .events import Event
 
 SESSION_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
@@ -38,6 +38,20 @@ def validate_session_id(session_id: object) -> str:
     if not isinstance(session_id, str) or SESSION_ID_PATTERN.fullmatch(session_id) is None:
         raise InvalidSessionIdError(session_id)
     return session_id
+
+
+def check_head(session_id: str, expected_head: int | None, head: int) -> None:
+    """The optimistic-concurrency rule of ``append``/``truncate``, in one place: raise
+    :class:`CheckpointConflictError` if ``expected_head`` is given and is not ``head``.
+    Backends call it inside their lock or transaction, before writing anything."""
+    if expected_head is not None and expected_head != head:
+        raise CheckpointConflictError(session_id, expected_head, head)
+
+
+def check_truncate(session_id: str, to_seq: int, head: int) -> None:
+    """``truncate`` keeps ``seq <= to_seq``: ``to_seq`` must be within ``0..head``."""
+    if not 0 <= to_seq <= head:
+        raise ValueError(f"cannot truncate session {session_id!r} to {to_seq}: head is {head}")
 
 
 def new_session_id() -> str:

@@ -58,7 +58,7 @@ from ..errors import (
 from ..storage import FILE_MODE, ensure_private_dir
 from ._blocking import Cancelled, ThreadGate, WouldBlock, run_gated
 from .events import Event, encode, from_dict, is_anchor, loads, now_iso
-from .protocol import SessionInfo, anchor_stats, validate_session_id
+from .protocol import SessionInfo, anchor_stats, check_head, check_truncate, validate_session_id
 
 __all__ = ["SCHEMA_VERSION", "SQLiteCheckpointer", "sqlite_checkpointer"]
 
@@ -277,8 +277,7 @@ class SQLiteCheckpointer:
         def op(conn: sqlite3.Connection) -> int:
             if not events:  # nothing to write: a read is enough
                 head = _head(conn, session_id)
-                if expected_head is not None and expected_head != head:
-                    raise CheckpointConflictError(session_id, expected_head, head)
+                check_head(session_id, expected_head, head)
                 return head
             now = time.time()
             conn.execute("BEGIN IMMEDIATE")
@@ -291,8 +290,7 @@ class SQLiteCheckpointer:
                 conn.execute(_SQL_CREATE, (session_id, count, now, title, anchors, now))
             else:
                 head = row[0] - count
-                if expected_head is not None and expected_head != head:
-                    raise CheckpointConflictError(session_id, expected_head, head)
+                check_head(session_id, expected_head, head)
             ts = now_iso()
             if count == 1:
                 seq = head + 1
@@ -374,12 +372,8 @@ class SQLiteCheckpointer:
         def op(conn: sqlite3.Connection) -> None:
             conn.execute("BEGIN IMMEDIATE")
             head = _head(conn, session_id)
-            if expected_head is not None and expected_head != head:
-                raise CheckpointConflictError(session_id, expected_head, head)
-            if not 0 <= to_seq <= head:
-                raise ValueError(
-                    f"cannot truncate session {session_id!r} to {to_seq}: head is {head}"
-                )
+            check_head(session_id, expected_head, head)
+            check_truncate(session_id, to_seq, head)
             if to_seq == head:
                 conn.execute("ROLLBACK")
                 return
