@@ -50,7 +50,6 @@ from pathlib import Path
 from typing import TypeVar
 
 from ..errors import (
-    CheckpointConflictError,
     CheckpointerUnavailableError,
     CorruptLogError,
     UnsupportedVersionError,
@@ -285,8 +284,7 @@ class SQLiteCheckpointer:
             row = conn.execute(_SQL_ADVANCE, (count, now, title, anchors, session_id)).fetchone()
             if row is None:
                 head = 0
-                if expected_head:
-                    raise CheckpointConflictError(session_id, expected_head, head)
+                check_head(session_id, expected_head, head)
                 conn.execute(_SQL_CREATE, (session_id, count, now, title, anchors, now))
             else:
                 head = row[0] - count
