@@ -160,6 +160,10 @@ class _Known(NamedTuple):
     size: int
     mtime_ns: int
     head: int
+    last_line: bytes | None = None
+    """The log's last line (with its newline) when this object wrote it: a read of just the
+    last event of an unchanged log (the agent's check at the start of each turn) is then
+    answered from memory, without the lock."""
 
 
 def _matches(known: _Known | None, st: os.stat_result) -> bool:
@@ -284,8 +288,12 @@ class FileCheckpointer:
             return []
         session = self._session(session_id)
         known = session.known
-        if known is not None and _matches(known, st) and after >= known.head:
-            return []
+        if known is not None and _matches(known, st):
+            if after >= known.head:
+                return []
+            if after == known.head - 1 and known.last_line is not None:
+                start = known.size - len(known.last_line)
+                return _decode_lines(path, known.last_line, known.head, start)
         data, first_seq, offset = await self._locked(
             session, lambda: self._read_locked(path, session, after)
         )
@@ -442,7 +450,8 @@ class FileCheckpointer:
             if fd >= 0:
                 os.close(fd)
         new_head = head + len(events)
-        session.known = _Known(st.st_ino, st.st_size, st.st_mtime_ns, new_head)
+        last_line = lines[-2].encode("utf-8") + b"\n"
+        session.known = _Known(st.st_ino, st.st_size, st.st_mtime_ns, new_head, last_line)
         if anchors:
             try:
                 self._index_append({"id": session_id, "title": title, "turns": anchors})

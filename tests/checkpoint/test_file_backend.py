@@ -421,3 +421,29 @@ async def test_binary_search_agrees_with_a_full_read(directory: Path) -> None:
         assert [e.extra["i"] for e in await file_checkpointer(directory).read(S)] == list(
             range(keep)
         )
+
+
+async def test_the_last_event_of_an_unchanged_log_comes_from_memory(
+    directory: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After its own append, a read of just the last event needs no lock and no read of the
+    log; as soon as anyone else changed the log, reads go to the file again."""
+    ours, theirs = file_checkpointer(directory), file_checkpointer(directory)
+    head = await ours.append(S, [prompt("one"), assistant("first answer")])
+    real_open = os.open
+    opened: list[str] = []
+
+    def spy(path: str, *args: object, **kwargs: object) -> int:
+        opened.append(str(path))
+        return real_open(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(file_module.os, "open", spy)
+    (last,) = await ours.read(S, after=head - 1)
+    assert last.seq == 2 and payloads([last]) == payloads([assistant("first answer")])
+    assert opened == []  # neither the log nor its lock file
+    monkeypatch.setattr(file_module.os, "open", real_open)
+
+    await theirs.truncate(S, 1)
+    await theirs.append(S, [assistant("their answer")])  # same head, different content
+    (last,) = await ours.read(S, after=head - 1)
+    assert payloads([last]) == payloads([assistant("their answer")])
