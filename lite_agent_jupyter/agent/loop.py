@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,7 @@ from ..checkpoint.events import (
     UserEvent,
 )
 from ..checkpoint.fold import INTERRUPTED_RESULT
-from ..errors import CheckpointConflictError, LiteAgentError, ProviderError, ToolError
+from ..errors import CheckpointConflictError, LiteAgentError, ProviderError
 from ..providers.base import MessageDone, ModelRequest, Provider, Usage
 from ..providers.base import TextDelta as ProviderTextDelta
 from ..storage import Blobs
@@ -194,7 +195,7 @@ async def _run_tool(
                 storage_root=settings.storage_root,
                 snapshot=_snapshotter(settings, session, tool_use_id),
                 start_background=(
-                    (lambda desc, job: settings.start_background(session, desc, job))  # type: ignore[misc]
+                    functools.partial(settings.start_background, session)
                     if settings.start_background is not None
                     else None
                 ),
@@ -202,10 +203,8 @@ async def _run_tool(
             )
             try:
                 output = await invoke_tool(tool, arguments, context)
-            except (ToolError, LiteAgentError) as exc:
+            except LiteAgentError as exc:  # ToolError and the like: written for the model
                 output, is_error = str(exc), True
-            except asyncio.CancelledError:
-                raise
             except Exception as exc:  # a tool's bug must not end the turn: the model reads it
                 log.debug("tool %s failed", name, exc_info=True)
                 output, is_error = f"{type(exc).__name__}: {exc}", True
@@ -215,7 +214,9 @@ async def _run_tool(
     emit(ToolCallFinished(tool_use_id, name, _flatten(output), is_error))
 
 
-def _snapshotter(settings: TurnSettings, session: SessionLog, tool_use_id: str) -> Any:
+def _snapshotter(
+    settings: TurnSettings, session: SessionLog, tool_use_id: str
+) -> Callable[[Path, bytes | None], Awaitable[None]]:
     async def snapshot(path: Path, after: bytes | None) -> None:
         """Write-ahead record of a file change: both contents to blobs, then the event."""
         try:
