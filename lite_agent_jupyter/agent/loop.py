@@ -17,7 +17,7 @@ import contextlib
 import functools
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -71,9 +71,11 @@ class TurnSettings:
     gate: ApprovalGate
     start_background: Callable[[SessionLog, str, BackgroundJob], str] | None
     task_store: TaskStore | None = None
+    tool_specs: list[dict[str, Any]] = field(init=False)
+    """The tools as the API expects them: built once, sent with every call."""
 
-    def tool_specs(self) -> list[dict[str, Any]]:
-        return [tool.spec() for tool in self.tools.values()]
+    def __post_init__(self) -> None:
+        self.tool_specs = [tool.spec() for tool in self.tools.values()]
 
 
 async def run_turn(
@@ -96,7 +98,7 @@ async def run_turn(
     text = ""
     stop_reason: str | None = None
     partial: list[str] = []  # text streamed for the message in flight, kept if interrupted
-    specs = settings.tool_specs()
+    specs = settings.tool_specs
     specs_marked = any("cache_control" in spec for spec in specs)
     try:
         while True:
