@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from .abort import AbortController, AbortSignal
 from .agent import (
     AgentEvent,
+    AgentOptions,
     ApprovalRequest,
     InputRequest,
     LiteAgent,
@@ -72,6 +73,7 @@ __all__ = [
     "AbortSignal",
     "AgentClosedError",
     "AgentEvent",
+    "AgentOptions",
     "ApprovalRequest",
     "CheckpointConflictError",
     "Checkpointer",

@@ -1,7 +1,8 @@
 """The agent layer: ``LiteAgent``, its turn loop, approvals and stream events."""
 
 from .approvals import ApprovalRequest, Decision, InputRequest, console_approval
-from .core import DEFAULT_MODEL_NAME, LiteAgent, create_lite_agent
+from .core import LiteAgent, create_lite_agent
+from .options import DEFAULT_MODEL_NAME, AgentOptions
 from .results import (
     AgentEvent,
     LiteAgentResult,
@@ -16,6 +17,7 @@ from .results import (
 __all__ = [
     "DEFAULT_MODEL_NAME",
     "AgentEvent",
+    "AgentOptions",
     "ApprovalRequest",
     "Decision",
     "InputRequest",

@@ -14,11 +14,11 @@ import contextlib
 import logging
 import os
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Never
 
 from ..abort import AbortController, AbortSignal
 from ..checkpoint.events import (
@@ -45,12 +45,17 @@ from .approvals import (
     call_handler,
 )
 from .loop import TurnSettings, run_turn
+from .options import (
+    DEFAULT_MODEL_NAME,
+    AgentOptions,
+    BackgroundHandler,
+    check_option_names,
+)
 from .results import AgentEvent, LiteAgentResult, TurnFinished
 from .session import SessionLog
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MODEL_NAME = "claude-sonnet-4-6"
 DEFAULT_SYSTEM_PROMPT = """\
 You are a careful coding agent working in the user's project folder ({workdir}). Use the tools \
 to read, search, write and edit files and to run shell commands there. Paths are relative to \
@@ -80,99 +85,65 @@ class _BackgroundJob:
 class LiteAgent:
     """A persistent, resumable agent. Build it with :func:`create_lite_agent`."""
 
-    def __init__(
-        self,
-        *,
-        model: Provider,
-        model_name: str = DEFAULT_MODEL_NAME,
-        workdir: str | os.PathLike[str] = ".",
-        sessions: bool = True,
-        checkpointer: Checkpointer | None = None,
-        store: Checkpointer | None = None,
-        storage: Storage | str | os.PathLike[str] | None = None,
-        blobs: Blobs | None = None,
-        tools: Iterable[Tool] = (),
-        builtin_tools: bool = True,
-        system_prompt: str | None = None,
-        max_turns: int = 50,
-        max_tokens: int = 8192,
-        context_window: int = 200_000,
-        auto_compact: bool = True,
-        approvals: Mapping[str, Decision] | Decision | None = None,
-        on_approval: ApprovalHandler | None = None,
-        on_input: InputHandler | None = None,
-        on_background: Callable[[LiteAgentResult], object] | None = None,
-        session_id: str | None = None,
-    ) -> None:
-        if checkpointer is not None and store is not None and checkpointer is not store:
-            raise TypeError("pass either checkpointer= or store= (they are the same option)")
-        if not isinstance(model, Provider):
-            raise TypeError(
-                f"model= takes a provider such as anthropic() or scripted([...]), not "
-                f"{type(model).__name__}; the model id goes in model_name="
-            )
-        if max_turns < 1 or max_tokens < 1:
-            raise ValueError("max_turns and max_tokens must be at least 1")
-        self.workdir = Path(workdir).expanduser().resolve()
-        if not self.workdir.is_dir():
-            raise NotADirectoryError(f"workdir {str(self.workdir)!r} is not a folder")
-        given = checkpointer if checkpointer is not None else store
-        self.sessions_enabled = sessions or given is not None
-        if isinstance(storage, Storage) or storage is None:
-            self.storage = storage if storage is not None else Storage.for_workdir(self.workdir)
-        else:
-            self.storage = Storage.for_workdir(self.workdir, root=storage)
+    def __init__(self, options: AgentOptions) -> None:
+        if not isinstance(options, AgentOptions):
+            raise TypeError("LiteAgent(options) takes an AgentOptions; or use create_lite_agent()")
+        self.options = options
+        """The options this agent was created with (frozen)."""
+        self.workdir = workdir = options.workdir
+        given = options.checkpointer
+        self.sessions_enabled = options.sessions or given is not None
+        storage = options.storage
+        if not isinstance(storage, Storage):
+            storage = Storage.for_workdir(workdir, root=storage)
+        self.storage = storage
         self._owns_checkpointer = given is None
         if given is not None:
             self.checkpointer: Checkpointer = given
-        elif sessions:
+        elif options.sessions:
             from ..checkpoint.file import file_checkpointer
 
             self.checkpointer = file_checkpointer(self.storage.base / "sessions")
         else:
             self.checkpointer = memory_checkpointer()
         own_blobs = getattr(given, "blobs", None)
-        if blobs is not None:
-            self.blobs: Blobs = blobs
+        if options.blobs is not None:
+            self.blobs: Blobs = options.blobs
         elif callable(own_blobs):  # a networked backend keeps snapshots beside its logs
             self.blobs = own_blobs()
         elif self.sessions_enabled:
             self.blobs = self.storage.blobs
         else:
             self.blobs = MemoryBlobStore()
-        self.model = model
-        self.model_name = model_name
-        self.max_turns = max_turns
-        self.context_window = context_window
-        self.auto_compact = auto_compact
-        self.on_input = on_input
-        self.on_background = on_background
+        self.model = model = options.model
+        self.on_input = on_input = options.on_input
+        self.on_background = options.on_background
         self.background_results: list[LiteAgentResult] = []
         """Results of background completion turns, oldest first."""
 
-        all_tools = [*(default_tools() if builtin_tools else ()), *tools]
+        all_tools = [*(default_tools() if options.builtin_tools else ()), *options.tools]
         if on_input is not None:
             all_tools.append(self._ask_user_tool())
         self.tools = {t.name: t for t in all_tools}
         self._settings = TurnSettings(
             provider=model,
-            model_name=model_name,
+            model_name=options.model_name,
             system_prompt=(
-                system_prompt
-                if system_prompt is not None
-                else DEFAULT_SYSTEM_PROMPT.format(workdir=self.workdir)
+                options.system_prompt
+                if options.system_prompt is not None
+                else DEFAULT_SYSTEM_PROMPT.format(workdir=workdir)
             ),
             tools=self.tools,
-            max_turns=max_turns,
-            max_tokens=max_tokens,
+            max_turns=options.max_turns,
+            max_tokens=options.max_tokens,
             workdir=self.workdir,
             storage_root=self.storage.root,
             blobs=self.blobs,
-            gate=ApprovalGate(policy=approvals or {}, handler=on_approval),
+            gate=ApprovalGate(policy=options.approvals or {}, handler=options.on_approval),
             start_background=self._start_background,
             task_store=TaskStore(self.storage.base / "tasks" if self.sessions_enabled else None),
         )
-        self._session_id = validate_session_id(session_id) if session_id else new_session_id()
+        self._session_id = options.session_id or new_session_id()
         self._logs: dict[str, SessionLog] = {}
         self._turns: set[_Turn] = set()
         self._foreground: dict[str, _Turn] = {}
@@ -503,14 +474,56 @@ def _snapshot_hashes(events: Iterable[Event]) -> set[str]:
     return hashes
 
 
-def create_lite_agent(**options: Any) -> LiteAgent:
-    """Create a :class:`LiteAgent`. Keyword-only options; see ``LiteAgent.__init__`` and the
-    README for each. ``model`` is required (``anthropic()`` or ``scripted(...)``)."""
-    if "model" not in options:
-        raise TypeError(
-            "create_lite_agent() needs model=: anthropic() for Claude or scripted([...]) offline"
+def create_lite_agent(
+    *,
+    model: Provider,
+    model_name: str = DEFAULT_MODEL_NAME,
+    workdir: str | os.PathLike[str] = ".",
+    sessions: bool = True,
+    checkpointer: Checkpointer | None = None,
+    storage: Storage | str | os.PathLike[str] | None = None,
+    blobs: Blobs | None = None,
+    tools: Iterable[Tool] = (),
+    builtin_tools: bool = True,
+    system_prompt: str | None = None,
+    max_turns: int = 50,
+    max_tokens: int = 8192,
+    context_window: int = 200_000,
+    auto_compact: bool = True,
+    approvals: Mapping[str, Decision] | Decision | None = None,
+    on_approval: ApprovalHandler | None = None,
+    on_input: InputHandler | None = None,
+    on_background: BackgroundHandler | None = None,
+    session_id: str | None = None,
+    **unknown: Never,
+) -> LiteAgent:
+    """Create a :class:`LiteAgent`; each option is described in :class:`AgentOptions` and
+    the README. ``model`` is required (``anthropic()`` or ``scripted(...)``). An unknown
+    keyword is a ``TypeError`` naming the closest option."""
+    check_option_names(unknown)
+    return LiteAgent(
+        AgentOptions(
+            model=model,
+            model_name=model_name,
+            workdir=Path(workdir),
+            sessions=sessions,
+            checkpointer=checkpointer,
+            storage=storage,
+            blobs=blobs,
+            tools=tuple(tools),
+            builtin_tools=builtin_tools,
+            system_prompt=system_prompt,
+            max_turns=max_turns,
+            max_tokens=max_tokens,
+            context_window=context_window,
+            auto_compact=auto_compact,
+            approvals=approvals,
+            on_approval=on_approval,
+            on_input=on_input,
+            on_background=on_background,
+            session_id=session_id,
         )
-    return LiteAgent(**options)
+    )
 
 
-__all__ = ["AbortSignal", "LiteAgent", "create_lite_agent"]
+__all__ = ["DEFAULT_MODEL_NAME", "AbortSignal", "AgentOptions", "LiteAgent", "create_lite_agent"]

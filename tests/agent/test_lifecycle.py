@@ -20,6 +20,7 @@ from lite_agent_jupyter import (
     TurnFinished,
     TurnStarted,
     UsageUpdate,
+    memory_checkpointer,
 )
 from lite_agent_jupyter.checkpoint.events import FileSnapshotEvent, UserEvent
 from lite_agent_jupyter.providers.scripted import call, reply, scripted
@@ -267,13 +268,50 @@ def test_options_are_checked_up_front(workdir: Path, storage: Storage) -> None:
 
     with pytest.raises(TypeError, match="model_name"):
         create_lite_agent(model="claude-sonnet-4-6", workdir=workdir, storage=storage)
-    with pytest.raises(TypeError, match="model="):
-        create_lite_agent(workdir=workdir)
+    with pytest.raises(TypeError, match="'model'"):
+        create_lite_agent(workdir=workdir)  # type: ignore[call-arg]
     with pytest.raises(ValueError, match="max_turns"):
         create_lite_agent(model=scripted([]), workdir=workdir, max_turns=0)
     with pytest.raises(NotADirectoryError):
         create_lite_agent(model=scripted([]), workdir=workdir / "missing")
+    with pytest.raises(ValueError, match="approvals"):
+        create_lite_agent(model=scripted([]), workdir=workdir, approvals="always")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="approvals\\['bash'\\]"):
+        create_lite_agent(model=scripted([]), workdir=workdir, approvals={"bash": "yes"})  # type: ignore[dict-item]
+    with pytest.raises(InvalidSessionIdError):
+        create_lite_agent(model=scripted([]), workdir=workdir, session_id="../x")
+    with pytest.raises(TypeError, match="tools="):
+        create_lite_agent(model=scripted([]), workdir=workdir, tools=[print])  # type: ignore[list-item]
     assert not storage.root.exists()
+
+
+def test_an_unknown_option_names_the_closest_one(workdir: Path) -> None:
+    from lite_agent_jupyter import create_lite_agent
+
+    with pytest.raises(
+        TypeError, match="unknown agent option 'max_turn'; did you mean 'max_turns'"
+    ):
+        create_lite_agent(model=scripted([]), workdir=workdir, max_turn=3)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="unknown agent option 'store'"):
+        create_lite_agent(model=scripted([]), workdir=workdir, store=memory_checkpointer())  # type: ignore[arg-type]
+
+
+async def test_options_object_is_frozen_and_checked_on_replace(workdir: Path) -> None:
+    import dataclasses
+
+    from lite_agent_jupyter import AgentOptions, LiteAgent
+
+    options = AgentOptions(model=scripted([]), workdir=workdir, sessions=False)
+    assert options.workdir == workdir.resolve() and options.tools == ()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        options.max_turns = 3  # type: ignore[misc]
+    with pytest.raises(TypeError, match="did you mean 'max_tokens'"):
+        options.replace(max_token=10)
+    with pytest.raises(ValueError, match="max_tokens"):
+        options.replace(max_tokens=0)
+    agent = LiteAgent(options.replace(max_turns=3))
+    assert agent.options.max_turns == 3 and agent.options.model is options.model
+    await agent.close()
 
 
 async def test_own_tool_replaces_a_builtin_of_the_same_name(make_agent: MakeAgent) -> None:

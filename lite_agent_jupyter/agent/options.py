@@ -1,0 +1,143 @@
+"""``AgentOptions``: every option of an agent, typed, checked in one place.
+
+``create_lite_agent(...)`` and ``LiteAgent(options)`` both go through it, so mypy, IDEs and
+configuration layers (``%config`` traits) see one list of names and types, and a bad value is
+refused before anything is written. To add an option: add a field here (with its default and
+a line of doc) and its check in ``__post_init__``; then a keyword in ``create_lite_agent``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, get_args
+
+from ..checkpoint.protocol import Checkpointer, validate_session_id
+from ..providers.base import Provider
+from ..storage import Blobs, Storage
+from ..tools import Tool
+from .approvals import ApprovalHandler, Decision, InputHandler
+from .results import LiteAgentResult
+
+DEFAULT_MODEL_NAME = "claude-sonnet-4-6"
+
+BackgroundHandler = Callable[[LiteAgentResult], object]
+_DECISIONS: tuple[str, ...] = get_args(Decision)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentOptions:
+    """The options of one agent; see the README's ``create_lite_agent`` table for each.
+
+    Frozen: derive a variant with :meth:`replace`. After construction ``workdir`` is an
+    absolute, existing folder, ``tools`` a tuple and ``approvals`` a read-only mapping or a
+    single decision.
+    """
+
+    model: Provider
+    model_name: str = DEFAULT_MODEL_NAME
+    workdir: Path = field(default_factory=lambda: Path("."))
+    sessions: bool = True
+    checkpointer: Checkpointer | None = None
+    storage: Storage | str | os.PathLike[str] | None = None
+    blobs: Blobs | None = None
+    tools: tuple[Tool, ...] = ()
+    builtin_tools: bool = True
+    system_prompt: str | None = None
+    max_turns: int = 50
+    max_tokens: int = 8192
+    context_window: int = 200_000
+    auto_compact: bool = True
+    approvals: Mapping[str, Decision] | Decision | None = None
+    on_approval: ApprovalHandler | None = None
+    on_input: InputHandler | None = None
+    on_background: BackgroundHandler | None = None
+    session_id: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.model, Provider):
+            raise TypeError(
+                f"model= takes a provider such as anthropic() or scripted([...]), not "
+                f"{type(self.model).__name__}; the model id goes in model_name="
+            )
+        _check_type("model_name", self.model_name, str)
+        if not self.model_name:
+            raise ValueError("model_name is empty")
+        workdir = Path(self.workdir).expanduser().resolve()
+        if not workdir.is_dir():
+            raise NotADirectoryError(f"workdir {str(workdir)!r} is not a folder")
+        object.__setattr__(self, "workdir", workdir)
+        for name in ("sessions", "builtin_tools", "auto_compact"):
+            _check_type(name, getattr(self, name), bool)
+        if self.checkpointer is not None and not isinstance(self.checkpointer, Checkpointer):
+            raise TypeError(
+                f"checkpointer= takes a Checkpointer, not {type(self.checkpointer).__name__}"
+            )
+        if self.storage is not None:
+            _check_type("storage", self.storage, (Storage, str, os.PathLike))
+        _check_type("tools", self.tools, Iterable)
+        tools = tuple(self.tools)
+        for item in tools:
+            if not isinstance(item, Tool):
+                raise TypeError(f"tools= takes Tool objects (see @tool), not {item!r}")
+        object.__setattr__(self, "tools", tools)
+        if self.system_prompt is not None:
+            _check_type("system_prompt", self.system_prompt, str)
+        for name in ("max_turns", "max_tokens", "context_window"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+            if value < 1:
+                raise ValueError(f"{name} must be at least 1, not {value}")
+        object.__setattr__(self, "approvals", _check_approvals(self.approvals))
+        for name in ("on_approval", "on_input", "on_background"):
+            value = getattr(self, name)
+            if value is not None and not callable(value):
+                raise TypeError(f"{name} must be callable, not {type(value).__name__}")
+        if self.session_id is not None:
+            validate_session_id(self.session_id)
+
+    def replace(self, **changes: Any) -> AgentOptions:
+        """A copy with ``changes`` applied (checked like the constructor's)."""
+        check_option_names(changes)
+        return replace(self, **changes)
+
+
+OPTION_NAMES: tuple[str, ...] = tuple(f.name for f in fields(AgentOptions))
+
+
+def check_option_names(names: Iterable[str]) -> None:
+    """Raise ``TypeError`` for the first name that is not an option, naming the closest."""
+    for name in names:
+        if name not in OPTION_NAMES:
+            close = difflib.get_close_matches(name, OPTION_NAMES, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise TypeError(f"unknown agent option {name!r}{hint}")
+
+
+def _check_type(name: str, value: object, kind: type | tuple[type, ...]) -> None:
+    if not isinstance(value, kind):
+        raise TypeError(f"{name} has the wrong type: {type(value).__name__}")
+
+
+def _check_approvals(
+    approvals: Mapping[str, Decision] | Decision | None,
+) -> Mapping[str, Decision] | Decision:
+    if approvals is None:
+        return MappingProxyType({})
+    if isinstance(approvals, str):
+        if approvals not in _DECISIONS:
+            raise ValueError(f"approvals={approvals!r}: use one of {', '.join(_DECISIONS)}")
+        return approvals
+    if not isinstance(approvals, Mapping):
+        raise TypeError("approvals= takes a decision or a mapping of tool name to decision")
+    for tool_name, decision in approvals.items():
+        if decision not in _DECISIONS:
+            raise ValueError(
+                f"approvals[{tool_name!r}]={decision!r}: use one of {', '.join(_DECISIONS)}"
+            )
+    return MappingProxyType(dict(approvals))
