@@ -411,13 +411,13 @@ def bench_append(backend: Backend, n: int, repeats: int) -> list[Row]:
 
 
 async def _fill(
-    store: Checkpointer, sessions: int, per_session: int, batch: int, anchor: bool
+    store: Checkpointer, sessions: int, per_session: int, batch: int, checkpoint: bool
 ) -> None:
     for s in range(sessions):
         sid = f"s{s:06d}" if sessions > 1 else "bench"
         for start in range(0, per_session, batch):
             events = [event(i) for i in range(start, min(per_session, start + batch))]
-            if anchor and start == 0:
+            if checkpoint and start == 0:
                 events[0] = UserEvent(content=f"prompt number {s}", checkpoint=True)
             await store.append(sid, events)
 

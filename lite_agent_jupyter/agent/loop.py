@@ -89,9 +89,9 @@ async def run_turn(
     user = prompt[-1]
     assert isinstance(user, UserEvent)
     await session.load()
-    anchor = session.head
+    checkpoint = session.head
     await session.append(prompt)
-    emit(TurnStarted(session.session_id, anchor, user.origin))
+    emit(TurnStarted(session.session_id, checkpoint, user.origin))
 
     usage = Usage()
     calls = 0
@@ -156,7 +156,7 @@ async def run_turn(
         stop_reason=stop_reason,
         usage=usage,
         session_id=session.session_id,
-        anchor_seq=anchor,
+        checkpoint_seq=checkpoint,
         model_calls=calls,
         origin=user.origin,
     )

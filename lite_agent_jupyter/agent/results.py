@@ -23,7 +23,7 @@ class LiteAgentResult:
     usage: Usage
     """Tokens of every model call of the turn, summed."""
     session_id: str
-    anchor_seq: int
+    checkpoint_seq: int
     """The head just before this prompt: pass it to ``restore`` to undo the turn."""
     model_calls: int = 0
     origin: str = "user"
@@ -32,7 +32,7 @@ class LiteAgentResult:
 @dataclass(slots=True)
 class TurnStarted:
     session_id: str
-    anchor_seq: int
+    checkpoint_seq: int
     origin: str = "user"
 
 

@@ -61,7 +61,7 @@ class Event:
 
 @dataclass(slots=True, kw_only=True)
 class UserEvent(Event):
-    """Input to the model. ``checkpoint=True`` marks a user-started prompt: a rewind anchor."""
+    """Input to the model. ``checkpoint=True`` marks a user-started prompt: a checkpoint."""
 
     TYPE: ClassVar[str] = "user"
 
@@ -291,7 +291,7 @@ def stamped(event: Event, seq: int, ts: str) -> Event:
     return dataclasses.replace(event, seq=seq, ts=ts, extra=dict(event.extra))
 
 
-def is_anchor(event: Event) -> bool:
+def is_checkpoint(event: Event) -> bool:
     """True for a user-started prompt: the events a session can be rewound to."""
     return isinstance(event, UserEvent) and event.checkpoint and event.origin == "user"
 

@@ -40,7 +40,7 @@ Truncation writes the kept prefix to a temporary file, fsyncs it and renames it 
 
 ``list()`` opens no log: a ``scandir`` and a ``stat`` per log give ids and mtimes; titles
 and turn counts come from one small shared file, ``.index.jsonl``. A batch containing prompt
-anchors appends one record ``{"id", "title", "turns": +n}`` to it; truncate and delete append
+checkpoints appends one record ``{"id", "title", "turns": +n}`` to it; truncate and delete append
 ``{"id", "reset": true, "title", "turns"}`` (a truncate recounts the kept part). Records are
 written under the index's own lock, taken inside the session's, so they are in the session's
 order. Why not the one sidecar file per session first planned: listing 10,000 sessions with
@@ -79,13 +79,13 @@ from filelock import FileLock, Timeout
 from ..errors import CheckpointerUnavailableError, CorruptLogError
 from ..storage import FILE_MODE, ensure_private_dir, fsync_dir
 from ._blocking import POLL_SECONDS, Gate, ThreadGate, run_gated
-from .events import Event, UserEvent, encode, from_dict, is_anchor, loads, now_iso
+from .events import Event, UserEvent, encode, from_dict, is_checkpoint, loads, now_iso
 from .protocol import (
     SESSION_ID_PATTERN,
     SessionInfo,
-    anchor_stats,
     check_head,
     check_truncate,
+    checkpoint_stats,
     validate_session_id,
 )
 
@@ -103,7 +103,7 @@ _CHUNK = 8192
 _SCAN_WINDOW = 1 << 16
 _LOCK_POLL = 0.001
 _SEQ_PREFIX = re.compile(rb'\{"v":\d+,"seq":(\d+)[,}]')
-_ANCHOR_MARK = b'"checkpoint":true'
+_CHECKPOINT_MARK = b'"checkpoint":true'
 _OPEN_READ = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
 _OPEN_RDWR_APPEND = os.O_RDWR | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
 
@@ -268,14 +268,16 @@ class FileCheckpointer:
         self._check_open()
         events = list(events)
         if any(type(event) is UserEvent and event.checkpoint for event in events):
-            title, anchors = anchor_stats(events)
+            title, checkpoints = checkpoint_stats(events)
         else:
-            title, anchors = None, 0
+            title, checkpoints = None, 0
         session = self._session(session_id)
         return await self._locked(
             session,
-            lambda: self._append_locked(session_id, session, events, expected_head, title, anchors),
-            index=anchors > 0,
+            lambda: self._append_locked(
+                session_id, session, events, expected_head, title, checkpoints
+            ),
+            index=checkpoints > 0,
         )
 
     async def read(self, session_id: str, *, after: int = 0) -> list[Event]:
@@ -413,7 +415,7 @@ class FileCheckpointer:
         events: Sequence[Event],
         expected_head: int | None,
         title: str | None,
-        anchors: int,
+        checkpoints: int,
     ) -> int:
         path = self._path(session_id)
         try:
@@ -452,9 +454,9 @@ class FileCheckpointer:
         new_head = head + len(events)
         last_line = lines[-2].encode("utf-8") + b"\n"
         session.known = _Known(st.st_ino, st.st_size, st.st_mtime_ns, new_head, last_line)
-        if anchors:
+        if checkpoints:
             try:
-                self._index_append({"id": session_id, "title": title, "turns": anchors})
+                self._index_append({"id": session_id, "title": title, "turns": checkpoints})
             except OSError as exc:  # the events are written: report them as such
                 message = f"could not record the title/turns of {path} in the index: {exc}"
                 logger.warning(message)
@@ -536,7 +538,7 @@ class FileCheckpointer:
             raise
         fsync_dir(self.directory)
         session.known = _Known(st.st_ino, st.st_size, st.st_mtime_ns, to_seq)
-        title, turns = _anchors_in(path, kept)
+        title, turns = _checkpoints_in(path, kept)
         self._index_append({"id": session_id, "reset": True, "title": title, "turns": turns})
 
     def _delete_locked(self, session_id: str, session: _Session, lock_path: str) -> None:
@@ -603,7 +605,7 @@ class FileCheckpointer:
         return live
 
     def _rebuild_index(self) -> dict[str, tuple[str | None, int]]:
-        """Recount every log's anchors and rewrite the index (the caller holds its locks)."""
+        """Recount every log's checkpoints and rewrite the index (the caller holds its locks)."""
         table: dict[str, tuple[str | None, int]] = {}
         for session_id in self._log_ids():
             path = self._path(session_id)
@@ -613,7 +615,7 @@ class FileCheckpointer:
             except FileNotFoundError:
                 continue
             end = data.rfind(b"\n") + 1
-            table[session_id] = _anchors_in(path, data[:end])
+            table[session_id] = _checkpoints_in(path, data[:end])
         self._write_index(table)
         return table
 
@@ -883,10 +885,10 @@ def _corrupt(path: str, data: bytes, offset: int, index: int, reason: str) -> Co
     return CorruptLogError(path, line, reason)
 
 
-def _anchors_in(path: str, data: bytes) -> tuple[str | None, int]:
-    """Title and number of prompt anchors in complete log lines, decoding only candidates."""
+def _checkpoints_in(path: str, data: bytes) -> tuple[str | None, int]:
+    """Title and number of prompt checkpoints in complete log lines, decoding only candidates."""
     found: list[Event] = []
-    pos = data.find(_ANCHOR_MARK)
+    pos = data.find(_CHECKPOINT_MARK)
     while pos >= 0:
         start = data.rfind(b"\n", 0, pos) + 1
         stop = data.find(b"\n", pos)
@@ -895,10 +897,10 @@ def _anchors_in(path: str, data: bytes) -> tuple[str | None, int]:
             event = from_dict(json.loads(data[start:stop]))
         except ValueError as exc:
             raise CorruptLogError(path, data.count(b"\n", 0, start) + 1, str(exc)) from exc
-        if isinstance(event, UserEvent) and is_anchor(event):
+        if isinstance(event, UserEvent) and is_checkpoint(event):
             found.append(event)
-        pos = data.find(_ANCHOR_MARK, stop)
-    return anchor_stats(found)
+        pos = data.find(_CHECKPOINT_MARK, stop)
+    return checkpoint_stats(found)
 
 
 def _fold_index(data: bytes) -> tuple[dict[str, tuple[str | None, int]], int]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from .events import Event, decode, encode, now_iso
-from .protocol import SessionInfo, anchor_stats, check_head, check_truncate, validate_session_id
+from .protocol import SessionInfo, check_head, check_truncate, checkpoint_stats, validate_session_id
 
 
 @dataclass(slots=True)
@@ -48,10 +48,10 @@ class MemoryCheckpointer:
                 session = self._sessions[session_id] = _Session()
             session.lines.extend(lines)
             session.mtime = datetime.now(UTC)
-            title, anchors = anchor_stats(events)
+            title, checkpoints = checkpoint_stats(events)
             if session.title is None:
                 session.title = title
-            session.turns += anchors
+            session.turns += checkpoints
             return head + len(lines)
 
     async def read(self, session_id: str, *, after: int = 0) -> list[Event]:
@@ -97,7 +97,9 @@ class MemoryCheckpointer:
                 del self._sessions[session_id]
                 return
             del session.lines[to_seq:]
-            session.title, session.turns = anchor_stats([decode(line) for line in session.lines])
+            session.title, session.turns = checkpoint_stats(
+                [decode(line) for line in session.lines]
+            )
             session.mtime = datetime.now(UTC)
 
     async def sync(self, session_id: str) -> None:

@@ -63,8 +63,8 @@ from ..errors import (
     UnsupportedVersionError,
 )
 from ..storage import blob_hash
-from .events import EVENT_VERSION, Event, decode, encode, is_anchor, now_iso
-from .protocol import SessionInfo, anchor_stats, check_head, check_truncate, validate_session_id
+from .events import EVENT_VERSION, Event, decode, encode, is_checkpoint, now_iso
+from .protocol import SessionInfo, check_head, check_truncate, checkpoint_stats, validate_session_id
 from .url import redact_url
 
 __all__ = [
@@ -568,16 +568,16 @@ class PostgresCheckpointer:
             if not line.startswith(_SEQ0):  # pragma: no cover - encode's documented layout
                 raise AssertionError(f"unexpected event encoding: {line[:40]!r}")
             tails.append(line[len(_SEQ0) - 1 :])
-        anchors = [is_anchor(event) for event in events]
-        title, turns = anchor_stats(events)
+        flags = [is_checkpoint(event) for event in events]
+        title, turns = checkpoint_stats(events)
         query: bytes
         params: tuple[object, ...]
         if len(tails) == 1:  # the usual case: scalars are much cheaper to send than arrays
             query = self._sql_append_one
-            params = (session_id, expected_head, _SEQ_PREFIX, tails[0], anchors[0])
+            params = (session_id, expected_head, _SEQ_PREFIX, tails[0], flags[0])
         else:
             query = self._sql_append
-            params = (session_id, expected_head, _SEQ_PREFIX, tails, anchors)
+            params = (session_id, expected_head, _SEQ_PREFIX, tails, flags)
         params += (_title_json(title), turns)
 
         async def op(conn: Conn, attempt: _Attempt) -> int:
@@ -698,7 +698,7 @@ class PostgresCheckpointer:
             event = decode(row[1])
         except ValueError as exc:
             raise CorruptLogError(f"{self._where}[{session_id}]", row[0], str(exc)) from exc
-        title, _ = anchor_stats([event])
+        title, _ = checkpoint_stats([event])
         return title
 
     async def sync(self, session_id: str) -> None:

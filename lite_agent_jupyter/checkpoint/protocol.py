@@ -126,18 +126,18 @@ SESSION_TITLE_CHARS = 200
 """How much of the first prompt ``SessionInfo.title`` keeps."""
 
 
-def anchor_stats(events: Sequence[Event]) -> tuple[str | None, int]:
+def checkpoint_stats(events: Sequence[Event]) -> tuple[str | None, int]:
     """``(title of the first anchor in the batch or None, number of anchors)``.
 
     Backends that keep ``SessionInfo.title``/``turns`` update them from each appended batch
     with this, so ``list()`` never has to read a log.
     """
-    from .events import UserEvent, is_anchor, prompt_text
+    from .events import UserEvent, is_checkpoint, prompt_text
 
     title: str | None = None
     count = 0
     for event in events:
-        if is_anchor(event):
+        if is_checkpoint(event):
             count += 1
             if title is None:
                 assert isinstance(event, UserEvent)

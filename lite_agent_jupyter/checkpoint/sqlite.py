@@ -56,8 +56,8 @@ from ..errors import (
 )
 from ..storage import FILE_MODE, ensure_private_dir
 from ._blocking import Cancelled, ThreadGate, WouldBlock, run_gated
-from .events import Event, encode, from_dict, is_anchor, loads, now_iso
-from .protocol import SessionInfo, anchor_stats, check_head, check_truncate, validate_session_id
+from .events import Event, encode, from_dict, is_checkpoint, loads, now_iso
+from .protocol import SessionInfo, check_head, check_truncate, checkpoint_stats, validate_session_id
 
 __all__ = ["SCHEMA_VERSION", "SQLiteCheckpointer", "sqlite_checkpointer"]
 
@@ -268,9 +268,9 @@ class SQLiteCheckpointer:
     ) -> int:
         validate_session_id(session_id)
         events = list(events)
-        flags = [1 if is_anchor(event) else 0 for event in events]
+        flags = [1 if is_checkpoint(event) else 0 for event in events]
         anchors = sum(flags)
-        title = anchor_stats(events)[0] if anchors else None
+        title = checkpoint_stats(events)[0] if anchors else None
         count = len(events)
 
         def op(conn: sqlite3.Connection) -> int:
@@ -385,7 +385,7 @@ class SQLiteCheckpointer:
                 if anchors:
                     seq, data = anchors[0]
                     try:
-                        title, _ = anchor_stats([from_dict(loads(data))])
+                        title, _ = checkpoint_stats([from_dict(loads(data))])
                     except ValueError as exc:
                         raise CorruptLogError(self._where(session_id), seq, str(exc)) from exc
                 conn.execute(_SQL_RETITLE, (to_seq, time.time(), title, len(anchors), session_id))

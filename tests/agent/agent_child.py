@@ -3,7 +3,7 @@
     python agent_child.py CONFIG_JSON
 
 CONFIG_JSON: {"base_url", "api_key", "workdir", "root", "namespace", "session_id", "prompt",
-"result_file", "ready_file"?}. Writes {"text", "anchor_seq"} or {"error": type name} to
+"result_file", "ready_file"?}. Writes {"text", "checkpoint_seq"} or {"error": type name} to
 result_file. Used for "resume in a new process" and "two processes on one session" tests.
 """
 
@@ -34,7 +34,7 @@ async def main(config: dict[str, str]) -> None:
         except Exception as exc:
             out.write_text(json.dumps({"error": type(exc).__name__, "message": str(exc)}))
             return
-    out.write_text(json.dumps({"text": result.text, "anchor_seq": result.anchor_seq}))
+    out.write_text(json.dumps({"text": result.text, "checkpoint_seq": result.checkpoint_seq}))
 
 
 if __name__ == "__main__":

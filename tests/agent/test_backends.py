@@ -50,7 +50,7 @@ async def test_agent_on_backend(
     )
     try:
         result = await again.send("what did you do?")
-        assert result.anchor_seq == 5 and result.text == "I wrote notes.md earlier."
+        assert result.checkpoint_seq == 5 and result.text == "I wrote notes.md earlier."
         assert len(model.requests[-1].messages) == 5
         events = await checkpointer.read(session_id)
         snap = next(e for e in events if isinstance(e, FileSnapshotEvent))

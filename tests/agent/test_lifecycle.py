@@ -36,7 +36,7 @@ async def test_send_continues_the_same_session(make_agent: MakeAgent) -> None:
     assert (first.text, second.text) == ("Hello!", "You said hi.")
     assert first.session_id == second.session_id == agent.session_id
     assert first.stop_reason == "end_turn"
-    assert first.anchor_seq == 0 and second.anchor_seq == 2
+    assert first.checkpoint_seq == 0 and second.checkpoint_seq == 2
     assert first.usage.input_tokens > 0 and first.usage.output_tokens > 0
     # the second request carried the whole conversation
     assert [m["role"] for m in model.requests[1].messages] == ["user", "assistant", "user"]
@@ -74,7 +74,7 @@ async def test_resume_clear_and_list(make_agent: MakeAgent) -> None:
     assert infos[1].title == "first prompt" and infos[1].turns == 1
     agent.resume(first_id)
     result = await agent.send("again")
-    assert result.session_id == first_id and result.anchor_seq == 2
+    assert result.session_id == first_id and result.checkpoint_seq == 2
     assert (await agent.list_sessions())[0].turns == 2
 
 
@@ -83,7 +83,7 @@ async def test_resume_unknown_valid_id_starts_empty(make_agent: MakeAgent) -> No
     agent = make_agent(model=model)
     agent.resume("never-used-before")
     result = await agent.send("hello")
-    assert result.session_id == "never-used-before" and result.anchor_seq == 0
+    assert result.session_id == "never-used-before" and result.checkpoint_seq == 0
     assert len(model.requests[0].messages) == 1
 
 
@@ -220,12 +220,12 @@ async def test_storage_is_private(make_agent: MakeAgent, storage: Storage) -> No
     assert os.stat(storage.root).st_mode & 0o077 == 0
 
 
-async def test_prompt_is_the_only_anchor(make_agent: MakeAgent) -> None:
+async def test_prompt_is_the_only_checkpoint(make_agent: MakeAgent) -> None:
     agent = make_agent(model=scripted([reply("", [call("list_files")]), "done"]))
     await agent.send("look around")
     events = await agent.checkpointer.read(agent.session_id)
-    anchors = [e for e in events if isinstance(e, UserEvent) and e.checkpoint]
-    assert len(anchors) == 1 and anchors[0].seq == 1
+    checkpoints = [e for e in events if isinstance(e, UserEvent) and e.checkpoint]
+    assert len(checkpoints) == 1 and checkpoints[0].seq == 1
 
 
 @pytest.mark.parametrize("bad", ["", "   \n", [], [1], None])
@@ -362,5 +362,5 @@ async def test_torn_final_line_is_repaired_and_the_session_goes_on(
     fresh = make_agent(model=scripted(["two"]), session_id=agent.session_id)
     with pytest.warns(RuntimeWarning, match="torn|repair"):
         result = await fresh.send("second")
-    assert result.text == "two" and result.anchor_seq == 2
+    assert result.text == "two" and result.checkpoint_seq == 2
     assert [e.seq for e in await fresh.checkpointer.read(agent.session_id)] == [1, 2, 3, 4]

@@ -97,7 +97,7 @@ async def test_resume_in_a_new_process_sends_the_same_history(
     other = make_agent(model=claude(), session_id=session_id)
     turn = await other.send("and now?")
     expected = fake_anthropic.message_requests[-1].body["messages"]
-    await other.checkpointer.truncate(session_id, turn.anchor_seq)  # drop that turn again
+    await other.checkpointer.truncate(session_id, turn.checkpoint_seq)  # drop that turn again
     await other.close()
 
     # ... is exactly what a brand-new process sends

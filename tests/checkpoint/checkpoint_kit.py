@@ -28,8 +28,8 @@ PERSISTENT = ("file", "sqlite", "postgres")
 """Backends whose sessions outlive the object: another object on the same URL sees them."""
 
 
-def user(text: str = "hello", *, anchor: bool = False, **extra: Any) -> UserEvent:
-    return UserEvent(content=text, checkpoint=anchor, extra=dict(extra))
+def user(text: str = "hello", *, checkpoint: bool = False, **extra: Any) -> UserEvent:
+    return UserEvent(content=text, checkpoint=checkpoint, extra=dict(extra))
 
 
 def prompt(text: str) -> UserEvent:

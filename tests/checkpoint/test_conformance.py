@@ -170,7 +170,7 @@ async def test_truncate_conflict_changes_nothing(store: Checkpointer) -> None:
 
 async def test_list_newest_first_with_titles_and_turns(store: Checkpointer) -> None:
     await store.append("a", [prompt("first question of a"), assistant()])
-    await store.append("b", [user("background note"), assistant()])  # not an anchor
+    await store.append("b", [user("background note"), assistant()])  # not a checkpoint
     await store.append("c", [prompt("c asks")])
     await store.append("a", [prompt("second question of a")])
     infos = await store.list()

@@ -20,7 +20,7 @@ from lite_agent_jupyter.checkpoint.events import (
     decode,
     encode,
     from_dict,
-    is_anchor,
+    is_checkpoint,
     now_iso,
     prompt_text,
     stamped,
@@ -136,10 +136,10 @@ def test_to_dict_and_from_dict_are_inverse() -> None:
 
 
 def test_anchors_and_prompt_text() -> None:
-    assert is_anchor(UserEvent(content="p", checkpoint=True))
-    assert not is_anchor(UserEvent(content="p"))
-    assert not is_anchor(UserEvent(content="p", checkpoint=True, origin="background"))
-    assert not is_anchor(AssistantEvent())
+    assert is_checkpoint(UserEvent(content="p", checkpoint=True))
+    assert not is_checkpoint(UserEvent(content="p"))
+    assert not is_checkpoint(UserEvent(content="p", checkpoint=True, origin="background"))
+    assert not is_checkpoint(AssistantEvent())
     blocks = [{"type": "text", "text": "a"}, {"type": "image"}, {"type": "text", "text": "b"}]
     assert prompt_text(UserEvent(content=blocks)) == "a\nb"
     assert prompt_text(UserEvent(content="plain")) == "plain"

@@ -339,7 +339,7 @@ async def test_damaged_index_is_rebuilt_from_the_logs(
     fstore: FileCheckpointer, directory: Path
 ) -> None:
     await fstore.append("a", [prompt("alpha"), assistant(), prompt("again")])
-    await fstore.append("b", [user("no anchor")])
+    await fstore.append("b", [user("no checkpoint")])
     index = directory / ".index.jsonl"
     index.write_bytes(b'{"id":"a","title":"alpha","turns":2}\n{garbage\n{"id":"b"}\n')
     with pytest.warns(LogRepairedWarning, match="rebuilding"):
@@ -362,7 +362,7 @@ async def test_torn_index_record_is_ignored_then_recounted(
         (info,) = await fstore.list()
     assert (info.title, info.turns) == ("alpha", 1)
     # The next record starts on its own line; the torn one, now a damaged middle line, makes
-    # the next list() recount the logs (it may have been a record of an anchor).
+    # the next list() recount the logs (it may have been a record of a checkpoint).
     await fstore.append("a", [prompt("beta")])
     with pytest.warns(LogRepairedWarning, match="rebuilding"):
         (info,) = await fstore.list()
