@@ -19,7 +19,8 @@ from typing import Any
 
 
 class AbortSignal:
-    """Read side: ``aborted``, ``reason``, ``add_callback(fn)``, and ``await signal``."""
+    """Read side: ``aborted``, ``reason``, ``add_callback(fn)``, ``await signal.wait()`` (or
+    ``await signal``)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -60,9 +61,10 @@ class AbortSignal:
 
     def __await__(self) -> Generator[Any, None, str]:
         """Wait until aborted; evaluates to the reason."""
-        return self._wait().__await__()
+        return self.wait().__await__()
 
-    async def _wait(self) -> str:
+    async def wait(self) -> str:
+        """Wait until aborted and return the reason (a coroutine, so it can become a task)."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[str] = loop.create_future()
         with self._lock:

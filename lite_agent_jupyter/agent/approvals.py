@@ -111,7 +111,7 @@ async def call_handler(
         work: asyncio.Future[Any] = asyncio.ensure_future(handler(request, signal))
     else:
         work = asyncio.ensure_future(asyncio.to_thread(handler, request, signal))
-    aborted: asyncio.Future[str] = asyncio.ensure_future(signal._wait())
+    aborted: asyncio.Future[str] = asyncio.ensure_future(signal.wait())
     try:
         done, _ = await asyncio.wait({work, aborted}, return_when=asyncio.FIRST_COMPLETED)
     except BaseException:

@@ -262,6 +262,8 @@ class _Database:
         self._ready = False
         self._closed = False
         self._last_used: weakref.WeakKeyDictionary[Conn, float] = weakref.WeakKeyDictionary()
+        self._opened: weakref.WeakSet[Conn] = weakref.WeakSet()
+        """Connections our own pool opened, so they can be released without its loop."""
         ident = sql.Identifier(schema)
         self.q: Callable[[LiteralString], bytes] = lambda text: (
             sql.SQL(text).format(schema=ident).as_bytes(None)
@@ -297,7 +299,7 @@ class _Database:
                     "loop; create one checkpointer per event loop"
                 )
             if self._pool is not None:
-                _abandon(self._pool)
+                self._abandon()
                 self._pool = None
         self._loop = loop
         self._lock = asyncio.Lock()
@@ -334,6 +336,7 @@ class _Database:
                 timeout=self._timeout,
                 open=False,
                 name=f"lite_agent:{self.schema}",
+                configure=self._track,
             )
             try:
                 # Wait for min_size connections, so a sequential user never has a connection
@@ -479,17 +482,21 @@ class _Database:
         if running is self._loop:
             await pool.close()
         else:
-            _abandon(pool)
+            self._abandon()
 
+    async def _track(self, conn: Conn) -> None:
+        """The pool's ``configure`` hook: remember each connection it opens."""
+        self._opened.add(conn)
 
-def _abandon(pool: AsyncConnectionPool[Any]) -> None:
-    """Close the idle connections of a pool whose event loop is gone, without that loop."""
-    # The pool's workers lived in the dead loop; only its sockets are left to release.
-    with contextlib.suppress(Exception):
-        for conn in list(pool._pool):
-            conn.pgconn.finish()
-        pool._pool.clear()
-        pool._closed = True
+    def _abandon(self) -> None:
+        """Close the connections of our pool whose event loop is gone, without that loop.
+
+        The pool's workers lived in the dead loop; only its sockets are left to release.
+        """
+        for conn in list(self._opened):
+            with contextlib.suppress(Exception):
+                conn.pgconn.finish()
+        self._opened.clear()
 
 
 class PostgresCheckpointer:
