@@ -60,6 +60,8 @@ InputHandler = Callable[[InputRequest, AbortSignal], str | Awaitable[str]]
 class Verdict:
     allowed: bool
     reason: str = ""
+    by: str = "policy"
+    """Who decided: ``"policy"``, ``"user"``, ``"no handler"`` or ``"aborted"``."""
 
 
 @dataclass
@@ -86,12 +88,15 @@ class ApprovalGate:
                 False,
                 f"{request.tool_name!r} needs approval and no approval handler is configured "
                 f"(pass on_approval=..., or approvals={{{request.tool_name!r}: 'allow'}}).",
+                by="no handler",
             )
         async with self._lock:
             answered, allowed = await call_handler(self.handler, request, signal)
-        if answered and allowed:
-            return Verdict(True)
-        return Verdict(False, f"The user denied the tool call {request.tool_name!r}.")
+        if not answered:
+            return Verdict(False, "The turn was interrupted before the user answered.", "aborted")
+        if allowed:
+            return Verdict(True, by="user")
+        return Verdict(False, f"The user denied the tool call {request.tool_name!r}.", "user")
 
 
 async def call_handler(

@@ -14,7 +14,7 @@ import contextlib
 import logging
 import os
 import uuid
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -45,13 +45,21 @@ from .approvals import (
     call_handler,
 )
 from .loop import TurnSettings, run_turn
+from .notices import NoticeHub, Subscription
 from .options import (
     DEFAULT_MODEL_NAME,
     AgentOptions,
     BackgroundHandler,
     check_option_names,
 )
-from .results import AgentEvent, LiteAgentResult, TurnFinished
+from .results import (
+    AgentEvent,
+    BackgroundEvent,
+    BackgroundTurnFinished,
+    BackgroundTurnStarted,
+    LiteAgentResult,
+    TurnFinished,
+)
 from .session import SessionLog
 
 log = logging.getLogger(__name__)
@@ -148,6 +156,7 @@ class LiteAgent:
         self._turns: set[_Turn] = set()
         self._foreground: dict[str, _Turn] = {}
         self._jobs: dict[str, _BackgroundJob] = {}
+        self._notices = NoticeHub()
         self._closed = False
         self._storage_ready = False
 
@@ -215,10 +224,17 @@ class LiteAgent:
             self._foreground.pop(sid, None)
             await self._stop_turn(turn, "cancelled")
 
-    def _start_turn(self, session_id: str, prompt: list[Event]) -> _Turn:
+    def _start_turn(
+        self,
+        session_id: str,
+        prompt: list[Event],
+        emit: Callable[[AgentEvent], None] | None = None,
+    ) -> _Turn:
+        """Start a turn; its events go to ``emit``, else to the turn's queue (for ``run``)."""
         self._ensure_storage()
         session = self._log(session_id)
         turn = _Turn(session_id, AbortController())
+        sink = emit if emit is not None else turn.queue.put_nowait
 
         async def body() -> LiteAgentResult:
             try:
@@ -229,7 +245,7 @@ class LiteAgent:
                         session,
                         prompt,
                         turn.controller.signal,
-                        turn.queue.put_nowait,
+                        sink,
                     )
             finally:
                 turn.queue.put_nowait(_END)
@@ -280,21 +296,38 @@ class LiteAgent:
                 ),
                 UserEvent(content=notice, origin="background", checkpoint=False),
             ]
-            turn = self._start_turn(record.session_id, prompt)
+            sid, job_id = record.session_id, record.job_id
+            publish = self._notices.publish
+            publish(BackgroundTurnStarted(sid, job_id, record.description, outcome.exit_code))
+            turn = self._start_turn(
+                sid, prompt, lambda event: publish(BackgroundEvent(sid, job_id, event))
+            )
             assert turn.task is not None
             try:
                 result = await turn.task
             except asyncio.CancelledError:
                 await self._stop_turn(turn, "cancelled")
+                publish(BackgroundTurnFinished(sid, job_id, error="cancelled"))
                 raise
-            except Exception:
+            except Exception as exc:
                 log.exception("background completion turn of %s failed", record.job_id)
+                publish(BackgroundTurnFinished(sid, job_id, error=f"{type(exc).__name__}: {exc}"))
                 return
+            publish(BackgroundTurnFinished(sid, job_id, result=result))
             self.background_results.append(result)
             if self.on_background is not None:
                 self.on_background(result)
         finally:
             self._jobs.pop(record.job_id, None)
+
+    def subscribe(self) -> Subscription:
+        """Background completion turns as they happen: an async iterator of
+        ``BackgroundTurnStarted``, ``BackgroundEvent`` (each event of the turn, as ``run()``
+        would yield them) and ``BackgroundTurnFinished`` (with the result), from now until
+        ``close()`` of the subscription or of the agent. Use it as
+        ``async with agent.subscribe() as notices:``."""
+        self._check_open()
+        return self._notices.subscribe()
 
     async def wait_background(self) -> None:
         """Wait until every background job and its completion turn has finished."""
@@ -372,6 +405,7 @@ class LiteAgent:
             await self._stop_turn(turn, "agent closed")
         jobs = [job.task for job in self._jobs.values() if job.task is not None]
         await asyncio.gather(*jobs, return_exceptions=True)
+        self._notices.close()
         with contextlib.suppress(Exception):
             await self.model.aclose()
         if self._owns_checkpointer:

@@ -32,8 +32,7 @@ from ..checkpoint.events import (
 )
 from ..checkpoint.fold import INTERRUPTED_RESULT
 from ..errors import CheckpointConflictError, LiteAgentError, ProviderError
-from ..providers.base import MessageDone, ModelRequest, Provider, Usage
-from ..providers.base import TextDelta as ProviderTextDelta
+from ..providers.base import MessageDone, ModelRequest, Provider, TextDelta, ToolUseStarted, Usage
 from ..storage import Blobs
 from ..tools import Tool, ToolContext, invoke_tool
 from ..tools.base import BackgroundJob, ToolOutput
@@ -41,10 +40,14 @@ from ..tools.tasks import TaskStore
 from .approvals import ApprovalGate, ApprovalRequest
 from .results import (
     AgentEvent,
+    ApprovalDecided,
+    ApprovalRequested,
+    FileChanged,
     LiteAgentResult,
-    TextDelta,
     ToolCallFinished,
+    ToolCallInput,
     ToolCallStarted,
+    TurnInterrupted,
     TurnStarted,
     UsageUpdate,
 )
@@ -115,10 +118,14 @@ async def run_turn(
             )
             done: MessageDone | None = None
             partial.clear()
+            announced: set[str] = set()
             async for item in settings.provider.stream(request, signal):
-                if isinstance(item, ProviderTextDelta):
+                if isinstance(item, TextDelta):
                     partial.append(item.text)
-                    emit(TextDelta(item.text))
+                    emit(item)
+                elif isinstance(item, ToolUseStarted):
+                    announced.add(item.id)
+                    emit(ToolCallStarted(item.id, item.name))
                 elif isinstance(item, MessageDone):
                     done = item
             calls += 1
@@ -142,6 +149,9 @@ async def run_turn(
             tool_uses = [b for b in done.content if b.get("type") == "tool_use"]
             if not tool_uses:
                 break
+            for block in tool_uses:  # a provider that does not announce its tool calls
+                if str(block.get("id", "")) not in announced:
+                    emit(ToolCallStarted(str(block.get("id", "")), str(block.get("name", ""))))
             await asyncio.gather(
                 *(_run_tool(settings, session, block, signal, emit) for block in tool_uses)
             )
@@ -149,6 +159,7 @@ async def run_turn(
     except BaseException as exc:
         reason = _reason(exc, signal)
         await _shielded(close_interrupted(session, reason, "".join(partial)))
+        emit(TurnInterrupted(reason))
         raise
     await session.sync()
     return LiteAgentResult(
@@ -172,7 +183,7 @@ async def _run_tool(
     tool_use_id = str(block.get("id", ""))
     name = str(block.get("name", ""))
     arguments = block.get("input")
-    emit(ToolCallStarted(tool_use_id, name, arguments if isinstance(arguments, dict) else {}))
+    emit(ToolCallInput(tool_use_id, name, arguments if isinstance(arguments, dict) else {}))
     output: ToolOutput
     is_error = False
     tool = settings.tools.get(name)
@@ -183,9 +194,14 @@ async def _run_tool(
         output = f"The input of {name!r} must be a JSON object."
         is_error = True
     else:
+        decision = settings.gate.decision_for(name, tool.kind)
+        if decision == "ask":
+            emit(ApprovalRequested(tool_use_id, name, arguments, tool.kind))
         verdict = await settings.gate.check(
             ApprovalRequest(name, arguments, tool.kind, session.session_id, tool_use_id), signal
         )
+        if decision != "allow":
+            emit(ApprovalDecided(tool_use_id, name, verdict.allowed, verdict.by, verdict.reason))
         if not verdict.allowed:
             output, is_error = verdict.reason, True
         else:
@@ -195,7 +211,7 @@ async def _run_tool(
                 session_id=session.session_id,
                 tool_use_id=tool_use_id,
                 storage_root=settings.storage_root,
-                snapshot=_snapshotter(settings, session, tool_use_id),
+                snapshot=_snapshotter(settings, session, tool_use_id, name, emit),
                 start_background=(
                     functools.partial(settings.start_background, session)
                     if settings.start_background is not None
@@ -217,7 +233,7 @@ async def _run_tool(
 
 
 def _snapshotter(
-    settings: TurnSettings, session: SessionLog, tool_use_id: str
+    settings: TurnSettings, session: SessionLog, tool_use_id: str, tool_name: str, emit: Emit
 ) -> Callable[[Path, bytes | None], Awaitable[None]]:
     async def snapshot(path: Path, after: bytes | None) -> None:
         """Write-ahead record of a file change: both contents to blobs, then the event."""
@@ -238,6 +254,7 @@ def _snapshotter(
                 )
             ]
         )
+        emit(FileChanged(relative, before_hash, after_hash, tool_name, tool_use_id))
 
     return snapshot
 

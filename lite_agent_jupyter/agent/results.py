@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..providers.base import Usage
+from ..providers.base import TextDelta, Usage
 
 
 @dataclass(slots=True)
@@ -24,30 +24,73 @@ class LiteAgentResult:
     """Tokens of every model call of the turn, summed."""
     session_id: str
     checkpoint_seq: int
-    """The head just before this prompt: pass it to ``restore`` to undo the turn."""
+    """The head just before this prompt: the turn's checkpoint."""
     model_calls: int = 0
     origin: str = "user"
 
 
 @dataclass(slots=True)
 class TurnStarted:
+    """The turn's prompt is written; ``checkpoint_seq`` is the head just before it."""
+
     session_id: str
     checkpoint_seq: int
     origin: str = "user"
 
 
 @dataclass(slots=True)
-class TextDelta:
-    """A piece of the assistant's answer, as it streams."""
+class ToolCallStarted:
+    """The model began a tool call: sent as soon as the provider streams the ``tool_use``
+    block, before its input is complete and before any approval is asked."""
 
-    text: str
+    id: str
+    name: str
 
 
 @dataclass(slots=True)
-class ToolCallStarted:
+class ToolCallInput:
+    """A tool call's complete input (the model's message has ended); the call runs next,
+    after its approval if the policy asks for one."""
+
     id: str
     name: str
     input: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class ApprovalRequested:
+    """The policy says ``ask``: the ``on_approval`` handler is being asked about this call."""
+
+    id: str
+    name: str
+    input: dict[str, Any]
+    kind: str
+
+
+@dataclass(slots=True)
+class ApprovalDecided:
+    """The verdict on a call that needed one: after :class:`ApprovalRequested`, or alone when
+    the policy denies the tool. ``by`` is ``"user"`` (the handler answered), ``"policy"``,
+    ``"no handler"`` (``ask`` with no ``on_approval``: denied) or ``"aborted"``."""
+
+    id: str
+    name: str
+    allowed: bool
+    by: str
+    reason: str = ""
+
+
+@dataclass(slots=True)
+class FileChanged:
+    """A file tool changed ``path`` (relative to the workdir). The hashes are the blob hashes
+    of the content before and after (``None``: the file did not exist / was deleted); the
+    change is recorded in the log before the file is touched."""
+
+    path: str
+    before: str | None
+    after: str | None
+    tool: str
+    tool_use_id: str
 
 
 @dataclass(slots=True)
@@ -67,10 +110,87 @@ class UsageUpdate:
 
 
 @dataclass(slots=True)
+class TurnInterrupted:
+    """The turn was cut short (an abort, a cancellation, an error); the log was made valid
+    (partial answer and synthetic tool results written). ``reason`` says why."""
+
+    reason: str
+
+
+@dataclass(slots=True)
 class TurnFinished:
     result: LiteAgentResult
 
 
 AgentEvent = (
-    TurnStarted | TextDelta | ToolCallStarted | ToolCallFinished | UsageUpdate | TurnFinished
+    TurnStarted
+    | TextDelta
+    | ToolCallStarted
+    | ToolCallInput
+    | ApprovalRequested
+    | ApprovalDecided
+    | FileChanged
+    | ToolCallFinished
+    | UsageUpdate
+    | TurnInterrupted
+    | TurnFinished
 )
+"""What ``run()`` yields, in order: ``TurnStarted``; per model call ``TextDelta``s and
+``ToolCallStarted``s as they stream, ``UsageUpdate``; per tool call ``ToolCallInput``,
+[``ApprovalRequested``] [``ApprovalDecided``], ``FileChanged``*, ``ToolCallFinished``;
+finally ``TurnFinished`` -- or ``TurnInterrupted`` when the turn is cut short."""
+
+
+@dataclass(slots=True)
+class BackgroundTurnStarted:
+    """A background job finished and its completion turn starts in ``session_id``."""
+
+    session_id: str
+    job_id: str
+    description: str
+    exit_code: int | None = None
+
+
+@dataclass(slots=True)
+class BackgroundEvent:
+    """One event of a background completion turn: the events ``run()`` would yield, but the
+    result comes in :class:`BackgroundTurnFinished` rather than a ``TurnFinished``."""
+
+    session_id: str
+    job_id: str
+    event: AgentEvent
+
+
+@dataclass(slots=True)
+class BackgroundTurnFinished:
+    """The completion turn ended: ``result`` when it finished, else ``error`` says why."""
+
+    session_id: str
+    job_id: str
+    result: LiteAgentResult | None = None
+    error: str | None = None
+
+
+BackgroundNotice = BackgroundTurnStarted | BackgroundEvent | BackgroundTurnFinished
+"""What ``agent.subscribe()`` yields."""
+
+
+__all__ = [
+    "AgentEvent",
+    "ApprovalDecided",
+    "ApprovalRequested",
+    "BackgroundEvent",
+    "BackgroundNotice",
+    "BackgroundTurnFinished",
+    "BackgroundTurnStarted",
+    "FileChanged",
+    "LiteAgentResult",
+    "TextDelta",
+    "ToolCallFinished",
+    "ToolCallInput",
+    "ToolCallStarted",
+    "TurnFinished",
+    "TurnInterrupted",
+    "TurnStarted",
+    "UsageUpdate",
+]
