@@ -1,0 +1,1 @@
+"""The Jupyter face of the agent: magics, rendering and widgets."""

@@ -1,0 +1,77 @@
+"""Fixtures of the real-browser tests: JupyterLab on 127.0.0.1 and Debian's Chromium.
+
+Nothing here skips: without ``/usr/bin/chromium`` or Playwright the tests fail and say to run
+``scripts/setup-browser.sh`` (``scripts/test`` runs it). Screenshots and the server log go to
+``build/browser/`` (``LITE_AGENT_BROWSER_ARTIFACTS`` overrides).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_anthropic import FakeAnthropicServer
+from lab_browser import JupyterLabServer, launch_chromium
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = Path(os.environ.get("LITE_AGENT_BROWSER_ARTIFACTS", ROOT / "build" / "browser"))
+
+
+@pytest.fixture
+def artifacts() -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    return ARTIFACTS
+
+
+@pytest.fixture
+def lab_root(tmp_path: Path) -> Path:
+    """The folder JupyterLab serves: the notebooks (and the agent's workdir) live here."""
+    path = tmp_path / "lab"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def lab(
+    lab_root: Path, tmp_path: Path, fake_anthropic: FakeAnthropicServer, artifacts: Path
+) -> Iterator[JupyterLabServer]:
+    """JupyterLab whose kernels reach the fake Messages API server through the environment."""
+    env = {
+        "ANTHROPIC_API_KEY": fake_anthropic.api_key,
+        "ANTHROPIC_BASE_URL": fake_anthropic.url,
+        "LITE_AGENT_HOME": str(tmp_path / "home"),
+        "PYTHONPATH": os.pathsep.join(
+            [str(ROOT / "tests"), *filter(None, [os.environ.get("PYTHONPATH")])]
+        ),
+    }
+    server = JupyterLabServer(lab_root, tmp_path / "lab-state", env=env).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+        (artifacts / "jupyterlab.log").write_text(server.log())
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = launch_chromium(playwright)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture
+def page(chromium: Any) -> Iterator[Any]:
+    context = chromium.new_context(viewport={"width": 1280, "height": 1000})
+    page = context.new_page()
+    try:
+        yield page
+    finally:
+        context.close()

@@ -1,0 +1,230 @@
+"""A real JupyterLab server driven by the system Chromium, for the browser tests and benchmarks.
+
+:class:`JupyterLabServer` starts ``jupyter lab`` from this virtualenv on 127.0.0.1 (a free port,
+a token, every ``JUPYTER*``/``IPYTHONDIR`` folder temporary, the settings that keep JupyterLab
+quiet and predictable), :func:`launch_chromium` starts Debian's ``/usr/bin/chromium`` through
+Playwright (never a downloaded browser), and :class:`LabNotebook` opens one notebook in a
+workspace of its own and runs its cells the way a user does (Shift+Enter), waiting on the
+status bar's "Idle". A missing Chromium or Playwright is an error, never a skip: run
+``scripts/setup-browser.sh`` (``scripts/test`` does).
+
+Usable outside pytest (``benchmarks/widgets_bench.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import nbformat
+
+CHROMIUM = os.environ.get("LITE_AGENT_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+IDLE = "Python 3 (ipykernel) | Idle"
+
+# JupyterLab user settings (plugin id -> values) that remove network calls and the kernel
+# picker dialog: both made early browser tests flaky.
+LAB_SETTINGS: dict[str, dict[str, Any]] = {
+    "@jupyterlab/apputils-extension:notification": {
+        "fetchNews": "false",
+        "checkForUpdates": False,
+    },
+    "@jupyterlab/notebook-extension:tracker": {"autoStartDefaultKernel": True},
+}
+
+
+class BrowserSetupError(RuntimeError):
+    """Chromium or Playwright is missing: run ``scripts/setup-browser.sh``."""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class JupyterLabServer:
+    """``jupyter lab`` in ``root`` (the folder it serves), all its state under ``state``."""
+
+    def __init__(self, root: Path, state: Path, *, env: Mapping[str, str] | None = None) -> None:
+        self.root = root
+        self.state = state
+        self.port = free_port()
+        self.token = secrets.token_hex(16)
+        self.extra_env = dict(env or {})
+        self.process: subprocess.Popen[bytes] | None = None
+        self.log_path = state / "jupyterlab.log"
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def _env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER", "JPY_"))}
+        dirs = {
+            "JUPYTER_CONFIG_DIR": "config",
+            "JUPYTER_DATA_DIR": "data",
+            "JUPYTER_RUNTIME_DIR": "runtime",
+            "IPYTHONDIR": "ipython",
+            "JUPYTERLAB_SETTINGS_DIR": "lab-settings",
+            "JUPYTERLAB_WORKSPACES_DIR": "lab-workspaces",
+        }
+        for name, sub in dirs.items():
+            path = self.state / sub
+            path.mkdir(parents=True, exist_ok=True)
+            env[name] = str(path)
+        env.update(self.extra_env)
+        return env
+
+    def _write_settings(self, settings_dir: Path) -> None:
+        for plugin, values in LAB_SETTINGS.items():
+            package, name = plugin.split(":")
+            path = settings_dir / package / f"{name}.jupyterlab-settings"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(values))
+
+    def start(self, timeout: float = 60.0) -> JupyterLabServer:
+        env = self._env()
+        self._write_settings(Path(env["JUPYTERLAB_SETTINGS_DIR"]))
+        cmd = [
+            sys.executable,
+            "-m",
+            "jupyterlab",
+            "--no-browser",
+            "--allow-root",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={self.port}",
+            "--ServerApp.port_retries=0",
+            f"--IdentityProvider.token={self.token}",
+            f"--ServerApp.root_dir={self.root}",
+            "--LabApp.news_url=",
+        ]
+        log = self.log_path.open("wb")
+        self.process = subprocess.Popen(
+            cmd, cwd=self.root, env=env, stdout=log, stderr=subprocess.STDOUT
+        )
+        log.close()
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"jupyter lab exited:\n{self.log()}")
+            try:
+                with urllib.request.urlopen(
+                    f"{self.url}/api/status?token={self.token}", timeout=2
+                ) as response:
+                    if response.status == 200:
+                        return self
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"jupyter lab did not answer in {timeout} s:\n{self.log()}")
+            time.sleep(0.1)
+
+    def log(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-20000:]
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        if self.process is None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=15)
+        self.process = None
+
+    def __enter__(self) -> JupyterLabServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def notebook_url(self, name: str) -> str:
+        """The notebook in a fresh workspace (else JupyterLab re-opens the last one)."""
+        workspace = f"w{uuid.uuid4().hex[:12]}"
+        return f"{self.url}/lab/workspaces/{workspace}/tree/{name}?reset&token={self.token}"
+
+
+def write_notebook(path: Path, cells: list[str]) -> Path:
+    """A notebook of code cells with the ipykernel Python 3 kernel."""
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3 (ipykernel)",
+        "language": "python",
+    }
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
+    nbformat.write(nb, str(path))
+    return path
+
+
+def launch_chromium(playwright: Any) -> Any:
+    """Debian's Chromium, headless, through Playwright; an error (not a skip) when missing."""
+    if not os.access(CHROMIUM, os.X_OK):
+        raise BrowserSetupError(f"{CHROMIUM} is missing: run scripts/setup-browser.sh")
+    return playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+
+
+class LabNotebook:
+    """One notebook open in a Playwright page of a :class:`JupyterLabServer`."""
+
+    def __init__(self, page: Any, server: JupyterLabServer, name: str) -> None:
+        self.page = page
+        self.server = server
+        self.name = name
+
+    def open(self, timeout: float = 60.0) -> LabNotebook:
+        self.page.goto(self.server.notebook_url(self.name))
+        self.wait_idle(timeout)
+        return self
+
+    def wait_idle(self, timeout: float = 60.0) -> None:
+        self.page.get_by_text(IDLE, exact=False).first.wait_for(
+            state="visible", timeout=timeout * 1000
+        )
+
+    def cell(self, index: int) -> Any:
+        return self.page.locator(".jp-Notebook .jp-Cell").nth(index)
+
+    def run_cell(self, index: int, timeout: float = 60.0) -> Any:
+        """Select cell ``index``, run it with Shift+Enter, wait until it has finished."""
+        cell = self.cell(index)
+        cell.locator(".jp-InputPrompt").click()
+        self.page.keyboard.press("Escape")
+        self.page.keyboard.press("Shift+Enter")
+        prompt = cell.locator(".jp-InputPrompt")
+        deadline = time.monotonic() + timeout
+        while True:
+            text = prompt.inner_text().strip()
+            if text.startswith("[") and text[1:-2].strip().isdigit():
+                break
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"cell {index} did not finish (prompt {text!r})")
+            time.sleep(0.05)
+        self.wait_idle(timeout)
+        return cell
+
+    def output_text(self, index: int) -> str:
+        return str(self.cell(index).locator(".jp-OutputArea").inner_text())
