@@ -26,18 +26,65 @@ import ipywidgets as w
 from IPython import display as _ipython_display
 
 from ..checkpoint.protocol import SessionInfo
-from ..errors import LiteAgentError
+from ..errors import LiteAgentError, RestoreConflictError, SessionBusyError
 
 display: Callable[..., Any] = _ipython_display.display  # untyped in IPython
 
 __all__ = [
+    "CheckpointControls",
+    "CheckpointSlider",
     "SessionBrowser",
     "SessionControls",
+    "checkpoint_table",
     "relative_time",
     "session_table",
+    "show_checkpoints",
     "show_sessions",
+    "show_ui",
     "widget_frontend",
 ]
+
+
+class _Checkpoint(Protocol):
+    @property
+    def seq(self) -> int: ...
+    @property
+    def prompt(self) -> str: ...
+    @property
+    def ts(self) -> datetime: ...
+    @property
+    def files(self) -> Sequence[str]: ...
+
+
+class _FileAction(Protocol):
+    @property
+    def path(self) -> str: ...
+    @property
+    def action(self) -> str: ...
+    @property
+    def diff(self) -> str | None: ...
+    @property
+    def summary(self) -> str: ...
+
+
+class _RestorePlan(Protocol):
+    @property
+    def files(self) -> Sequence[_FileAction]: ...
+    @property
+    def events_cut(self) -> int: ...
+    @property
+    def conflicts(self) -> Sequence[str]: ...
+
+
+class _RestoreResult(Protocol):
+    @property
+    def restored(self) -> Sequence[str]: ...
+    @property
+    def deleted(self) -> Sequence[str]: ...
+    @property
+    def skipped(self) -> Sequence[str]: ...
+    @property
+    def conversation_restored(self) -> bool: ...
 
 
 class SessionControls(Protocol):
@@ -66,6 +113,34 @@ class SessionControls(Protocol):
 
     def is_busy(self, session_id: str) -> bool:
         """True while a turn of ``session_id`` runs."""
+        ...
+
+
+class CheckpointControls(SessionControls, Protocol):
+    """The session calls plus time travel (``list_checkpoints`` ... ``undo_restore``)."""
+
+    def list_checkpoints(self, session_id: str) -> Sequence[_Checkpoint]:
+        """One checkpoint per prompt of the session, oldest first."""
+        ...
+
+    def preview_restore(self, session_id: str, seq: int) -> _RestorePlan:
+        """What ``restore`` would do; changes nothing."""
+        ...
+
+    def restore(
+        self,
+        session_id: str,
+        seq: int,
+        *,
+        files: bool = True,
+        conversation: bool = True,
+        force: bool = False,
+    ) -> _RestoreResult:
+        """Rewind files and/or conversation to just before the prompt after ``seq``."""
+        ...
+
+    def undo_restore(self, session_id: str) -> _RestoreResult:
+        """Put back what the last restore of the session replaced."""
         ...
 
 
@@ -165,6 +240,8 @@ class _Reporter:
             return
         try:
             action()
+        except SessionBusyError:  # a turn started between our check and the call
+            self.status.value = "<b>busy</b>: a turn is running in this session; nothing changed."
         except Exception as error:
             self.fail(what, error)
         finally:
@@ -395,3 +472,341 @@ def show_sessions(
     browser = SessionBrowser(controls, page_size=page_size)
     _show(browser.widget, browser.summary())
     return browser
+
+
+# -- the checkpoint slider ----------------------------------------------------------------
+
+NOT_REWOUND = (
+    "Restore rewinds the files the agent changed in its workdir and, if chosen, the "
+    "conversation. Kernel variables and effects outside the workdir (databases, network, "
+    "other folders) are not rewound."
+)
+
+
+def first_words(text: str, count: int = 6, width: int = 40) -> str:
+    words = text.split()
+    short = " ".join(words[:count])
+    if len(words) > count:
+        short += "…"
+    return _shorten(short, width) or "(empty prompt)"
+
+
+def stop_label(checkpoint: _Checkpoint) -> str:
+    """The slider readout of a stop: the state just before that prompt."""
+    return f"before: {first_words(checkpoint.prompt)}"
+
+
+def _when(ts: datetime, now: datetime | None = None) -> str:
+    return f"{ts.astimezone(UTC).strftime('%Y-%m-%d %H:%M:%S UTC')} ({relative_time(ts, now)})"
+
+
+def checkpoint_table(checkpoints: Sequence[_Checkpoint], *, limit: int = 50) -> str:
+    """The checkpoints as plain text (oldest first), with the command that restores each."""
+    lines = [f"  {'seq':>6}  {'when':<12}  prompt  (files changed from there on)"]
+    shown = list(checkpoints)[-limit:]
+    if len(checkpoints) > limit:
+        lines.append(f"  … {len(checkpoints) - limit} older prompts")
+    for cp in shown:
+        files = f"  ({', '.join(cp.files[:4])}{', …' if len(cp.files) > 4 else ''})"
+        lines.append(
+            f"  {cp.seq:>6}  {relative_time(cp.ts):<12}  {_shorten(cp.prompt, 50)}"
+            f"{files if cp.files else ''}"
+        )
+    return "\n".join(lines)
+
+
+_ACTION_WORDS = {
+    "rewrite": "restore",
+    "delete": "delete",
+    "recreate": "re-create",
+    "unchanged": "unchanged",
+    "conflict": "CONFLICT",
+}
+
+
+class CheckpointSlider:
+    """A slider over the prompts of one session with a preview, Restore and Undo restore.
+
+    Each stop is the state just before that prompt, oldest on the left; it starts on the
+    newest stop with its preview on screen, so Restore works at once.
+    """
+
+    def __init__(self, controls: CheckpointControls, session_id: str | None = None) -> None:
+        self.controls = controls
+        self.session_id = session_id or controls.session_id
+        self.checkpoints: list[_Checkpoint] = []
+        self.plan: _RestorePlan | None = None
+        self.report = _Reporter()
+        self._moving = False
+        self.title = w.HTML()
+        self.slider = w.SelectionSlider(
+            options=[("(none)", 0)],
+            value=0,
+            continuous_update=False,
+            readout=True,
+            layout=w.Layout(width="100%"),
+            style={"description_width": "0px"},
+        )
+        self.slider.add_class("lite-agent-slider")
+        self.slider.observe(self._moved, names="value")
+        self.preview = w.HTML()
+        self.preview.add_class("lite-agent-preview")
+        self.diffs_button = w.ToggleButton(
+            value=False, description="Show diffs", icon="code", layout=w.Layout(width="auto")
+        )
+        self.diffs_button.observe(lambda _c: self._draw_diffs(), names="value")
+        self.diffs = w.HTML()
+        self.files_toggle = w.Checkbox(value=True, description="files", indent=False)
+        self.conversation_toggle = w.Checkbox(value=True, description="conversation", indent=False)
+        for toggle in (self.files_toggle, self.conversation_toggle):
+            toggle.layout = w.Layout(width="auto")
+        self.restore_button = w.Button(description="Restore", button_style="warning", icon="undo")
+        self.restore_button.add_class("lite-agent-restore")
+        self.restore_button.on_click(lambda _b: self.restore())
+        self.force_button = w.Button(
+            description="Restore anyway", button_style="danger", layout=w.Layout(display="none")
+        )
+        self.force_button.add_class("lite-agent-restore-anyway")
+        self.force_button.on_click(lambda _b: self.restore(force=True))
+        self.undo_button = w.Button(
+            description="Undo restore", icon="redo", layout=w.Layout(display="none")
+        )
+        self.undo_button.add_class("lite-agent-undo")
+        self.undo_button.on_click(lambda _b: self.undo())
+        self.result = w.HTML()
+        self.result.add_class("lite-agent-result")
+        note = w.HTML(f"<small><i>{html.escape(NOT_REWOUND)}</i></small>")
+        actions = w.HBox(
+            [
+                self.restore_button,
+                self.files_toggle,
+                self.conversation_toggle,
+                self.diffs_button,
+                self.force_button,
+                self.undo_button,
+            ],
+            layout=w.Layout(align_items="center", flex_flow="row wrap"),
+        )
+        self.widget = w.VBox(
+            [
+                self.title,
+                self.slider,
+                self.preview,
+                actions,
+                self.diffs,
+                self.result,
+                self.report.status,
+                self.report.errors,
+                note,
+            ],
+            layout=w.Layout(width="100%"),
+        )
+        self.widget.add_class("lite-agent-checkpoints")
+        self.reload()
+
+    # -- reading ------------------------------------------------------------------------
+
+    @property
+    def selected(self) -> _Checkpoint | None:
+        if not self.checkpoints:
+            return None
+        return self.checkpoints[int(self.slider.value)]
+
+    def reload(self) -> None:
+        """Re-read the checkpoints; select the newest stop and preview it."""
+        self.checkpoints = list(self.controls.list_checkpoints(self.session_id))
+        count = len(self.checkpoints)
+        self.title.value = (
+            f"<b>Checkpoints</b> of session {html.escape(short_id(self.session_id))}: "
+            f"{count} prompt{'s' * (count != 1)}" + (", oldest on the left" if count > 1 else "")
+        )
+        self._moving = True
+        try:
+            if count:
+                self.slider.options = [
+                    (stop_label(cp), index) for index, cp in enumerate(self.checkpoints)
+                ]
+                self.slider.value = count - 1
+            else:
+                self.slider.options = [("no prompts yet", 0)]
+                self.slider.value = 0
+        finally:
+            self._moving = False
+        # One stop: a slider cannot move; the readout still names the prompt.
+        self.slider.disabled = count < 2
+        self.restore_button.disabled = count == 0
+        self.force_button.layout.display = "none"
+        self._show_preview()
+
+    def _moved(self, _change: object) -> None:
+        if not self._moving:
+            self.report.run("Preview", self._show_preview)
+
+    def _show_preview(self) -> None:
+        checkpoint = self.selected
+        self.force_button.layout.display = "none"
+        if checkpoint is None:
+            self.plan = None
+            self.preview.value = "<i>No prompts in this session yet: nothing to restore.</i>"
+            self._draw_diffs()
+            return
+        self.plan = self.controls.preview_restore(self.session_id, checkpoint.seq)
+        number = self.checkpoints.index(checkpoint) + 1
+        parts = [
+            f"<div><b>Before prompt {number}</b> · {html.escape(_when(checkpoint.ts))} · "
+            f"seq {checkpoint.seq}</div>",
+            "<div style='white-space:pre-wrap;border-left:3px solid "
+            "var(--jp-border-color1,#ccc);padding-left:6px;margin:4px 0'>"
+            f"{html.escape(_shorten(checkpoint.prompt, 400))}</div>",
+        ]
+        changes = [f for f in self.plan.files if f.action != "unchanged"]
+        if changes:
+            items = "".join(
+                f"<li><code>{html.escape(f.path)}</code>: "
+                f"{html.escape(_ACTION_WORDS.get(f.action, f.action))}"
+                f"{' — ' + html.escape(f.summary) if f.summary else ''}</li>"
+                for f in changes
+            )
+            parts.append(
+                f"<div>Files a restore would change ({len(changes)}):<ul>{items}</ul></div>"
+            )
+        else:
+            parts.append("<div>No file would change.</div>")
+        cut = self.plan.events_cut
+        parts.append(
+            f"<div>Conversation: {cut} event{'s' * (cut != 1)} after this point would be "
+            "cut (kept for Undo restore).</div>"
+        )
+        if self.plan.conflicts:
+            parts.append(
+                "<div><b>Edited outside the agent</b> (Restore will refuse; "
+                "Restore anyway overwrites): "
+                + ", ".join(f"<code>{html.escape(p)}</code>" for p in self.plan.conflicts)
+                + "</div>"
+            )
+        self.preview.value = "".join(parts)
+        self._draw_diffs()
+
+    def _draw_diffs(self) -> None:
+        if not self.diffs_button.value or self.plan is None:
+            self.diffs.value = ""
+            return
+        blocks = [
+            f"<pre style='font-size:90%;overflow-x:auto'>{html.escape(f.diff)}</pre>"
+            for f in self.plan.files
+            if f.diff
+        ]
+        self.diffs.value = "".join(blocks) or "<i>No text differences to show.</i>"
+
+    def summary(self) -> str:
+        """The static text left beside the widget (widget state is not saved)."""
+        head = (
+            f"Checkpoints of session {self.session_id} ({len(self.checkpoints)} prompts, "
+            "oldest first). Restore one with: %agent restore SEQ"
+        )
+        if not self.checkpoints:
+            return head + "\n  (no prompts yet)"
+        return head + "\n" + checkpoint_table(self.checkpoints)
+
+    # -- actions ------------------------------------------------------------------------
+
+    def _busy(self) -> bool:
+        if self.controls.is_busy(self.session_id):
+            self.report.busy(self.session_id)
+            return True
+        return False
+
+    def restore(self, *, force: bool = False) -> None:
+        def action() -> None:
+            checkpoint = self.selected
+            if checkpoint is None or self._busy():
+                return
+            files = bool(self.files_toggle.value)
+            conversation = bool(self.conversation_toggle.value)
+            if not (files or conversation):
+                self.report.ok("Nothing to restore: tick files, conversation or both.")
+                return
+            try:
+                result = self.controls.restore(
+                    self.session_id,
+                    checkpoint.seq,
+                    files=files,
+                    conversation=conversation,
+                    force=force,
+                )
+            except RestoreConflictError as error:
+                self._show_conflicts(error)
+                return
+            label = stop_label(checkpoint)
+            self.result.value = _result_html(f"Restored to {label}", result)
+            self.undo_button.layout.display = None
+            self.reload()
+            self.report.ok(f"Restored session {short_id(self.session_id)} to {label}.")
+
+        self.report.run("Restore", action)
+
+    def _show_conflicts(self, error: RestoreConflictError) -> None:
+        paths = getattr(error, "paths", ()) or (self.plan.conflicts if self.plan else ())
+        listed = ", ".join(f"<code>{html.escape(p)}</code>" for p in paths)
+        self.result.value = (
+            "<b>Not restored</b>: these files were changed outside the agent since it last "
+            f"wrote them: {listed or html.escape(str(error))}. Nothing was changed. "
+            "<b>Restore anyway</b> overwrites them (Undo restore brings them back)."
+        )
+        self.force_button.layout.display = None
+        self.report.ok("Restore refused: files edited outside the agent.")
+
+    def undo(self) -> None:
+        def action() -> None:
+            if self._busy():
+                return
+            result = self.controls.undo_restore(self.session_id)
+            self.result.value = _result_html("Undid the last restore", result)
+            self.undo_button.layout.display = "none"
+            self.reload()
+            self.report.ok(f"Undid the last restore of session {short_id(self.session_id)}.")
+
+        self.report.run("Undo restore", action)
+
+
+def _result_html(what: str, result: _RestoreResult) -> str:
+    def paths(items: Sequence[str]) -> str:
+        return ", ".join(f"<code>{html.escape(p)}</code>" for p in items) or "none"
+
+    parts = [
+        f"<b>{html.escape(what)}</b>.",
+        f"Files written: {paths(result.restored)}.",
+        f"Deleted: {paths(result.deleted)}.",
+    ]
+    if result.skipped:
+        parts.append(f"Skipped: {paths(result.skipped)}.")
+    parts.append("Conversation rewound." if result.conversation_restored else "Conversation kept.")
+    return " ".join(parts)
+
+
+def show_checkpoints(
+    controls: CheckpointControls, session_id: str | None = None, *, text: bool = False
+) -> CheckpointSlider | None:
+    """``%agent checkpoints``: the slider (with a static summary) where a widget front end
+    is present, else (or with ``text=True``) the text table."""
+    if text or not widget_frontend():
+        sid = session_id or controls.session_id
+        print(f"Checkpoints of session {sid} (oldest first); restore with %agent restore SEQ")
+        print(checkpoint_table(controls.list_checkpoints(sid)))
+        return None
+    slider = CheckpointSlider(controls, session_id)
+    _show(slider.widget, slider.summary())
+    return slider
+
+
+def show_ui(controls: CheckpointControls) -> tuple[SessionBrowser, CheckpointSlider] | None:
+    """``%agent ui``: the session browser and the checkpoint slider of the current session."""
+    if not widget_frontend():
+        show_sessions(controls, text=True)
+        show_checkpoints(controls, text=True)
+        return None
+    browser = SessionBrowser(controls)
+    slider = CheckpointSlider(controls)
+    box = w.VBox([browser.widget, w.HTML("<hr>"), slider.widget])
+    _show(box, browser.summary() + "\n\n" + slider.summary())
+    return browser, slider

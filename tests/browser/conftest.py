@@ -55,8 +55,10 @@ def lab(
         (artifacts / "jupyterlab.log").write_text(server.log())
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def chromium() -> Iterator[Any]:
+    """Chromium for one test. Playwright's sync API runs an event loop on this thread while
+    it lives, so it must not outlive the test (the asyncio tests after it need the thread)."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
