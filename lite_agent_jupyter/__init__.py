@@ -44,6 +44,8 @@ from .checkpoint import (
 )
 from .errors import (
     AgentClosedError,
+    CassetteError,
+    CassetteMismatchError,
     CheckpointConflictError,
     CheckpointerUnavailableError,
     CorruptLogError,
@@ -91,6 +93,8 @@ __all__ = [
     "BackgroundNotice",
     "BackgroundTurnFinished",
     "BackgroundTurnStarted",
+    "CassetteError",
+    "CassetteMismatchError",
     "CheckpointConflictError",
     "Checkpointer",
     "CheckpointerUnavailableError",

@@ -118,3 +118,33 @@ class ProviderError(LiteAgentError):
 
 class MissingAPIKeyError(ProviderError):
     """No API key was given and ``ANTHROPIC_API_KEY`` is not set."""
+
+
+class CassetteError(LiteAgentError):
+    """A cassette file is missing, unreadable or not a cassette (names the path and line)."""
+
+
+class CassetteMismatchError(CassetteError, ProviderError):
+    """A replayed request is not in the cassette.
+
+    The message names where it differs from the nearest recorded request (``field``:
+    ``"messages"``, ``"system"``, ``"tools"`` or ``"model"``; ``message_index``) with a short
+    diff; ``replay(strict=False, fallback=...)`` sends such requests to a live provider instead.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str,
+        field: str | None = None,
+        message_index: int | None = None,
+        diff: str = "",
+        nearest_call: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.path = path
+        self.field = field
+        self.message_index = message_index
+        self.diff = diff
+        self.nearest_call = nearest_call

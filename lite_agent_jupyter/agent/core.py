@@ -31,7 +31,7 @@ from ..checkpoint.events import (
 from ..checkpoint.memory import memory_checkpointer
 from ..checkpoint.protocol import Checkpointer, SessionInfo, new_session_id, validate_session_id
 from ..errors import AgentClosedError, SessionBusyError, SessionsDisabledError
-from ..providers.base import Provider
+from ..providers.base import Provider, WorkdirAware
 from ..storage import Blobs, MemoryBlobStore, Storage
 from ..tools import Tool, ToolContext, default_tools, tool
 from ..tools.base import BackgroundJob, BackgroundOutcome
@@ -124,6 +124,8 @@ class LiteAgent:
         else:
             self.blobs = MemoryBlobStore()
         self.model = model = options.model
+        if isinstance(model, WorkdirAware):  # e.g. a cassette normalising this folder's path
+            model.bind_workdir(workdir)
         self.on_input = on_input = options.on_input
         self.on_background = options.on_background
         self.background_results: list[LiteAgentResult] = []

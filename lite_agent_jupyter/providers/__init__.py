@@ -1,8 +1,9 @@
-"""Model providers: the protocol the agent talks to, and the two implementations.
+"""Model providers: the protocol the agent talks to, and its implementations.
 
 ``anthropic()`` streams the Anthropic Messages API through the official SDK (imported on first
 use, so importing this package stays cheap); ``scripted()`` is an offline, deterministic stand-in
-for tests, teaching and demos. A third-party provider implements :class:`Provider`.
+for tests, teaching and demos; ``record()`` wraps any provider and writes its answers to a
+cassette that ``replay()`` serves offline. A third-party provider implements :class:`Provider`.
 """
 
 from .anthropic import AnthropicProvider, anthropic
@@ -14,7 +15,9 @@ from .base import (
     TextDelta,
     ToolUseStarted,
     Usage,
+    WorkdirAware,
 )
+from .cassette import RecordingProvider, ReplayProvider, record, replay
 from .scripted import (
     NO_MORE_TURNS,
     Reply,
@@ -34,6 +37,8 @@ __all__ = [
     "ModelRequest",
     "Provider",
     "ProviderEvent",
+    "RecordingProvider",
+    "ReplayProvider",
     "Reply",
     "ScriptedProvider",
     "TextDelta",
@@ -41,9 +46,12 @@ __all__ = [
     "ToolUseStarted",
     "Turn",
     "Usage",
+    "WorkdirAware",
     "anthropic",
     "call",
     "estimate_tokens",
+    "record",
+    "replay",
     "reply",
     "scripted",
 ]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from ..abort import AbortSignal
@@ -120,4 +121,17 @@ class Provider(Protocol):
 
     async def aclose(self) -> None:
         """Release HTTP clients; idempotent."""
+        ...
+
+
+@runtime_checkable
+class WorkdirAware(Protocol):
+    """An optional provider capability: told the agent's workdir when the agent is created.
+
+    The cassette providers use it to normalise the workdir's absolute path, so a cassette
+    recorded in one folder replays in another.
+    """
+
+    def bind_workdir(self, workdir: Path) -> None:
+        """Remember ``workdir`` (absolute); called once by each agent using this provider."""
         ...
