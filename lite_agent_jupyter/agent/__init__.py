@@ -23,6 +23,7 @@ from .results import (
     TurnStarted,
     UsageUpdate,
 )
+from .usage import Price, Prices, UsageTotals
 
 __all__ = [
     "DEFAULT_MODEL_NAME",
@@ -40,6 +41,8 @@ __all__ = [
     "InputRequest",
     "LiteAgent",
     "LiteAgentResult",
+    "Price",
+    "Prices",
     "Subscription",
     "TextDelta",
     "ToolCallFinished",
@@ -48,6 +51,7 @@ __all__ = [
     "TurnFinished",
     "TurnInterrupted",
     "TurnStarted",
+    "UsageTotals",
     "UsageUpdate",
     "console_approval",
     "create_lite_agent",

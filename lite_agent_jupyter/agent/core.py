@@ -61,6 +61,7 @@ from .results import (
     TurnFinished,
 )
 from .session import SessionLog
+from .usage import Prices, UsageTotals, usage_totals
 
 log = logging.getLogger(__name__)
 
@@ -146,6 +147,7 @@ class LiteAgent:
             tools=self.tools,
             max_turns=options.max_turns,
             max_tokens=options.max_tokens,
+            max_turn_tokens=options.max_turn_tokens,
             workdir=self.workdir,
             storage_root=self.storage.root,
             blobs=self.blobs,
@@ -378,6 +380,25 @@ class LiteAgent:
         if session_id == self._session_id:
             self._session_id = new_session_id()
 
+    async def usage(
+        self, session_id: str | None = None, *, prices: Prices | None = None
+    ) -> UsageTotals:
+        """Token usage of every model call of a session (default: the current one), read from
+        its log; with ``prices`` (model or model prefix -> :class:`Price`), a cost estimate."""
+        self._check_open()
+        sid = self._session_id if session_id is None else validate_session_id(session_id)
+        return usage_totals(await self.checkpointer.read(sid), prices)
+
+    async def usage_by_session(self, *, prices: Prices | None = None) -> dict[str, UsageTotals]:
+        """:meth:`usage` of every persisted session (newest first); ``sum(..., UsageTotals())``
+        of the values is the total of this storage (in Jupyter: of the notebook)."""
+        self._check_open()
+        self._check_sessions("usage_by_session")
+        return {
+            info.id: usage_totals(await self.checkpointer.read(info.id), prices)
+            for info in await self.checkpointer.list()
+        }
+
     async def _referenced_hashes(self) -> set[str]:
         """Blob hashes referenced by any remaining session or archived log tail."""
         used: set[str] = set()
@@ -524,6 +545,7 @@ def create_lite_agent(
     system_prompt: str | None = None,
     max_turns: int = 50,
     max_tokens: int = 8192,
+    max_turn_tokens: int | None = None,
     context_window: int = 200_000,
     auto_compact: bool = True,
     approvals: Mapping[str, Decision] | Decision | None = None,
@@ -551,6 +573,7 @@ def create_lite_agent(
             system_prompt=system_prompt,
             max_turns=max_turns,
             max_tokens=max_tokens,
+            max_turn_tokens=max_turn_tokens,
             context_window=context_window,
             auto_compact=auto_compact,
             approvals=approvals,

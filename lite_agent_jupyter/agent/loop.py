@@ -52,6 +52,7 @@ from .results import (
     UsageUpdate,
 )
 from .session import SessionLog
+from .usage import turn_tokens
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +69,7 @@ class TurnSettings:
     tools: dict[str, Tool]
     max_turns: int
     max_tokens: int
+    max_turn_tokens: int | None
     workdir: Path
     storage_root: Path | None
     blobs: Blobs
@@ -152,6 +154,16 @@ async def run_turn(
             for block in tool_uses:  # a provider that does not announce its tool calls
                 if str(block.get("id", "")) not in announced:
                     emit(ToolCallStarted(str(block.get("id", "")), str(block.get("name", ""))))
+            cap = settings.max_turn_tokens
+            if cap is not None and turn_tokens(usage) + turn_tokens(done.usage) > cap:
+                # the next call's input alone (this call's input and output, and more) would
+                # pass the cap: stop now, answering the pending tool calls without running them
+                await session.append(_budget_stop(tool_uses, turn_tokens(usage), cap))
+                for block in tool_uses:
+                    tool_id, name = str(block.get("id", "")), str(block.get("name", ""))
+                    emit(ToolCallFinished(tool_id, name, BUDGET_NOT_RUN, True))
+                stop_reason = "budget"
+                break
             await asyncio.gather(
                 *(_run_tool(settings, session, block, signal, emit) for block in tool_uses)
             )
@@ -230,6 +242,21 @@ async def _run_tool(
         [ToolResultEvent(tool_use_id=tool_use_id, content=output, is_error=is_error)]
     )
     emit(ToolCallFinished(tool_use_id, name, _flatten(output), is_error))
+
+
+BUDGET_NOT_RUN = (
+    "Not run: the turn's token budget (max_turn_tokens) would be passed by another model call."
+)
+
+
+def _budget_stop(tool_uses: Sequence[dict[str, Any]], used: int, cap: int) -> list[Event]:
+    """A result for each pending tool call (not run), then the record of why the turn ended."""
+    events: list[Event] = [
+        ToolResultEvent(tool_use_id=str(b.get("id", "")), content=BUDGET_NOT_RUN, is_error=True)
+        for b in tool_uses
+    ]
+    events.append(InterruptedEvent(reason=f"budget: {used} of {cap} tokens used"))
+    return events
 
 
 def _snapshotter(

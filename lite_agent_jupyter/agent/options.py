@@ -50,6 +50,9 @@ class AgentOptions:
     system_prompt: str | None = None
     max_turns: int = 50
     max_tokens: int = 8192
+    max_turn_tokens: int | None = None
+    """Cap on the tokens (input, cached input and output) of one turn's model calls; the
+    turn stops with ``stop_reason="budget"`` (``None``: no cap)."""
     context_window: int = 200_000
     auto_compact: bool = True
     approvals: Mapping[str, Decision] | Decision | None = None
@@ -93,6 +96,14 @@ class AgentOptions:
                 raise TypeError(f"{name} must be an int, not {type(value).__name__}")
             if value < 1:
                 raise ValueError(f"{name} must be at least 1, not {value}")
+        if self.max_turn_tokens is not None:
+            value = self.max_turn_tokens
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise TypeError(
+                    f"max_turn_tokens must be an int or None, not {type(value).__name__}"
+                )
+            if value < 1:
+                raise ValueError(f"max_turn_tokens must be at least 1, not {value}")
         object.__setattr__(self, "approvals", _check_approvals(self.approvals))
         for name in ("on_approval", "on_input", "on_background"):
             value = getattr(self, name)

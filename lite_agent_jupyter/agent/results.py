@@ -19,7 +19,8 @@ class LiteAgentResult:
     text: str
     """The final assistant message's text."""
     stop_reason: str | None
-    """The model's stop reason (``end_turn``, ``max_tokens``...), or ``max_turns``."""
+    """The model's stop reason (``end_turn``, ``max_tokens``...), or ``max_turns``, or
+    ``budget`` (the turn's ``max_turn_tokens`` would have been passed)."""
     usage: Usage
     """Tokens of every model call of the turn, summed."""
     session_id: str

@@ -138,7 +138,13 @@ def _json_text(value: str) -> str:
 
 
 def _dumps(obj: object) -> str:
+    """Canonical JSON: keys sorted, no spaces (for keys and comparisons)."""
     return json.dumps(obj, ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def _dumps_ordered(obj: object) -> str:
+    """Compact JSON keeping key order (answers replay exactly as they were streamed)."""
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 def _without_cache_control(value: Any) -> Any:
@@ -234,7 +240,7 @@ class _CassetteWriter:
 
     def write(self, entries: Sequence[dict[str, Any]]) -> None:
         fd = self._open()
-        data = "".join(_dumps(entry) + "\n" for entry in entries)
+        data = "".join(_dumps_ordered(entry) + "\n" for entry in entries)
         os.write(fd, data.encode("utf-8", "surrogatepass"))
 
     def tools_entry(self, tools_text: str) -> tuple[str, dict[str, Any] | None]:
@@ -377,7 +383,7 @@ class RecordingProvider:
                 "tools": tools_hash,
                 "messages": json.loads(canonical.messages),
             },
-            "answer": json.loads(self._normaliser.normalise(_dumps(answer))),
+            "answer": json.loads(self._normaliser.normalise(_dumps_ordered(answer))),
         }
         self._writer.write([tools_entry, entry] if tools_entry is not None else [entry])
         self.calls += 1
@@ -509,7 +515,7 @@ class ReplayProvider:
                 if recorded is None:
                     recorded = self._calls[key] = _Recorded(len(self._order), request)
                     self._order.append(recorded)
-                recorded.answers.append(_Answer(_dumps(answer)))
+                recorded.answers.append(_Answer(_dumps_ordered(answer)))
 
     @property
     def recorded_calls(self) -> int:
@@ -569,7 +575,7 @@ class ReplayProvider:
                 events.append((float(item[0]), "tool_use", str(item[2]), str(item[3])))
         return _Decoded(
             events,
-            _dumps(data["content"]),
+            _dumps_ordered(data["content"]),
             {k: int(v) for k, v in (data.get("usage") or {}).items() if isinstance(v, int)},
             data.get("stop_reason"),
             str(data.get("model") or ""),
