@@ -155,62 +155,110 @@ def _without_cache_control(value: Any) -> Any:
     return value
 
 
-def _canonical_messages(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for message in messages:
-        content = message.get("content")
-        if isinstance(content, str):
-            message = {**message, "content": [{"type": "text", "text": content}]}
-        out.append(message)
-    return out
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def _message_text(message: dict[str, Any], normaliser: Normaliser) -> str:
+    """The canonical, normalised JSON of one message (string content as one text block)."""
+    content = message.get("content")
+    if isinstance(content, str):
+        message = {**message, "content": [{"type": "text", "text": content}]}
+    text = _dumps(message)
+    if "cache_control" in text:
+        text = _dumps(_without_cache_control(message))
+    return normaliser.normalise(text)
 
 
 @dataclass(slots=True)
 class _Canonical:
-    """A request in its normalised JSON form, and its key."""
+    """A request in its normalised JSON form: each part's text and hash, and the key."""
 
     key: str
     model: str
     system: str
     tools: str
-    messages: str
+    tools_hash: str
+    messages: list[tuple[str, str]]
+    """``(hash, text)`` of each message."""
 
 
-def _canonical(request: ModelRequest, normaliser: Normaliser) -> _Canonical:
-    tools: object = request.tools
-    messages: object = _canonical_messages(request.messages)
-    system: object = request.system
-    if request.has_cache_control is not False:
-        tools, messages, system = (
-            _without_cache_control(tools),
-            _without_cache_control(messages),
-            _without_cache_control(system),
+class _Keyer:
+    """Computes request keys, reusing the work done for the previous request.
+
+    Each call of a session sends the previous call's messages again plus a few new ones, and
+    the agent passes the very same message objects each time (a fold snapshot never changes
+    a message it has handed out). So the canonical text of a message is cached by identity
+    for the next request: a call costs what it added, not the whole conversation.
+    """
+
+    __slots__ = ("_messages", "_system", "_tools", "normaliser")
+
+    def __init__(self, normaliser: Normaliser) -> None:
+        self.normaliser = normaliser
+        self._messages: dict[int, tuple[object, str, str]] = {}
+        self._tools: tuple[object, str, str] | None = None
+        self._system: tuple[str | None, str] | None = None
+
+    def canonical(self, request: ModelRequest) -> _Canonical:
+        normaliser = self.normaliser
+        cached_tools = self._tools
+        tools = request.tools
+        if cached_tools is not None and (cached_tools[0] is tools or cached_tools[0] == tools):
+            tools_text, tools_hash = cached_tools[1], cached_tools[2]
+        else:
+            tools_text = _dumps(tools)
+            if "cache_control" in tools_text:
+                tools_text = _dumps(_without_cache_control(tools))
+            tools_text = normaliser.normalise(tools_text)
+            tools_hash = _digest(tools_text)
+            self._tools = (request.tools, tools_text, tools_hash)
+        cached_system = self._system
+        if cached_system is not None and cached_system[0] == request.system:
+            system_text = cached_system[1]
+        else:
+            system = request.system
+            if not isinstance(system, str | None):
+                system = _without_cache_control(system)
+            system_text = normaliser.normalise(_dumps(system))
+            self._system = (request.system, system_text)
+        previous = self._messages
+        current: dict[int, tuple[object, str, str]] = {}
+        messages: list[tuple[str, str]] = []
+        for message in request.messages:
+            hit = previous.get(id(message))
+            if hit is None or hit[0] is not message:
+                text = _message_text(message, normaliser)
+                hit = (message, _digest(text), text)
+            current[id(message)] = hit
+            messages.append((hit[1], hit[2]))
+        self._messages = current
+        key = _digest(
+            "\x00".join((_dumps(request.model), system_text, tools_hash, *(h for h, _ in messages)))
         )
-    tools_text = normaliser.normalise(_dumps(tools))
-    messages_text = normaliser.normalise(_dumps(messages))
-    system_text = normaliser.normalise(_dumps(system))
-    digest = hashlib.sha256()
-    for part in (_dumps(request.model), system_text, tools_text, messages_text):
-        digest.update(part.encode("utf-8", "surrogatepass"))
-        digest.update(b"\x00")
-    return _Canonical(digest.hexdigest(), request.model, system_text, tools_text, messages_text)
+        return _Canonical(key, request.model, system_text, tools_text, tools_hash, messages)
 
 
 def request_key(request: ModelRequest, workdir: Path | str | None = None) -> str:
     """The cassette key of ``request`` as seen from ``workdir`` (default: the current folder)."""
-    return _canonical(request, Normaliser(workdir)).key
+    return _Keyer(Normaliser(workdir)).canonical(request).key
 
 
 # --------------------------------------------------------------------------- the file
 
 
 class _CassetteWriter:
-    """Appends lines to a cassette (created 0600 with its header on first use)."""
+    """Appends lines to a cassette (created 0600 with its header on first use).
+
+    Tool lists and messages are written once each (``"kind": "tools"`` / ``"message"``
+    lines, keyed by hash); a call names them by hash, so a long session's cassette grows with
+    what the conversation adds, not with the square of its length.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._fd: int | None = None
-        self._tools_written: set[str] = set()
+        self._written: set[str] = set()
 
     def _open(self) -> int:
         if self._fd is not None:
@@ -230,27 +278,44 @@ class _CassetteWriter:
                 os.write(fd, (_dumps(header) + "\n").encode())
             else:
                 for entry in _read_lines(self.path):
-                    if entry.get("kind") == "tools":
-                        self._tools_written.add(str(entry.get("hash")))
+                    if entry.get("kind") in ("tools", "message"):
+                        self._written.add(str(entry.get("hash")))
         except BaseException:
             os.close(fd)
             raise
         self._fd = fd
         return fd
 
-    def write(self, entries: Sequence[dict[str, Any]]) -> None:
-        fd = self._open()
-        data = "".join(_dumps_ordered(entry) + "\n" for entry in entries)
-        os.write(fd, data.encode("utf-8", "surrogatepass"))
-
-    def tools_entry(self, tools_text: str) -> tuple[str, dict[str, Any] | None]:
-        """The hash of a normalised tool list, and its entry if not written yet."""
-        digest = hashlib.sha256(tools_text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    def write_call(self, canonical: _Canonical, extra: dict[str, Any]) -> None:
+        """One call line, preceded by the tool list and messages not written yet."""
         self._open()
-        if digest in self._tools_written:
-            return digest, None
-        self._tools_written.add(digest)
-        return digest, {"kind": "tools", "hash": digest, "tools": json.loads(tools_text)}
+        lines: list[str] = []
+        if canonical.tools_hash not in self._written:
+            lines.append(
+                f'{{"kind":"tools","hash":"{canonical.tools_hash}","tools":{canonical.tools}}}'
+            )
+        for digest, text in canonical.messages:
+            if digest not in self._written:
+                lines.append(f'{{"kind":"message","hash":"{digest}","message":{text}}}')
+        entry = {
+            "kind": "call",
+            "key": canonical.key,
+            "request": {
+                "model": canonical.model,
+                "system": json.loads(canonical.system),
+                "tools": canonical.tools_hash,
+                "messages": [digest for digest, _ in canonical.messages],
+            },
+            **extra,
+        }
+        lines.append(_dumps_ordered(entry))
+        self.write_lines(lines)
+        self._written.add(canonical.tools_hash)
+        self._written.update(digest for digest, _ in canonical.messages)
+
+    def write_lines(self, lines: Sequence[str]) -> None:
+        fd = self._open()
+        os.write(fd, "".join(line + "\n" for line in lines).encode("utf-8", "surrogatepass"))
 
     def close(self) -> None:
         if self._fd is not None:
@@ -260,6 +325,11 @@ class _CassetteWriter:
 
 def _read_lines(path: Path) -> list[dict[str, Any]]:
     """Every entry of a cassette; a torn last line (a crash mid-write) is ignored."""
+    return [entry for entry, _ in _read_entries(path)]
+
+
+def _read_entries(path: Path) -> list[tuple[dict[str, Any], str]]:
+    """``(entry, line)`` of every line of a cassette (see :func:`_read_lines`)."""
     try:
         raw = path.read_text(encoding="utf-8", errors="surrogatepass")
     except FileNotFoundError:
@@ -267,7 +337,7 @@ def _read_lines(path: Path) -> list[dict[str, Any]]:
     except IsADirectoryError:
         raise CassetteError(f"{str(path)!r} is a folder, not a cassette") from None
     lines = raw.split("\n")
-    entries: list[dict[str, Any]] = []
+    entries: list[tuple[dict[str, Any], str]] = []
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -288,7 +358,7 @@ def _read_lines(path: Path) -> list[dict[str, Any]]:
                     f"{path}: cassette version {version} was written by a newer "
                     f"lite_agent_jupyter (this one reads up to {CASSETTE_VERSION})"
                 )
-        entries.append(entry)
+        entries.append((entry, line))
     return entries
 
 
@@ -328,9 +398,8 @@ class RecordingProvider:
         self.calls = 0
         """Calls recorded so far by this object."""
         self._pinned = workdir is not None
-        self._normaliser = Normaliser(workdir)
+        self._keyer = _Keyer(Normaliser(workdir))
         self._writer = _CassetteWriter(self.path)
-        self._closed = False
 
     def __repr__(self) -> str:
         return f"RecordingProvider({self.inner!r}, path={str(self.path)!r})"
@@ -338,7 +407,7 @@ class RecordingProvider:
     def bind_workdir(self, workdir: Path) -> None:
         """Normalise ``workdir`` (called by the agent; an explicit ``workdir=`` wins)."""
         if not self._pinned:
-            self._normaliser = Normaliser(workdir)
+            self._keyer = _Keyer(Normaliser(workdir))
 
     async def stream(
         self, request: ModelRequest, signal: AbortSignal
@@ -363,8 +432,7 @@ class RecordingProvider:
         done: MessageDone,
         offset: float,
     ) -> None:
-        canonical = _canonical(request, self._normaliser)
-        tools_hash, tools_entry = self._writer.tools_entry(canonical.tools)
+        canonical = self._keyer.canonical(request)
         answer = {
             "events": events,
             "content": done.content,
@@ -373,26 +441,17 @@ class RecordingProvider:
             "model": done.model,
             "t": offset,
         }
-        entry = {
-            "kind": "call",
-            "key": canonical.key,
-            "provider": self.inner.name,
-            "request": {
-                "model": canonical.model,
-                "system": json.loads(canonical.system),
-                "tools": tools_hash,
-                "messages": json.loads(canonical.messages),
-            },
-            "answer": json.loads(self._normaliser.normalise(_dumps_ordered(answer))),
-        }
-        self._writer.write([tools_entry, entry] if tools_entry is not None else [entry])
+        normalised = self._keyer.normaliser.normalise(_dumps_ordered(answer))
+        self._writer.write_call(
+            canonical, {"provider": self.inner.name, "answer": json.loads(normalised)}
+        )
         self.calls += 1
 
     async def count_tokens(self, request: ModelRequest) -> int:
         """The wrapped provider's count, recorded so a replay returns the same number."""
         tokens = await self.inner.count_tokens(request)
-        key = _canonical(request, self._normaliser).key
-        self._writer.write([{"kind": "count", "key": key, "tokens": tokens}])
+        key = self._keyer.canonical(request).key
+        self._writer.write_lines([_dumps({"kind": "count", "key": key, "tokens": tokens})])
         return tokens
 
     async def aclose(self) -> None:
@@ -439,9 +498,11 @@ class _Decoded:
 
 @dataclass(slots=True)
 class _Answer:
-    """One recorded answer, kept as normalised JSON text until first served."""
+    """One recorded answer as read, decoded for streaming when first served."""
 
-    text: str
+    data: dict[str, Any]
+    placeholders: bool
+    """Whether it holds placeholders to localise (most answers do not)."""
     decoded: _Decoded | None = None
 
 
@@ -485,12 +546,13 @@ class ReplayProvider:
         self.fallback_calls = 0
         """Calls handed to the fallback provider."""
         self._pinned = workdir is not None
-        self._normaliser = Normaliser(workdir)
+        self._keyer = _Keyer(Normaliser(workdir))
         self._calls: dict[str, _Recorded] = {}
         self._order: list[_Recorded] = []
         self._counts: dict[str, int] = {}
         self._tools: dict[str, Any] = {}
-        self._load(_read_lines(self.path))
+        self._messages: dict[str, Any] = {}
+        self._load(_read_entries(self.path))
 
     def __repr__(self) -> str:
         return (
@@ -498,11 +560,13 @@ class ReplayProvider:
             f"strict={self.strict}, speed={self.speed:g})"
         )
 
-    def _load(self, entries: list[dict[str, Any]]) -> None:
-        for number, entry in enumerate(entries, 1):
+    def _load(self, entries: list[tuple[dict[str, Any], str]]) -> None:
+        for number, (entry, line) in enumerate(entries, 1):
             kind = entry.get("kind")
             if kind == "tools":
                 self._tools[str(entry.get("hash"))] = entry.get("tools")
+            elif kind == "message":
+                self._messages[str(entry.get("hash"))] = entry.get("message")
             elif kind == "count":
                 self._counts[str(entry.get("key"))] = int(entry.get("tokens") or 0)
             elif kind == "call":
@@ -515,7 +579,7 @@ class ReplayProvider:
                 if recorded is None:
                     recorded = self._calls[key] = _Recorded(len(self._order), request)
                     self._order.append(recorded)
-                recorded.answers.append(_Answer(_dumps_ordered(answer)))
+                recorded.answers.append(_Answer(answer, "⟨" in line))
 
     @property
     def recorded_calls(self) -> int:
@@ -525,7 +589,7 @@ class ReplayProvider:
     def bind_workdir(self, workdir: Path) -> None:
         """Normalise ``workdir`` (called by the agent; an explicit ``workdir=`` wins)."""
         if not self._pinned:
-            self._normaliser = Normaliser(workdir)
+            self._keyer = _Keyer(Normaliser(workdir))
             for recorded in self._order:  # answers are localised again for the new folder
                 for answer in recorded.answers:
                     answer.decoded = None
@@ -535,7 +599,7 @@ class ReplayProvider:
     ) -> AsyncGenerator[ProviderEvent, None]:
         """The recorded answer to ``request``, at the recorded pace times ``speed``."""
         signal.raise_if_aborted()
-        canonical = _canonical(request, self._normaliser)
+        canonical = self._keyer.canonical(request)
         recorded = self._calls.get(canonical.key)
         if recorded is None:
             if self.strict or self.fallback is None:
@@ -548,7 +612,7 @@ class ReplayProvider:
         answer = answers.popleft() if len(answers) > 1 else answers[0]
         decoded = answer.decoded
         if decoded is None:
-            decoded = answer.decoded = self._decode(answer.text)
+            decoded = answer.decoded = self._decode(answer)
         self.served += 1
         start = time.monotonic()
         for offset, kind, a, b in decoded.events:
@@ -565,8 +629,10 @@ class ReplayProvider:
             decoded.model,
         )
 
-    def _decode(self, text: str) -> _Decoded:
-        data = json.loads(self._normaliser.localise(text))
+    def _decode(self, answer: _Answer) -> _Decoded:
+        data = answer.data
+        if answer.placeholders:
+            data = json.loads(self._keyer.normaliser.localise(_dumps_ordered(data)))
         events: list[tuple[float, str, str, str]] = []
         for item in data.get("events") or ():
             if item[1] == "text":
@@ -598,7 +664,7 @@ class ReplayProvider:
 
     async def count_tokens(self, request: ModelRequest) -> int:
         """The recorded count of ``request``; else the fallback's, else an estimate."""
-        key = _canonical(request, self._normaliser).key
+        key = self._keyer.canonical(request).key
         tokens = self._counts.get(key)
         if tokens is not None:
             return tokens
@@ -624,7 +690,7 @@ class ReplayProvider:
             "model": canonical.model,
             "system": json.loads(canonical.system),
             "tools": json.loads(canonical.tools),
-            "messages": json.loads(canonical.messages),
+            "messages": [json.loads(text) for _, text in canonical.messages],
         }
         best = max(self._order, key=lambda r: _closeness(request, self._expand(r.request)))
         nearest = self._expand(best.request)
@@ -657,10 +723,12 @@ class ReplayProvider:
         )
 
     def _expand(self, request: dict[str, Any]) -> dict[str, Any]:
-        tools = request.get("tools")
-        if isinstance(tools, str):
-            return {**request, "tools": self._tools.get(tools)}
-        return request
+        """A recorded request with its tool list and messages looked up by hash."""
+        return {
+            **request,
+            "tools": self._tools.get(str(request.get("tools"))),
+            "messages": [self._messages.get(str(h)) for h in request.get("messages") or ()],
+        }
 
 
 def _closeness(request: dict[str, Any], recorded: dict[str, Any]) -> tuple[int, int, int, int]:
