@@ -35,6 +35,7 @@ from ..providers.base import Provider, WorkdirAware
 from ..storage import Blobs, MemoryBlobStore, Storage
 from ..tools import Tool, ToolContext, default_tools, tool
 from ..tools.base import BackgroundJob, BackgroundOutcome
+from ..tools.scan import DEFAULT_MAX_FILE_SIZE
 from ..tools.tasks import TaskStore
 from .approvals import (
     ApprovalGate,
@@ -61,6 +62,7 @@ from .results import (
     TurnFinished,
 )
 from .session import SessionLog
+from .tracking import FileTracker
 from .usage import Prices, UsageTotals, usage_totals
 
 log = logging.getLogger(__name__)
@@ -68,8 +70,9 @@ log = logging.getLogger(__name__)
 DEFAULT_SYSTEM_PROMPT = """\
 You are a careful coding agent working in the user's project folder ({workdir}). Use the tools \
 to read, search, write and edit files and to run shell commands there. Paths are relative to \
-that folder. Prefer small, precise edits; explain briefly what you changed. Shell commands are \
-not undone by the user's restore; file tools are."""
+that folder. Prefer small, precise edits; explain briefly what you changed. The user can rewind \
+files to any earlier prompt: edits by the file tools and by shell commands in the folder are \
+recorded (not .git, virtualenvs, node_modules or very large files)."""
 
 _END = object()
 
@@ -154,6 +157,12 @@ class LiteAgent:
             gate=ApprovalGate(policy=options.approvals or {}, handler=options.on_approval),
             start_background=self._start_background,
             task_store=TaskStore(self.storage.base / "tasks" if self.sessions_enabled else None),
+            tracker=FileTracker(
+                workdir,
+                self.blobs,
+                exclude=[self.storage.root],
+                max_file_size=options.max_tracked_file_size,
+            ),
         )
         self._session_id = options.session_id or new_session_id()
         self._logs: dict[str, SessionLog] = {}
@@ -433,6 +442,8 @@ class LiteAgent:
             await self.model.aclose()
         if self._owns_checkpointer:
             await self.checkpointer.close()
+        if self._settings.tracker is not None:
+            self._settings.tracker.close()
         self._logs.clear()
         self._jobs.clear()
 
@@ -548,6 +559,7 @@ def create_lite_agent(
     max_turn_tokens: int | None = None,
     context_window: int = 200_000,
     auto_compact: bool = True,
+    max_tracked_file_size: int = DEFAULT_MAX_FILE_SIZE,
     approvals: Mapping[str, Decision] | Decision | None = None,
     on_approval: ApprovalHandler | None = None,
     on_input: InputHandler | None = None,
@@ -576,6 +588,7 @@ def create_lite_agent(
             max_turn_tokens=max_turn_tokens,
             context_window=context_window,
             auto_compact=auto_compact,
+            max_tracked_file_size=max_tracked_file_size,
             approvals=approvals,
             on_approval=on_approval,
             on_input=on_input,

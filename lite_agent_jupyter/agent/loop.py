@@ -52,6 +52,7 @@ from .results import (
     UsageUpdate,
 )
 from .session import SessionLog
+from .tracking import FileTracker
 from .usage import turn_tokens
 
 log = logging.getLogger(__name__)
@@ -76,6 +77,8 @@ class TurnSettings:
     gate: ApprovalGate
     start_background: Callable[[SessionLog, str, BackgroundJob], str] | None
     task_store: TaskStore | None = None
+    tracker: FileTracker | None = None
+    """Scans the workdir around shell tools so their file changes are snapshotted."""
     tool_specs: list[dict[str, Any]] = field(init=False)
     """The tools as the API expects them: built once, sent with every call."""
 
@@ -231,6 +234,12 @@ async def _run_tool(
                 ),
                 extra={"task_store": settings.task_store} if settings.task_store else {},
             )
+            tracker = settings.tracker if tool.kind == "shell" else None
+            if tracker is not None:
+                await tracker.before(session)
+                context.track_files = functools.partial(
+                    _track_text, tracker, session, tool_use_id, name
+                )
             try:
                 output = await invoke_tool(tool, arguments, context)
             except LiteAgentError as exc:  # ToolError and the like: written for the model
@@ -238,6 +247,12 @@ async def _run_tool(
             except Exception as exc:  # a tool's bug must not end the turn: the model reads it
                 log.debug("tool %s failed", name, exc_info=True)
                 output, is_error = f"{type(exc).__name__}: {exc}", True
+            except BaseException:  # cancelled: still record what the command changed
+                if tracker is not None:
+                    await _shielded(tracker.after(session, tool_use_id, name))
+                raise
+            if tracker is not None:
+                output = _with_text(output, await _track_text(tracker, session, tool_use_id, name))
     await session.append(
         [ToolResultEvent(tool_use_id=tool_use_id, content=output, is_error=is_error)]
     )
@@ -257,6 +272,19 @@ def _budget_stop(tool_uses: Sequence[dict[str, Any]], used: int, cap: int) -> li
     ]
     events.append(InterruptedEvent(reason=f"budget: {used} of {cap} tokens used"))
     return events
+
+
+async def _track_text(
+    tracker: FileTracker, session: SessionLog, tool_use_id: str, name: str
+) -> str:
+    """Scan now, record the changes as ``tool_use_id``'s; the line for its result."""
+    return (await tracker.after(session, tool_use_id, name)).text()
+
+
+def _with_text(output: ToolOutput, text: str) -> ToolOutput:
+    if isinstance(output, str):
+        return f"{output}\n{text}" if output else text
+    return [*output, {"type": "text", "text": text}]
 
 
 def _snapshotter(

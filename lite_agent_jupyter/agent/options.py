@@ -20,6 +20,7 @@ from ..checkpoint.protocol import Checkpointer, validate_session_id
 from ..providers.base import Provider
 from ..storage import Blobs, Storage
 from ..tools import Tool
+from ..tools.scan import DEFAULT_MAX_FILE_SIZE
 from .approvals import ApprovalHandler, Decision, InputHandler
 from .results import LiteAgentResult
 
@@ -55,6 +56,8 @@ class AgentOptions:
     turn stops with ``stop_reason="budget"`` (``None``: no cap)."""
     context_window: int = 200_000
     auto_compact: bool = True
+    max_tracked_file_size: int = DEFAULT_MAX_FILE_SIZE
+    """Bytes: larger files are not tracked by the shell scans (listed in bash's result)."""
     approvals: Mapping[str, Decision] | Decision | None = None
     on_approval: ApprovalHandler | None = None
     on_input: InputHandler | None = None
@@ -90,7 +93,7 @@ class AgentOptions:
         object.__setattr__(self, "tools", tools)
         if self.system_prompt is not None:
             _check_type("system_prompt", self.system_prompt, str)
-        for name in ("max_turns", "max_tokens", "context_window"):
+        for name in ("max_turns", "max_tokens", "context_window", "max_tracked_file_size"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool):
                 raise TypeError(f"{name} must be an int, not {type(value).__name__}")

@@ -52,6 +52,11 @@ class ToolContext:
     start_background: Callable[[str, BackgroundJob], str] | None = None
     """``start_background(description, job) -> job_id``; ``None`` where background work is
     not available."""
+    track_files: Callable[[], Awaitable[str]] | None = None
+    """For tools of kind ``"shell"``: ``await track_files()`` scans the workdir now and
+    records what changed since the last scan as this call's snapshots; returns a line for the
+    result. The agent already scans before and after the call; a background job calls it
+    when it ends. ``None`` where the agent does not track files."""
     extra: dict[str, Any] = field(default_factory=dict)
 
 

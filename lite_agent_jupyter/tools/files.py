@@ -446,8 +446,8 @@ async def delete_file(
         raise ToolError(f"{shown} is a symlink; delete_file only deletes regular files")
     if stat.S_ISDIR(st.st_mode):
         raise ToolError(
-            f"{shown} is a directory; delete_file deletes single files (deleting folders with "
-            "the shell is not tracked by checkpoint restore)"
+            f"{shown} is a directory; delete_file deletes single files (use the shell for a "
+            "folder: its deletions are recorded for checkpoint restore too)"
         )
     if not stat.S_ISREG(st.st_mode):
         raise ToolError(f"{shown} is not a regular file")

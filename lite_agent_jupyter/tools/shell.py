@@ -14,8 +14,10 @@ this, as it would escape any tool.
 Security: the agent's own API credentials (``ANTHROPIC_API_KEY``, ``ANTHROPIC_AUTH_TOKEN``)
 are removed from the child's environment, so a command cannot print or send them.
 
-Shell commands are not tracked by checkpoint restore (SPEC §5): files they change are not
-rewound. Every result says so.
+Files a command creates, changes or deletes are rewound by checkpoint restore too: the agent
+scans the workdir before and after each call of this tool (it is of kind ``"shell"``) and
+records the changes (``agent/tracking.py``); a background job is scanned when it ends, through
+``ctx.track_files``. The result lists what was recorded and what is not tracked.
 
 This module knows nothing of the agent loop; background jobs go through
 ``ctx.start_background``.
@@ -46,9 +48,6 @@ MAX_OUTPUT_CHARS = 30_000
 KILL_GRACE = 2.0
 """Seconds between SIGTERM and SIGKILL."""
 SECRET_ENV_VARS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
-NOT_TRACKED = (
-    "(shell commands are not tracked by checkpoint restore: files they change are not rewound)"
-)
 
 
 def shell_env() -> dict[str, str]:
@@ -179,7 +178,6 @@ class CommandResult:
                 "(processes the command left running in the background were stopped; use "
                 "background=true for long-running processes)"
             )
-        lines.append(NOT_TRACKED)
         return "\n".join(lines)
 
 
@@ -292,8 +290,9 @@ async def bash(
     stdout and stderr are returned together (long output keeps its beginning and end) with
     the exit code. stdin is empty: interactive commands get end-of-file. Processes a
     foreground command leaves running are stopped when it ends; use background=true for
-    servers and other long-running work. Files changed by shell commands are NOT tracked by
-    checkpoint restore; prefer the file tools for edits.
+    servers and other long-running work. Files the command creates, changes or deletes in
+    the working directory are recorded, so the user's checkpoint restore rewinds them (except
+    .git, virtualenvs, node_modules and very large files, which the result lists).
     """
     if not command.strip():
         raise ToolError("the command is empty")
@@ -315,13 +314,19 @@ async def bash(
             "background commands are not available here; run the command in the foreground"
         )
 
+    track = ctx.track_files
+
     async def job(job_signal: AbortSignal) -> BackgroundOutcome:
         result = await run_command(command, cwd=cwd, signal=job_signal, timeout=timeout)
-        return BackgroundOutcome(summary=result.describe(timeout), exit_code=result.exit_code)
+        tracked = await track() if track is not None else ""
+        summary = result.describe(timeout)
+        return BackgroundOutcome(
+            summary=f"{summary}\n{tracked}" if tracked else summary, exit_code=result.exit_code
+        )
 
     short = command if len(command) <= 80 else command[:77] + "..."
     job_id = ctx.start_background(f"bash: {short}", job)
     return (
         f"started in the background as job {job_id}. You will be told its output and exit "
-        f"code when it finishes; do not wait for it.\n{NOT_TRACKED}"
+        "code when it finishes; do not wait for it."
     )

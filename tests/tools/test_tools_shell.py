@@ -16,7 +16,6 @@ from process_helpers import async_wait_until, process_alive
 from lite_agent_jupyter.abort import AbortController
 from lite_agent_jupyter.errors import ToolError
 from lite_agent_jupyter.tools import BackgroundJob, ToolContext, bash, invoke_tool
-from lite_agent_jupyter.tools.shell import NOT_TRACKED
 
 
 async def run(ctx: ToolContext, command: str, **arguments: Any) -> str:
@@ -43,11 +42,10 @@ async def read_pids(path: Path, count: int) -> list[int]:
     return [int(p) for p in path.read_text().split()]
 
 
-async def test_output_exit_code_and_the_restore_note(ctx: ToolContext) -> None:
+async def test_output_and_exit_code(ctx: ToolContext) -> None:
     result = await run(ctx, "echo out; echo err >&2; exit 3")
-    assert result == f"out\nerr\n[exit code 3]\n{NOT_TRACKED}"
-    assert "not tracked by checkpoint restore" in NOT_TRACKED
-    assert await run(ctx, "true") == f"(no output)\n[exit code 0]\n{NOT_TRACKED}"
+    assert result == "out\nerr\n[exit code 3]"
+    assert await run(ctx, "true") == "(no output)\n[exit code 0]"
     assert "[killed by signal 9]" in await run(ctx, "kill -9 $$")
 
 
@@ -85,7 +83,6 @@ async def test_timeout_kills_the_whole_group(ctx: ToolContext) -> None:
         await run(ctx, "echo PID $$; sleep 60 & echo PID $!; wait", timeout=1)
     message = str(info.value)
     assert "[timed out after 1 s: the command and its children were killed]" in message
-    assert NOT_TRACKED in message
     pids = pids_in(message)
     assert len(pids) == 2
     assert await all_gone(pids)
@@ -164,7 +161,6 @@ async def test_background_job_runs_when_started_and_reports(
     ctx = make_ctx(start_background=starter)
     result = await run(ctx, "touch ran; echo background output; exit 4", background=True)
     assert result.startswith("started in the background as job job-1.")
-    assert NOT_TRACKED in result
     assert not (workdir / "ran").exists()  # the tool returned without running it
     [(description, job)] = starter.jobs
     assert description == "bash: touch ran; echo background output; exit 4"

@@ -1,0 +1,224 @@
+"""Shell edits are rewound too: the agent records what shell commands do to the workdir.
+
+Around every call of a tool of kind ``"shell"`` (the built-in ``bash``, and any tool that
+declares it may change files that way) the agent scans the workdir (``tools/scan.py``):
+
+* **before** the call, changes since the last scan are not the command's. For a file this
+  session already has snapshots of, a content different from the one it last recorded is a
+  hand edit (or another program's): it is recorded as the new known state, a
+  ``file_snapshot`` with ``extra={"tool": "outside"}``, so a restore never takes it for the
+  agent's work and the three-way conflict check compares against it;
+* **after** the call, every file created, changed or deleted gets a ``file_snapshot`` event
+  (``extra={"tool": <tool name>}``), with the content from before the command as ``before``;
+  a background command is scanned when it ends, under the call that started it.
+
+To know a file's content from before a command, the first scan of an agent stores every
+tracked file in the blob store (content-addressed: what is already stored costs a ``stat``);
+later scans hash and store only what changed. Files above the size cap, ``.git``, virtualenvs,
+``node_modules`` and the storage root are not tracked; results say so.
+
+The manifest lives in memory, per agent: a new process starts with a full walk. Two commands
+running at once (parallel tool calls, a background job) share one manifest: a change is
+credited to whichever call scans first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..checkpoint.events import Event, FileSnapshotEvent
+from ..storage import Blobs
+from ..tools.scan import DEFAULT_MAX_FILE_SIZE, WorkdirScanner
+from .session import SessionLog
+
+OUTSIDE = "outside"
+"""``extra["tool"]`` of a snapshot recording a change made outside the agent."""
+_LISTED = 8
+
+
+@dataclass(slots=True)
+class ScanReport:
+    """What one scan recorded for a call; ``text()`` is the line added to its result."""
+
+    created: list[str] = field(default_factory=list)
+    modified: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    too_big: list[str] = field(default_factory=list)
+    skipped_dirs: list[str] = field(default_factory=list)
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE
+
+    def text(self) -> str:
+        parts = []
+        for label, paths in (
+            ("created", self.created),
+            ("modified", self.modified),
+            ("deleted", self.deleted),
+        ):
+            if paths:
+                parts.append(f"{label} {_some(paths)}")
+        lines = [
+            "(files changed by this command, recorded for checkpoint restore: "
+            + ("; ".join(parts) if parts else "none")
+            + ")"
+        ]
+        skipped = [f"{p}/" for p in self.skipped_dirs]
+        if self.too_big:
+            skipped.insert(0, f"{_some(self.too_big)} (above the {_size(self.max_file_size)} cap)")
+        if skipped:
+            lines.append(f"(not tracked, so not rewound by restore: {_some(skipped)})")
+        return "\n".join(lines)
+
+
+def _size(count: int) -> str:
+    for unit, scale in (("MB", 1 << 20), ("KB", 1 << 10)):
+        if count >= scale:
+            return f"{count / scale:.3g} {unit}"
+    return f"{count} bytes"
+
+
+def _some(paths: list[str]) -> str:
+    if len(paths) <= _LISTED:
+        return ", ".join(paths)
+    return ", ".join(paths[:_LISTED]) + f" and {len(paths) - _LISTED} more"
+
+
+class FileTracker:
+    """One workdir's manifest and the contents it last saw; shared by every session of an
+    agent. Scans are serialised by a lock and run in a worker thread."""
+
+    def __init__(
+        self,
+        workdir: Path,
+        blobs: Blobs,
+        *,
+        exclude: Iterable[Path] = (),
+        max_file_size: int = DEFAULT_MAX_FILE_SIZE,
+    ) -> None:
+        self.workdir = workdir
+        self.blobs = blobs
+        self.scanner = WorkdirScanner(workdir, exclude=exclude, max_file_size=max_file_size)
+        self.hashes: dict[str, str] = {}
+        """Tracked files: relative path -> hash of the content last seen (stored as a blob)."""
+        self._lock = asyncio.Lock()
+        self._started = False
+
+    def close(self) -> None:
+        self.scanner.close()
+
+    async def before(self, session: SessionLog) -> None:
+        """Catch up before a call: changes since the last scan are recorded as outside edits
+        where they contradict what ``session`` last recorded."""
+        async with self._lock:
+            delta = await asyncio.to_thread(self.scanner.scan)
+            if not self._started:  # the baseline: remember every file's content
+                self._started = True
+                await self._store(delta.created)
+                return
+            if not delta:
+                return
+            new = await self._store([*delta.created, *delta.modified])
+            for path in delta.deleted:
+                self.hashes.pop(path, None)
+            changed = {**new, **dict.fromkeys(delta.deleted)}
+            known = _known_states(session, changed)
+            events: list[Event] = []
+            for path, now in changed.items():
+                if path in known and known[path] != now:
+                    events.append(
+                        FileSnapshotEvent(
+                            path=path, before=known[path], after=now, extra={"tool": OUTSIDE}
+                        )
+                    )
+            if events:
+                await session.append(events)
+
+    async def after(self, session: SessionLog, tool_use_id: str, tool_name: str) -> ScanReport:
+        """Record what changed since :meth:`before` as this call's snapshots."""
+        async with self._lock:
+            delta = await asyncio.to_thread(self.scanner.scan)
+            report = ScanReport(
+                too_big=delta.too_big,
+                skipped_dirs=sorted(self.scanner.skipped_dirs),
+                max_file_size=self.scanner.max_file_size,
+            )
+            if not self._started:  # no baseline (the call had no before-scan): start one
+                self._started = True
+                await self._store(delta.created)
+                return report
+            if not delta:
+                return report
+            old = {p: self.hashes.get(p) for p in (*delta.modified, *delta.deleted)}
+            new = await self._store([*delta.created, *delta.modified])
+            events: list[Event] = []
+            extra = {"tool": tool_name}
+            for path in delta.created:
+                if path in new:
+                    report.created.append(path)
+                    events.append(_snapshot(path, None, new[path], tool_use_id, extra))
+            for path in delta.modified:
+                if path in new and old[path] != new[path]:
+                    report.modified.append(path)
+                    events.append(_snapshot(path, old[path], new[path], tool_use_id, extra))
+            for path in delta.deleted:
+                self.hashes.pop(path, None)
+                report.deleted.append(path)
+                events.append(_snapshot(path, old[path], None, tool_use_id, extra))
+            if events:
+                await session.append(events)
+            return report
+
+    async def _store(self, paths: list[str]) -> dict[str, str]:
+        """Hash and store ``paths`` (as the manifest saw them); returns path -> hash for the
+        files still readable. Unchanged contents are not written again."""
+
+        def read_all() -> list[tuple[str, bytes]]:
+            out = []
+            for path in paths:
+                try:
+                    with open(os.path.join(self.workdir, path), "rb") as f:
+                        out.append((path, f.read()))
+                except OSError:
+                    continue
+            return out
+
+        stored: dict[str, str] = {}
+        for path, data in await asyncio.to_thread(read_all):
+            digest = hashlib.sha256(data).hexdigest()
+            if self.hashes.get(path) != digest or not await self.blobs.has(digest):
+                digest = await self.blobs.put(data)
+            self.hashes[path] = digest
+            stored[path] = digest
+        return stored
+
+
+def _snapshot(
+    path: str, before: str | None, after: str | None, tool_use_id: str, extra: dict[str, str]
+) -> FileSnapshotEvent:
+    return FileSnapshotEvent(
+        path=path, before=before, after=after, tool_use_id=tool_use_id, extra=dict(extra)
+    )
+
+
+def _known_states(session: SessionLog, paths: Iterable[str]) -> dict[str, str | None]:
+    """The content hash ``session`` last recorded for each of ``paths`` it has snapshots of
+    (``None``: recorded as deleted)."""
+    wanted = set(paths)
+    known: dict[str, str | None] = {}
+    for event in reversed(session.events):
+        if isinstance(event, FileSnapshotEvent) and event.path in wanted:
+            known.setdefault(event.path, event.after)
+            if len(known) == len(wanted):
+                break
+    return known
+
+
+def snapshot_source(event: FileSnapshotEvent) -> str:
+    """Who made the change a snapshot records: ``"outside"`` (by hand, between calls), a
+    shell tool's name (``"bash"``), or ``"tool"`` (a file tool, which records before acting)."""
+    source = event.extra.get("tool")
+    return source if isinstance(source, str) else "tool"

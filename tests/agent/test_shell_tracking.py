@@ -1,0 +1,150 @@
+"""Shell edits are recorded like the file tools' own: real bash, the real ``anthropic`` client
+against the fake Messages API server, real files and blobs."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
+
+from lite_agent_jupyter import LiteAgent
+from lite_agent_jupyter.agent.tracking import OUTSIDE, snapshot_source
+from lite_agent_jupyter.checkpoint.events import FileSnapshotEvent
+
+MakeAgent = Callable[..., LiteAgent]
+
+
+def bash(command: str, call_id: str, **extra: Any) -> FakeReply:
+    return FakeReply(tool_calls=[FakeToolCall("bash", {"command": command, **extra}, id=call_id)])
+
+
+async def snapshots(agent: LiteAgent) -> list[FileSnapshotEvent]:
+    events = await agent.checkpointer.read(agent.session_id)
+    return [e for e in events if isinstance(e, FileSnapshotEvent)]
+
+
+async def content(agent: LiteAgent, digest: str | None) -> bytes | None:
+    return None if digest is None else await agent.blobs.get(digest)
+
+
+def last_tool_result(fake: FakeAnthropicServer) -> str:
+    blocks = fake.message_requests[-1].body["messages"][-1]["content"]
+    [result] = [b for b in blocks if b.get("type") == "tool_result"]
+    text = result["content"]
+    return text if isinstance(text, str) else "".join(b.get("text", "") for b in text)
+
+
+async def test_sed_rm_and_a_redirect_are_snapshotted(
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    workdir: Path,
+) -> None:
+    (workdir / "notes.txt").write_text("one\ntwo\n")
+    (workdir / "data.bin").write_bytes(bytes(range(256)))
+    (workdir / "sub").mkdir()
+    (workdir / "sub" / "keep.txt").write_text("kept")
+    (workdir / ".git").mkdir()
+    (workdir / ".git" / "HEAD").write_text("ref")
+    command = (
+        "sed -i s/two/TWO/ notes.txt && rm data.bin && echo made > sub/out.txt "
+        "&& echo ignored > .git/HEAD"
+    )
+    fake_anthropic.script(bash(command, "toolu_sh"), "done")
+    agent = make_agent(model=claude(), approvals={"bash": "allow"})
+    await agent.send("edit with the shell")
+
+    by_path = {s.path: s for s in await snapshots(agent)}
+    assert set(by_path) == {"notes.txt", "data.bin", "sub/out.txt"}
+    notes, data, out = by_path["notes.txt"], by_path["data.bin"], by_path["sub/out.txt"]
+    assert await content(agent, notes.before) == b"one\ntwo\n"
+    assert await content(agent, notes.after) == b"one\nTWO\n"
+    assert await content(agent, data.before) == bytes(range(256)) and data.after is None
+    assert out.before is None and await content(agent, out.after) == b"made\n"
+    assert {s.tool_use_id for s in by_path.values()} == {"toolu_sh"}
+    assert {snapshot_source(s) for s in by_path.values()} == {"bash"}
+
+    result = last_tool_result(fake_anthropic)
+    assert "created sub/out.txt; modified notes.txt; deleted data.bin" in result
+    assert "not tracked, so not rewound by restore: .git/" in result
+
+
+async def test_hand_edits_become_the_known_state(
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    workdir: Path,
+) -> None:
+    (workdir / "a.txt").write_text("v1")
+    (workdir / "untouched.txt").write_text("x")
+    fake_anthropic.script(
+        bash("echo v2 > a.txt", "toolu_1"),
+        "first",
+        bash("cat a.txt", "toolu_2"),
+        "second",
+    )
+    agent = make_agent(model=claude(), approvals={"bash": "allow"})
+    await agent.send("write v2")
+    (workdir / "a.txt").write_text("by hand")  # between prompts, outside the agent
+    (workdir / "untouched.txt").write_text("y")  # never touched by this session
+    await agent.send("look")
+
+    snaps = await snapshots(agent)
+    assert [(s.path, snapshot_source(s)) for s in snaps] == [
+        ("a.txt", "bash"),
+        ("a.txt", OUTSIDE),
+    ]
+    outside = snaps[1]
+    assert outside.tool_use_id is None
+    assert outside.before == snaps[0].after
+    assert await content(agent, outside.after) == b"by hand"
+    assert "changed by this command, recorded for checkpoint restore: none" in (
+        last_tool_result(fake_anthropic)
+    )
+
+
+async def test_big_files_are_listed_not_tracked(
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    workdir: Path,
+) -> None:
+    fake_anthropic.script(bash("head -c 2048 /dev/zero > big.dat; echo s > small", "t"), "ok")
+    agent = make_agent(model=claude(), approvals={"bash": "allow"}, max_tracked_file_size=1024)
+    await agent.send("make files")
+    assert [s.path for s in await snapshots(agent)] == ["small"]
+    result = last_tool_result(fake_anthropic)
+    assert "created small" in result
+    assert "big.dat (above the 1 KB cap)" in result
+
+
+async def test_a_background_command_is_scanned_when_it_ends(
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    workdir: Path,
+) -> None:
+    fake_anthropic.script(
+        bash(
+            "while [ ! -e go ]; do sleep 0.05; done; rm go; echo late > late.txt",
+            "toolu_bg",
+            background=True,
+        ),
+        "started",
+        "noted",
+    )
+    finished: list[object] = []
+    agent = make_agent(model=claude(), approvals={"bash": "allow"}, on_background=finished.append)
+    await agent.send("run it in the background")
+    assert await snapshots(agent) == []
+    (workdir / "go").write_text("")  # created by hand, removed by the job: no net change
+    await asyncio.wait_for(agent.wait_background(), 30)
+    assert finished
+    [snap] = await snapshots(agent)
+    assert (snap.path, snap.tool_use_id, snapshot_source(snap)) == ("late.txt", "toolu_bg", "bash")
+    assert await content(agent, snap.after) == b"late\n"
+    notice = fake_anthropic.message_requests[-1].body["messages"][-1]["content"]
+    assert "created late.txt" in str(notice)
