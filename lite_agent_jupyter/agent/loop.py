@@ -252,7 +252,10 @@ async def _run_tool(
                     await _shielded(tracker.after(session, tool_use_id, name))
                 raise
             if tracker is not None:
-                output = _with_text(output, await _track_text(tracker, session, tool_use_id, name))
+                report = await tracker.after(session, tool_use_id, name)
+                for snap in report.events:
+                    emit(FileChanged(snap.path, snap.before, snap.after, name, tool_use_id))
+                output = _with_text(output, report.text())
     await session.append(
         [ToolResultEvent(tool_use_id=tool_use_id, content=output, is_error=is_error)]
     )

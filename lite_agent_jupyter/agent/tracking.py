@@ -51,6 +51,8 @@ class ScanReport:
     too_big: list[str] = field(default_factory=list)
     skipped_dirs: list[str] = field(default_factory=list)
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
+    events: list[FileSnapshotEvent] = field(default_factory=list)
+    """The snapshots recorded (as appended, without seq)."""
 
     def text(self) -> str:
         parts = []
@@ -154,7 +156,7 @@ class FileTracker:
                 return report
             old = {p: self.hashes.get(p) for p in (*delta.modified, *delta.deleted)}
             new = await self._store([*delta.created, *delta.modified])
-            events: list[Event] = []
+            events: list[FileSnapshotEvent] = []
             extra = {"tool": tool_name}
             for path in delta.created:
                 if path in new:
@@ -170,6 +172,7 @@ class FileTracker:
                 events.append(_snapshot(path, old[path], None, tool_use_id, extra))
             if events:
                 await session.append(events)
+            report.events = events
             return report
 
     async def _store(self, paths: list[str]) -> dict[str, str]:

@@ -10,7 +10,7 @@ from typing import Any
 
 from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
 
-from lite_agent_jupyter import LiteAgent
+from lite_agent_jupyter import FileChanged, LiteAgent
 from lite_agent_jupyter.agent.tracking import OUTSIDE, snapshot_source
 from lite_agent_jupyter.checkpoint.events import FileSnapshotEvent
 
@@ -55,7 +55,12 @@ async def test_sed_rm_and_a_redirect_are_snapshotted(
     )
     fake_anthropic.script(bash(command, "toolu_sh"), "done")
     agent = make_agent(model=claude(), approvals={"bash": "allow"})
-    await agent.send("edit with the shell")
+    changed = [ev async for ev in agent.run("edit with the shell") if isinstance(ev, FileChanged)]
+    assert sorted((c.path, c.tool, c.tool_use_id) for c in changed) == [
+        ("data.bin", "bash", "toolu_sh"),
+        ("notes.txt", "bash", "toolu_sh"),
+        ("sub/out.txt", "bash", "toolu_sh"),
+    ]
 
     by_path = {s.path: s for s in await snapshots(agent)}
     assert set(by_path) == {"notes.txt", "data.bin", "sub/out.txt"}
