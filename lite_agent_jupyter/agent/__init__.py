@@ -1,6 +1,7 @@
 """The agent layer: ``LiteAgent``, its turn loop, approvals and stream events."""
 
 from .approvals import ApprovalRequest, Decision, InputRequest, console_approval
+from .compact import Compaction, CompactProgress, CompactResult
 from .core import LiteAgent, create_lite_agent
 from .notices import Subscription
 from .options import DEFAULT_MODEL_NAME, AgentOptions
@@ -36,6 +37,9 @@ __all__ = [
     "BackgroundNotice",
     "BackgroundTurnFinished",
     "BackgroundTurnStarted",
+    "CompactProgress",
+    "CompactResult",
+    "Compaction",
     "Decision",
     "FileChanged",
     "InputRequest",

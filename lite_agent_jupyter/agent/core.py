@@ -14,6 +14,7 @@ import contextlib
 import logging
 import os
 import uuid
+import weakref
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +45,12 @@ from .approvals import (
     InputHandler,
     InputRequest,
     call_handler,
+)
+from .compact import (
+    AUTO_COMPACT_THRESHOLD,
+    Compaction,
+    CompactSettings,
+    context_tokens,
 )
 from .loop import TurnSettings, run_turn
 from .notices import NoticeHub, Subscription
@@ -171,6 +178,8 @@ class LiteAgent:
         self._jobs: dict[str, _BackgroundJob] = {}
         self._notices = NoticeHub()
         self._closed = False
+        self._compactions: weakref.WeakSet[Compaction] = weakref.WeakSet()
+        self._auto_compactions: dict[Compaction, asyncio.Task[None]] = {}
         self._storage_ready = False
 
     # -- current session ---------------------------------------------------------------
@@ -253,13 +262,15 @@ class LiteAgent:
             try:
                 async with session.turn_lock:
                     turn.controller.signal.raise_if_aborted()
-                    return await run_turn(
+                    result = await run_turn(
                         self._settings,
                         session,
                         prompt,
                         turn.controller.signal,
                         sink,
                     )
+                self._maybe_auto_compact(session)
+                return result
             finally:
                 turn.queue.put_nowait(_END)
 
@@ -348,6 +359,70 @@ class LiteAgent:
             tasks = [job.task for job in self._jobs.values() if job.task is not None]
             await asyncio.gather(*tasks, return_exceptions=True)
 
+    # -- compaction --------------------------------------------------------------------
+
+    def compact(
+        self, instructions: str | None = None, *, session_id: str | None = None
+    ) -> Compaction:
+        """Summarise the session's conversation so far (see ``agent/compact.py``): await the
+        result (:class:`CompactResult`, token counts before/after) or iterate over its
+        progress. Raises :class:`SessionBusyError` while a turn of that session runs."""
+        self._check_open()
+        sid = self._session_id if session_id is None else validate_session_id(session_id)
+        if instructions is not None and not isinstance(instructions, str):
+            raise TypeError("instructions must be a str or None")
+        if any(t.session_id == sid and t.task and not t.task.done() for t in self._turns):
+            raise SessionBusyError(f"session {sid!r} has a turn running; compact after it")
+        self._ensure_storage()
+        compaction = Compaction(self._compact_settings(), self._log(sid), instructions)
+        self._compactions.add(compaction)
+        return compaction
+
+    def _compact_settings(self) -> CompactSettings:
+        settings = self._settings
+        return CompactSettings(
+            provider=settings.provider,
+            model_name=settings.model_name,
+            system_prompt=settings.system_prompt,
+            tool_specs=settings.tool_specs,
+            max_tokens=settings.max_tokens,
+        )
+
+    def _maybe_auto_compact(self, session: SessionLog) -> None:
+        """After a turn: compact in the background when the next request would pass the
+        threshold of the context window."""
+        options = self.options
+        if not options.auto_compact or self._closed:
+            return
+        if context_tokens(session.events) < AUTO_COMPACT_THRESHOLD * options.context_window:
+            return
+        if any(c.session_id == session.session_id for c in self._auto_compactions):
+            return
+        compaction = Compaction(self._compact_settings(), session, None)
+
+        async def run() -> None:
+            try:
+                result = await compaction
+                log.info(
+                    "auto-compacted session %s: %d -> %d tokens",
+                    session.session_id,
+                    result.before,
+                    result.after,
+                )
+            except asyncio.CancelledError:
+                pass
+            except Exception:
+                log.exception("auto-compaction of session %s failed", session.session_id)
+
+        task = asyncio.ensure_future(run())
+        self._auto_compactions[compaction] = task
+        task.add_done_callback(lambda _t: self._auto_compactions.pop(compaction, None))
+
+    async def wait_maintenance(self) -> None:
+        """Wait until background maintenance (auto-compaction) has finished."""
+        while self._auto_compactions:
+            await asyncio.gather(*self._auto_compactions.values(), return_exceptions=True)
+
     # -- persisted sessions ------------------------------------------------------------
 
     async def list_sessions(self) -> list[SessionInfo]:
@@ -429,6 +504,9 @@ class LiteAgent:
         if self._closed:
             return
         self._closed = True
+        for compaction in [*self._compactions, *self._auto_compactions]:
+            compaction.cancel("agent closed")
+        await asyncio.gather(*self._auto_compactions.values(), return_exceptions=True)
         for job in list(self._jobs.values()):
             job.controller.abort("agent closed")
             if job.task is not None:
