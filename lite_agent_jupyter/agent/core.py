@@ -37,7 +37,7 @@ from ..storage import Blobs, MemoryBlobStore, Storage
 from ..tools import Tool, ToolContext, default_tools, tool
 from ..tools.base import BackgroundJob, BackgroundOutcome
 from ..tools.scan import DEFAULT_MAX_FILE_SIZE
-from ..tools.tasks import TaskStore
+from ..tools.tasks import TaskStore, validate_task_list
 from .approvals import (
     ApprovalGate,
     ApprovalHandler,
@@ -205,18 +205,28 @@ class LiteAgent:
     # -- turns -------------------------------------------------------------------------
 
     async def send(
-        self, input: str | Sequence[dict[str, Any]], *, session_id: str | None = None
+        self,
+        input: str | Sequence[dict[str, Any]],
+        *,
+        session_id: str | None = None,
+        task_list: str | None = None,
     ) -> LiteAgentResult:
-        """Run one full turn and return its result."""
+        """Run one full turn and return its result. ``task_list``: the name of a shared task
+        list for this prompt (default: the agent's ``task_list`` option, else the session's
+        private list)."""
         result: LiteAgentResult | None = None
-        async for event in self.run(input, session_id=session_id):
+        async for event in self.run(input, session_id=session_id, task_list=task_list):
             if isinstance(event, TurnFinished):
                 result = event.result
         assert result is not None
         return result
 
     async def run(
-        self, input: str | Sequence[dict[str, Any]], *, session_id: str | None = None
+        self,
+        input: str | Sequence[dict[str, Any]],
+        *,
+        session_id: str | None = None,
+        task_list: str | None = None,
     ) -> AsyncIterator[AgentEvent]:
         """Run one full turn, yielding stream events; the last is :class:`TurnFinished`.
 
@@ -230,8 +240,9 @@ class LiteAgent:
         if sid in self._foreground:
             raise SessionBusyError(f"session {sid!r} already has a turn running in this agent")
         content = _prompt_content(input)
+        shared = self.options.task_list if task_list is None else validate_task_list(task_list)
         prompt = UserEvent(content=content, origin="user", checkpoint=True)
-        turn = self._start_turn(sid, [prompt])
+        turn = self._start_turn(sid, [prompt], task_list=shared)
         self._foreground[sid] = turn
         try:
             while True:
@@ -251,6 +262,8 @@ class LiteAgent:
         session_id: str,
         prompt: list[Event],
         emit: Callable[[AgentEvent], None] | None = None,
+        *,
+        task_list: str | None = None,
     ) -> _Turn:
         """Start a turn; its events go to ``emit``, else to the turn's queue (for ``run``)."""
         self._ensure_storage()
@@ -268,6 +281,7 @@ class LiteAgent:
                         prompt,
                         turn.controller.signal,
                         sink,
+                        task_list=task_list,
                     )
                 self._maybe_auto_compact(session)
                 return result
@@ -324,7 +338,10 @@ class LiteAgent:
             publish = self._notices.publish
             publish(BackgroundTurnStarted(sid, job_id, record.description, outcome.exit_code))
             turn = self._start_turn(
-                sid, prompt, lambda event: publish(BackgroundEvent(sid, job_id, event))
+                sid,
+                prompt,
+                lambda event: publish(BackgroundEvent(sid, job_id, event)),
+                task_list=self.options.task_list,
             )
             assert turn.task is not None
             try:
@@ -638,6 +655,7 @@ def create_lite_agent(
     context_window: int = 200_000,
     auto_compact: bool = True,
     max_tracked_file_size: int = DEFAULT_MAX_FILE_SIZE,
+    task_list: str | None = None,
     approvals: Mapping[str, Decision] | Decision | None = None,
     on_approval: ApprovalHandler | None = None,
     on_input: InputHandler | None = None,
@@ -667,6 +685,7 @@ def create_lite_agent(
             context_window=context_window,
             auto_compact=auto_compact,
             max_tracked_file_size=max_tracked_file_size,
+            task_list=task_list,
             approvals=approvals,
             on_approval=on_approval,
             on_input=on_input,

@@ -92,8 +92,11 @@ async def run_turn(
     prompt: Sequence[Event],
     signal: AbortSignal,
     emit: Emit,
+    *,
+    task_list: str | None = None,
 ) -> LiteAgentResult:
-    """Run one turn in ``session``; ``prompt`` ends with the :class:`UserEvent` to answer."""
+    """Run one turn in ``session``; ``prompt`` ends with the :class:`UserEvent` to answer.
+    ``task_list``: the shared task list the todo tools use (``None``: the session's own)."""
     user = prompt[-1]
     assert isinstance(user, UserEvent)
     await session.load()
@@ -168,7 +171,10 @@ async def run_turn(
                 stop_reason = "budget"
                 break
             await asyncio.gather(
-                *(_run_tool(settings, session, block, signal, emit) for block in tool_uses)
+                *(
+                    _run_tool(settings, session, block, signal, emit, task_list)
+                    for block in tool_uses
+                )
             )
             signal.raise_if_aborted()
     except BaseException as exc:
@@ -194,6 +200,7 @@ async def _run_tool(
     block: dict[str, Any],
     signal: AbortSignal,
     emit: Emit,
+    task_list: str | None = None,
 ) -> None:
     tool_use_id = str(block.get("id", ""))
     name = str(block.get("name", ""))
@@ -232,7 +239,7 @@ async def _run_tool(
                     if settings.start_background is not None
                     else None
                 ),
-                extra={"task_store": settings.task_store} if settings.task_store else {},
+                extra=_tool_extra(settings, task_list),
             )
             tracker = settings.tracker if tool.kind == "shell" else None
             if tracker is not None:
@@ -275,6 +282,15 @@ def _budget_stop(tool_uses: Sequence[dict[str, Any]], used: int, cap: int) -> li
     ]
     events.append(InterruptedEvent(reason=f"budget: {used} of {cap} tokens used"))
     return events
+
+
+def _tool_extra(settings: TurnSettings, task_list: str | None) -> dict[str, Any]:
+    extra: dict[str, Any] = {}
+    if settings.task_store is not None:
+        extra["task_store"] = settings.task_store
+    if task_list is not None:
+        extra["task_list"] = task_list
+    return extra
 
 
 async def _track_text(

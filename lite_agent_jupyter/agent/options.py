@@ -21,6 +21,7 @@ from ..providers.base import Provider
 from ..storage import Blobs, Storage
 from ..tools import Tool
 from ..tools.scan import DEFAULT_MAX_FILE_SIZE
+from ..tools.tasks import validate_task_list
 from .approvals import ApprovalHandler, Decision, InputHandler
 from .results import LiteAgentResult
 
@@ -58,6 +59,8 @@ class AgentOptions:
     auto_compact: bool = True
     max_tracked_file_size: int = DEFAULT_MAX_FILE_SIZE
     """Bytes: larger files are not tracked by the shell scans (listed in bash's result)."""
+    task_list: str | None = None
+    """A name: the todo tool uses the shared list of that name instead of the session's own."""
     approvals: Mapping[str, Decision] | Decision | None = None
     on_approval: ApprovalHandler | None = None
     on_input: InputHandler | None = None
@@ -114,6 +117,8 @@ class AgentOptions:
                 raise TypeError(f"{name} must be callable, not {type(value).__name__}")
         if self.session_id is not None:
             validate_session_id(self.session_id)
+        if self.task_list is not None:
+            validate_task_list(self.task_list)
 
     def replace(self, **changes: Any) -> AgentOptions:
         """A copy with ``changes`` applied (checked like the constructor's)."""

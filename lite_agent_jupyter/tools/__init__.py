@@ -13,7 +13,7 @@ from .decorator import invoke_tool, tool, validate_arguments
 from .files import change_file, delete_file, edit_file, grep, list_files, read_file, write_file
 from .paths import display_path, resolve_in_workdir
 from .shell import bash
-from .tasks import TaskItem, TaskStore, todo_write
+from .tasks import TaskItem, TaskStore, todo_read, todo_write
 
 __all__ = [
     "BackgroundJob",
@@ -35,6 +35,7 @@ __all__ = [
     "list_files",
     "read_file",
     "resolve_in_workdir",
+    "todo_read",
     "todo_write",
     "tool",
     "validate_arguments",
@@ -44,4 +45,14 @@ __all__ = [
 
 def default_tools() -> list[Tool]:
     """The built-in tools, in the order the model sees them (a new list each call)."""
-    return [read_file, list_files, grep, write_file, edit_file, delete_file, bash, todo_write]
+    return [
+        read_file,
+        list_files,
+        grep,
+        write_file,
+        edit_file,
+        delete_file,
+        bash,
+        todo_write,
+        todo_read,
+    ]

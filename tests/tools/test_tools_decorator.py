@@ -365,7 +365,7 @@ def test_default_tools_are_well_formed() -> None:
     names = [t.name for t in tools]
     assert names == [
         "read_file", "list_files", "grep", "write_file", "edit_file", "delete_file", "bash",
-        "todo_write",
+        "todo_write", "todo_read",
     ]  # fmt: skip
     kinds = {t.name: t.kind for t in tools}
     assert kinds["read_file"] == kinds["list_files"] == kinds["grep"] == "read"

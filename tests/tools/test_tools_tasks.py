@@ -10,8 +10,15 @@ import pytest
 from tools_helpers import file_mode
 
 from lite_agent_jupyter.errors import CorruptLogError, InvalidSessionIdError, ToolError
-from lite_agent_jupyter.tools import TaskItem, TaskStore, ToolContext, invoke_tool, todo_write
-from lite_agent_jupyter.tools.tasks import store_for
+from lite_agent_jupyter.tools import (
+    TaskItem,
+    TaskStore,
+    ToolContext,
+    invoke_tool,
+    todo_read,
+    todo_write,
+)
+from lite_agent_jupyter.tools.tasks import store_for, validate_task_list
 
 PLAN = [
     {"content": "Load data/sales.csv", "status": "completed"},
@@ -78,3 +85,33 @@ def test_file_store_refuses_bad_ids_and_reports_corruption(tmp_path: Path) -> No
     (tmp_path / "s2.json").write_text("{not json")
     with pytest.raises(CorruptLogError, match=r"s2\.json"):
         store.get("s2")
+
+
+async def test_a_shared_list_is_one_list_for_every_session_using_its_name(
+    make_ctx: Callable[..., ToolContext], tmp_path: Path
+) -> None:
+    for store in (TaskStore(), TaskStore(tmp_path / "tasks")):
+        writer = make_ctx(session_id="a", extra={"task_store": store, "task_list": "release"})
+        reader = make_ctx(session_id="b", extra={"task_store": store, "task_list": "release"})
+        private = make_ctx(session_id="b", extra={"task_store": store})
+        result = await invoke_tool(todo_write, {"todos": PLAN[:1]}, writer)
+        assert result.startswith("Shared task list 'release' (1/1 completed):")
+        assert await invoke_tool(todo_read, {}, reader) == result
+        assert await invoke_tool(todo_read, {}, private) == "(the task list is empty)"
+        await invoke_tool(todo_write, {"todos": PLAN[1:]}, private)
+        assert store.get("a", shared="release") == PLAN[:1]
+        assert store.get("b") == PLAN[1:]
+        store.delete("a")  # what delete_session does: the shared list stays
+        store.delete("b")
+        assert store.get("x", shared="release") == PLAN[:1]
+        assert store.get("b") == []
+    assert file_mode(tmp_path / "tasks" / "shared" / "release.json") == 0o600
+
+
+def test_shared_list_names_are_checked(tmp_path: Path) -> None:
+    for bad in ("../up", "", "a/b", "x" * 129, 3):
+        with pytest.raises(ValueError, match="invalid task list name"):
+            validate_task_list(bad)
+        with pytest.raises(ValueError, match="invalid task list name"):
+            TaskStore(tmp_path).set("s", [], shared=bad)  # type: ignore[arg-type]
+    assert list(tmp_path.iterdir()) == []
