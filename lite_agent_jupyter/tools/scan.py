@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import ctypes.util
 import errno
 import os
 import stat
@@ -126,8 +125,7 @@ class _Inotify:
     """The three inotify calls through libc (no dependency); Linux only."""
 
     def __init__(self) -> None:
-        name = ctypes.util.find_library("c") or "libc.so.6"
-        libc = ctypes.CDLL(name, use_errno=True)
+        libc = ctypes.CDLL(None, use_errno=True)  # the process's own symbols: libc's among them
         self._add = libc.inotify_add_watch
         self._add.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
         self._add.restype = ctypes.c_int
