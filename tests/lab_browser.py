@@ -22,11 +22,12 @@ import sys
 import time
 import urllib.request
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import nbformat
+from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
 
 CHROMIUM = os.environ.get("LITE_AGENT_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -228,3 +229,36 @@ class LabNotebook:
 
     def output_text(self, index: int) -> str:
         return str(self.cell(index).locator(".jp-OutputArea").inner_text())
+
+
+def wait_for(predicate: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def write_then_change(server: FakeAnthropicServer) -> None:
+    """Script two prompts: the first writes notes.txt, the second changes it."""
+    server.script(
+        FakeReply(
+            "Writing it.",
+            tool_calls=[
+                FakeToolCall("write_file", {"path": "notes.txt", "content": "version one\n"})
+            ],
+        ),
+        "Wrote notes.txt.",
+        FakeReply(
+            "Changing it.",
+            tool_calls=[
+                FakeToolCall("write_file", {"path": "notes.txt", "content": "version two\n"})
+            ],
+        ),
+        "Changed notes.txt.",
+    )
+
+
+def no_widget_errors(page: Any) -> None:
+    """No widget on the page failed to render."""
+    assert page.get_by_text("Error displaying widget").count() == 0

@@ -58,6 +58,28 @@ class LoopThreadControls:
     def delete_session(self, session_id: str) -> None:
         self.call(self.agent.delete_session(session_id))
 
+    def list_checkpoints(self, session_id: str) -> list[Any]:
+        return self.call(self.agent.list_checkpoints(session_id))
+
+    def preview_restore(self, session_id: str, seq: int) -> Any:
+        return self.call(self.agent.preview_restore(session_id, seq))
+
+    def restore(
+        self,
+        session_id: str,
+        seq: int,
+        *,
+        files: bool = True,
+        conversation: bool = True,
+        force: bool = False,
+    ) -> Any:
+        return self.call(
+            self.agent.restore(session_id, seq, files=files, conversation=conversation, force=force)
+        )
+
+    def undo_restore(self, session_id: str) -> Any:
+        return self.call(self.agent.undo_restore(session_id))
+
     def is_busy(self, session_id: str) -> bool:
         with self._lock:
             return session_id in self._running

@@ -248,58 +248,33 @@ class _Reporter:
             self.lock.release()
 
 
-_ROW_STYLE = (
-    "display:flex;gap:1em;align-items:center;font-family:var(--jp-code-font-family,monospace);"
-    "white-space:nowrap;overflow:hidden;padding:2px 6px;border-radius:3px;"
+_SESSIONS_CSS = (
+    "<style>.lite-agent-sessions select{font-family:var(--jp-code-font-family,monospace);"
+    "font-size:var(--jp-code-font-size,13px)}</style>"
 )
-_CURRENT_STYLE = "background:var(--jp-brand-color3,#e3f2fd);font-weight:bold;"
 
 
-class _Row:
-    """One session row: its text and its Resume / Delete buttons (reused across pages)."""
-
-    def __init__(self, browser: SessionBrowser, layouts: dict[str, w.Layout]) -> None:
-        self.session_id = ""
-        self.text = w.HTML(layout=layouts["text"])
-        self.resume = w.Button(description="Resume", layout=layouts["button"])
-        self.delete = w.Button(description="Delete", layout=layouts["button"])
-        self.resume.add_class("lite-agent-resume")
-        self.delete.add_class("lite-agent-delete")
-        self.resume.on_click(lambda _b: browser.resume(self.session_id))
-        self.delete.on_click(lambda _b: browser.delete(self.session_id))
-        self.box = w.HBox([self.text, self.resume, self.delete], layout=layouts["row"])
-        self.box.add_class("lite-agent-session-row")
-
-    def show(self, info: SessionInfo, current: bool, confirming: bool, now: datetime) -> None:
-        self.session_id = info.id
-        turns = "–" if info.turns is None else f"{info.turns} prompt{'s' * (info.turns != 1)}"
-        cells = [
-            f"<span style='width:6.5em'>{html.escape(short_id(info.id))}</span>",
-            f"<span style='width:7em'>{html.escape(relative_time(info.mtime, now))}</span>",
-            f"<span style='width:6.5em'>{turns}</span>",
-            f"<span style='overflow:hidden;text-overflow:ellipsis'>"
-            f"{html.escape(_shorten(info.title, 80)) or '<i>(no prompt)</i>'}</span>",
-        ]
-        if current:
-            cells.append("<span>● current</span>")
-        style = _ROW_STYLE + (_CURRENT_STYLE if current else "")
-        self.text.value = (
-            f"<div style='{style}' title='{html.escape(info.id)}'>{''.join(cells)}</div>"
-        )
-        self.resume.disabled = current
-        if confirming:
-            self.delete.description = "Confirm delete"
-            self.delete.button_style = "danger"
-        else:
-            self.delete.description = "Delete"
-            self.delete.button_style = ""
+def session_row(info: SessionInfo, current: bool, now: datetime | None = None) -> str:
+    """One row of the browser: mark, short id, modified, prompts, first prompt."""
+    turns = "" if info.turns is None else f"{info.turns} prompt{'s' * (info.turns != 1)}"
+    cells = [
+        "●" if current else " ",
+        f"{short_id(info.id):<8}",
+        f"{relative_time(info.mtime, now):<11}",
+        f"{turns:>11}",
+        _shorten(info.title, 90) or "(no prompt)",
+    ]
+    # Non-breaking spaces: a browser collapses runs of ordinary ones inside <option>.
+    return "  ".join(cells).replace(" ", "\u00a0")
 
 
 class SessionBrowser:
-    """A page of sessions with Resume / New / Delete (Delete asks for a second click).
+    """A page of sessions (one row each, the current one marked ● and selected) with
+    Resume / Delete for the selected row (Delete asks for a second click) and New.
 
-    ``browser.widget`` is the widget to display. Only one page of rows exists at a time (the
-    row widgets are reused), so thousands of sessions cost what one page costs on screen.
+    ``browser.widget`` is the widget to display. The rows are the options of one ``Select``
+    and only one page is sent to the front end, so thousands of sessions cost what one page
+    costs on screen.
     """
 
     def __init__(self, controls: SessionControls, *, page_size: int = 15) -> None:
@@ -311,25 +286,34 @@ class SessionBrowser:
         self.sessions: list[SessionInfo] = []
         self.confirming: str | None = None
         self.report = _Reporter()
-        layouts = {
-            "text": w.Layout(flex="1 1 auto", min_width="0"),
-            "button": w.Layout(width="auto"),
-            "row": w.Layout(width="100%", align_items="center"),
-        }
-        self._rows: list[_Row] = []
-        self._layouts = layouts
+        self._drawing = False
         self.title = w.HTML()
         self.new_button = w.Button(description="New", icon="plus", tooltip="new empty session")
-        self.new_button.add_class("lite-agent-new")
-        self.new_button.on_click(lambda _b: self.new())
         self.refresh_button = w.Button(description="Refresh", icon="refresh")
+        self.prev_button = w.Button(description="◀ Newer")
+        self.next_button = w.Button(description="Older ▶")
+        self.page_label = w.HTML()
+        self.rows = w.Select(options=[], rows=1, layout=w.Layout(width="100%"))
+        self.resume_button = w.Button(description="Resume", button_style="primary")
+        self.delete_button = w.Button(description="Delete")
+        for button, name in (
+            (self.new_button, "new"),
+            (self.refresh_button, "refresh"),
+            (self.prev_button, "newer"),
+            (self.next_button, "older"),
+            (self.resume_button, "resume"),
+            (self.delete_button, "delete"),
+        ):
+            button.layout.width = "auto"
+            button.add_class(f"lite-agent-{name}")
+        self.rows.add_class("lite-agent-session-rows")
+        self.new_button.on_click(lambda _b: self.new())
         self.refresh_button.on_click(lambda _b: self.report.run("Refresh", self._refresh_ok))
-        self.prev_button = w.Button(description="◀ Newer", layout=w.Layout(width="auto"))
-        self.next_button = w.Button(description="Older ▶", layout=w.Layout(width="auto"))
         self.prev_button.on_click(lambda _b: self.show_page(self.page - 1))
         self.next_button.on_click(lambda _b: self.show_page(self.page + 1))
-        self.page_label = w.HTML()
-        self.rows_box = w.VBox(layout=w.Layout(width="100%"))
+        self.resume_button.on_click(lambda _b: self.resume(self.selected))
+        self.delete_button.on_click(lambda _b: self.delete(self.selected))
+        self.rows.observe(self._selection_changed, names="value")
         header = w.HBox(
             [
                 self.title,
@@ -341,8 +325,12 @@ class SessionBrowser:
             ],
             layout=w.Layout(align_items="center", flex_flow="row wrap"),
         )
+        actions = w.HBox(
+            [self.resume_button, self.delete_button, self.report.status],
+            layout=w.Layout(align_items="center"),
+        )
         self.widget = w.VBox(
-            [header, self.rows_box, self.report.status, self.report.errors],
+            [w.HTML(_SESSIONS_CSS), header, self.rows, actions, self.report.errors],
             layout=w.Layout(width="100%"),
         )
         self.widget.add_class("lite-agent-sessions")
@@ -353,6 +341,22 @@ class SessionBrowser:
     @property
     def pages(self) -> int:
         return max(1, -(-len(self.sessions) // self.page_size))
+
+    @property
+    def selected(self) -> str | None:
+        """The session id of the selected row (None: no row selected)."""
+        value = self.rows.value
+        return None if value is None else str(value)
+
+    def select(self, session_id: str) -> None:
+        """Select the row of ``session_id`` (turning to its page)."""
+        for index, info in enumerate(self.sessions):
+            if info.id == session_id:
+                if index // self.page_size != self.page:
+                    self.show_page(index // self.page_size)
+                self.rows.value = session_id
+                return
+        raise KeyError(session_id)
 
     def refresh(self) -> None:
         """Re-read the sessions and redraw the page that holds the current session."""
@@ -381,21 +385,41 @@ class SessionBrowser:
         now = datetime.now(UTC)
         start = self.page * self.page_size
         shown = self.sessions[start : start + self.page_size]
-        while len(self._rows) < len(shown):
-            self._rows.append(_Row(self, self._layouts))
-        for row, info in zip(self._rows, shown, strict=False):
-            row.show(info, info.id == current, info.id == self.confirming, now)
-        self.rows_box.children = tuple(row.box for row in self._rows[: len(shown)])
+        self._drawing = True
+        try:
+            self.rows.options = [
+                (session_row(info, info.id == current, now), info.id) for info in shown
+            ]
+            self.rows.rows = max(2, len(shown))  # 1 would draw a drop-down
+            ids = [info.id for info in shown]
+            self.rows.value = current if current in ids else None
+        finally:
+            self._drawing = False
+        self.rows.layout.display = None if shown else "none"
         total = len(self.sessions)
         listed = any(info.id == current for info in self.sessions)
-        current_note = "" if listed else f" · current: {short_id(current)} (nothing sent yet)"
-        self.title.value = f"<b>Sessions</b> ({total}){html.escape(current_note)}"
-        if total:
-            self.page_label.value = f"{start + 1}–{start + len(shown)} of {total}"
-        else:
-            self.page_label.value = "no sessions yet"
+        note = "" if listed else f" · current: {short_id(current)} (nothing sent yet)"
+        self.title.value = f"<b>Sessions</b> ({total}){html.escape(note)}"
+        self.page_label.value = (
+            f"{start + 1}–{start + len(shown)} of {total}" if total else "no sessions yet"
+        )
         self.prev_button.disabled = self.page == 0
         self.next_button.disabled = self.page >= self.pages - 1
+        self._draw_actions()
+
+    def _draw_actions(self) -> None:
+        selected = self.selected
+        self.resume_button.disabled = selected is None or selected == self.controls.session_id
+        self.delete_button.disabled = selected is None
+        confirming = selected is not None and selected == self.confirming
+        self.delete_button.description = "Confirm delete" if confirming else "Delete"
+        self.delete_button.button_style = "danger" if confirming else ""
+
+    def _selection_changed(self, _change: object) -> None:
+        if self._drawing:
+            return
+        self.confirming = None  # a pending delete is for the row it was asked on only
+        self._draw_actions()
 
     def summary(self) -> str:
         """The static text left beside the widget (widget state is not saved)."""
@@ -411,10 +435,14 @@ class SessionBrowser:
             return False
         return True
 
-    def resume(self, session_id: str) -> None:
+    def resume(self, session_id: str | None) -> None:
         def action() -> None:
             self.confirming = None
+            if session_id is None:
+                self.report.ok("Select a session first.")
+                return
             if not self._guard(self.controls.session_id) or not self._guard(session_id):
+                self._draw_actions()
                 return
             self.controls.resume(session_id)
             self.refresh()
@@ -426,6 +454,7 @@ class SessionBrowser:
         def action() -> None:
             self.confirming = None
             if not self._guard(self.controls.session_id):
+                self._draw_actions()
                 return
             new_id = self.controls.clear()
             self.refresh()
@@ -433,13 +462,16 @@ class SessionBrowser:
 
         self.report.run("New", action)
 
-    def delete(self, session_id: str) -> None:
+    def delete(self, session_id: str | None) -> None:
         """First click asks for confirmation; a second click on the same row deletes."""
 
         def action() -> None:
+            if session_id is None:
+                self.report.ok("Select a session first.")
+                return
             if self.confirming != session_id:
                 self.confirming = session_id
-                self._draw()
+                self._draw_actions()
                 self.report.ok(
                     f"Delete session {short_id(session_id)} and its files? Click "
                     "'Confirm delete' to delete it; any other action cancels."
@@ -447,7 +479,7 @@ class SessionBrowser:
                 return
             self.confirming = None
             if not self._guard(session_id):
-                self._draw()
+                self._draw_actions()
                 return
             self.controls.delete_session(session_id)
             self.refresh()
@@ -761,7 +793,7 @@ class CheckpointSlider:
             if self._busy():
                 return
             result = self.controls.undo_restore(self.session_id)
-            self.result.value = _result_html("Undid the last restore", result)
+            self.result.value = _result_html("Undid the last restore", result, undo=True)
             self.undo_button.layout.display = "none"
             self.reload()
             self.report.ok(f"Undid the last restore of session {short_id(self.session_id)}.")
@@ -769,7 +801,7 @@ class CheckpointSlider:
         self.report.run("Undo restore", action)
 
 
-def _result_html(what: str, result: _RestoreResult) -> str:
+def _result_html(what: str, result: _RestoreResult, *, undo: bool = False) -> str:
     def paths(items: Sequence[str]) -> str:
         return ", ".join(f"<code>{html.escape(p)}</code>" for p in items) or "none"
 

@@ -71,7 +71,7 @@ def chromium() -> Iterator[Any]:
 
 @pytest.fixture
 def page(chromium: Any) -> Iterator[Any]:
-    context = chromium.new_context(viewport={"width": 1280, "height": 1000})
+    context = chromium.new_context(viewport={"width": 1280, "height": 1400})
     page = context.new_page()
     try:
         yield page

@@ -54,11 +54,9 @@ def make_sessions(controls: LoopThreadControls, prompts: list[str]) -> list[str]
     return ids
 
 
-def row_of(browser: SessionBrowser, session_id: str) -> int:
-    for index, box in enumerate(browser.rows_box.children):
-        if session_id in box.children[0].value:
-            return index
-    raise AssertionError(f"no row for {session_id}")
+def labels(browser: SessionBrowser) -> list[str]:
+    """The rows' text as a user reads it (non-breaking spaces as spaces)."""
+    return [label.replace("\u00a0", " ") for label, _ in browser.rows.options]
 
 
 def test_rows_show_the_sessions_newest_first_with_the_current_one_marked(
@@ -67,12 +65,13 @@ def test_rows_show_the_sessions_newest_first_with_the_current_one_marked(
     ids = make_sessions(controls, ["first question", "second question", "third one"])
     controls.send("a follow-up")
     browser = SessionBrowser(controls)
-    texts = [box.children[0].value for box in browser.rows_box.children]
-    assert len(texts) == 3
-    assert [ids[2][:8] in texts[0], ids[1][:8] in texts[1], ids[0][:8] in texts[2]] == [True] * 3
-    assert "● current" in texts[0] and "third one" in texts[0] and "2 prompts" in texts[0]
-    assert "● current" not in texts[1] and "1 prompt<" in texts[1]
-    assert browser.rows_box.children[0].children[1].disabled  # no Resume of the current one
+    texts = labels(browser)
+    assert [value for _, value in browser.rows.options] == [ids[2], ids[1], ids[0]]
+    assert texts[0].startswith(f"●  {ids[2][:8]}  just now")
+    assert "third one" in texts[0] and " 2 prompts  " in texts[0]
+    assert texts[1].startswith(f"   {ids[1][:8]}") and " 1 prompt  " in texts[1]
+    assert browser.selected == ids[2]  # the current one is selected (highlighted)
+    assert browser.resume_button.disabled  # no Resume of the current one
     summary = browser.summary()
     assert summary.startswith("Sessions (3, newest first")
     assert f"* {ids[2][:8]}" in summary and "first question" in summary
@@ -81,10 +80,12 @@ def test_rows_show_the_sessions_newest_first_with_the_current_one_marked(
 def test_resume_makes_the_row_current(controls: LoopThreadControls) -> None:
     ids = make_sessions(controls, ["alpha", "beta"])
     browser = SessionBrowser(controls)
-    resume = browser.rows_box.children[row_of(browser, ids[0])].children[1]
-    resume.click()
+    browser.select(ids[0])
+    assert not browser.resume_button.disabled
+    browser.resume_button.click()
     assert controls.session_id == ids[0]
-    assert "● current" in browser.rows_box.children[row_of(browser, ids[0])].children[0].value
+    assert labels(browser)[1].startswith(f"●  {ids[0][:8]}")
+    assert browser.selected == ids[0] and browser.resume_button.disabled
     assert "Resumed session" in browser.report.status.value
     # the next turn goes to the resumed session's log
     controls.send("gamma")
@@ -100,7 +101,9 @@ def test_new_switches_to_an_empty_session_and_keeps_the_old_one(
     assert controls.session_id != old
     assert log_path(controls.agent.storage, old).exists()
     assert "nothing sent yet" in browser.title.value
-    assert all("● current" not in box.children[0].value for box in browser.rows_box.children)
+    assert all(not text.startswith("●") for text in labels(browser))
+    assert browser.selected is None
+    assert browser.resume_button.disabled and browser.delete_button.disabled
     assert "New session" in browser.report.status.value
 
 
@@ -110,7 +113,8 @@ def test_delete_needs_a_second_click_then_removes_the_log(
     keep, doomed = make_sessions(controls, ["keep me", "delete me"])
     controls.resume(keep)
     browser = SessionBrowser(controls)
-    delete = browser.rows_box.children[row_of(browser, doomed)].children[2]
+    browser.select(doomed)
+    delete = browser.delete_button
     delete.click()
     assert delete.description == "Confirm delete"
     assert log_path(storage, doomed).exists()
@@ -118,7 +122,8 @@ def test_delete_needs_a_second_click_then_removes_the_log(
     delete.click()
     assert not log_path(storage, doomed).exists()
     assert [s.id for s in controls.list_sessions()] == [keep]
-    assert len(browser.rows_box.children) == 1
+    assert [value for _, value in browser.rows.options] == [keep]
+    assert delete.description == "Delete"
     assert controls.session_id == keep
 
 
@@ -127,25 +132,28 @@ def test_any_other_action_cancels_a_pending_delete(
 ) -> None:
     first, second = make_sessions(controls, ["one", "two"])
     browser = SessionBrowser(controls)
-    delete = browser.rows_box.children[row_of(browser, first)].children[2]
-    delete.click()
+    browser.select(first)
+    browser.delete_button.click()
     browser.refresh_button.click()
-    assert delete.description == "Delete"
-    delete = browser.rows_box.children[row_of(browser, first)].children[2]
-    delete.click()
-    browser.rows_box.children[row_of(browser, second)].children[2].click()  # another row
+    assert browser.delete_button.description == "Delete"
+    browser.select(first)
+    browser.delete_button.click()
+    browser.select(second)  # another row: the question was about the first one
+    assert browser.delete_button.description == "Delete"
+    browser.delete_button.click()
+    assert browser.delete_button.description == "Confirm delete"
+    browser.select(first)
+    browser.delete_button.click()
     assert log_path(storage, first).exists() and log_path(storage, second).exists()
-    assert browser.rows_box.children[row_of(browser, first)].children[2].description == "Delete"
 
 
 def test_deleting_the_current_session(controls: LoopThreadControls, storage: Storage) -> None:
     [current] = make_sessions(controls, ["only"])
     browser = SessionBrowser(controls)
-    delete = browser.rows_box.children[0].children[2]
-    delete.click()
-    delete.click()
+    browser.delete_button.click()
+    browser.delete_button.click()
     assert not log_path(storage, current).exists()
-    assert browser.rows_box.children == ()
+    assert browser.rows.options == ()
     assert "no sessions yet" in browser.page_label.value
 
 
@@ -159,21 +167,23 @@ def test_a_click_while_a_turn_runs_on_that_session_is_busy_and_changes_nothing(
     turn = controls.start_send("a long question")
     try:
         fake_anthropic.wait_for_requests(3)
-        browser.rows_box.children[row_of(browser, other)].children[1].click()  # Resume
+        browser.select(other)
+        browser.resume_button.click()
         assert "busy" in browser.report.status.value
         assert controls.session_id == running
         browser.new_button.click()
         assert "busy" in browser.report.status.value
         assert controls.session_id == running
-        delete = browser.rows_box.children[row_of(browser, running)].children[2]
-        delete.click()
-        delete.click()
+        browser.select(running)
+        browser.delete_button.click()
+        browser.delete_button.click()
         assert "busy" in browser.report.status.value
         assert log_path(storage, running).exists()
     finally:
         release.set()
     assert turn.result(timeout=30).text == "slow answer"
-    browser.rows_box.children[row_of(browser, other)].children[1].click()
+    browser.select(other)
+    browser.resume_button.click()
     assert controls.session_id == other
 
 
@@ -186,11 +196,13 @@ def test_paging_through_many_sessions(controls: LoopThreadControls) -> None:
     assert browser.next_button.disabled and not browser.prev_button.disabled
     browser.prev_button.click()
     assert browser.page_label.value == "4–6 of 7"
-    assert [ids[3][:8] in browser.rows_box.children[0].children[0].value] == [True]
+    assert [value for _, value in browser.rows.options] == [ids[3], ids[2], ids[1]]
     browser.prev_button.click()
     assert browser.prev_button.disabled
-    assert len(browser.rows_box.children) == 3
-    assert "prompt number 6" in browser.rows_box.children[0].children[0].value
+    assert len(browser.rows.options) == 3
+    assert "prompt number 6" in labels(browser)[0]
+    browser.select(ids[0])  # selecting a row of another page turns to it
+    assert browser.page == 2
 
 
 def test_an_error_shows_inline(controls: LoopThreadControls) -> None:

@@ -6,44 +6,20 @@ API server of this test process; the assertions read the files on disk and the p
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
-from lab_browser import JupyterLabServer, LabNotebook, write_notebook
+from fake_anthropic import FakeAnthropicServer
+from lab_browser import (
+    JupyterLabServer,
+    LabNotebook,
+    no_widget_errors,
+    wait_for,
+    write_notebook,
+    write_then_change,
+)
 
-
-def wait_for(predicate: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
-
-
-def write_then_change(server: FakeAnthropicServer) -> None:
-    server.script(
-        FakeReply(
-            "Writing it.",
-            tool_calls=[
-                FakeToolCall("write_file", {"path": "notes.txt", "content": "version one\n"})
-            ],
-        ),
-        "Wrote notes.txt.",
-        FakeReply(
-            "Changing it.",
-            tool_calls=[
-                FakeToolCall("write_file", {"path": "notes.txt", "content": "version two\n"})
-            ],
-        ),
-        "Changed notes.txt.",
-    )
-
-
-def no_widget_errors(page: Any) -> None:
-    assert page.get_by_text("Error displaying widget").count() == 0
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_session_browser_new_in_chromium(
@@ -76,11 +52,11 @@ def test_session_browser_new_in_chromium(
     assert (lab_root / "notes.txt").read_text() == "version two\n"
     first = nb.output_text(0).split()[-1]
     nb.run_cell(1)
-    row = page.locator(".lite-agent-session-row").first
-    row.wait_for(state="visible")
+    row = page.locator(".lite-agent-session-rows option").first
+    row.wait_for(state="attached")
     no_widget_errors(page)
-    assert "● current" in row.inner_text() and "Write notes.txt" in row.inner_text()
-    assert first[:8] in row.inner_text()
+    text = row.inner_text().replace("\u00a0", " ")
+    assert text.startswith(f"●  {first[:8]}") and "Write notes.txt" in text
     page.locator(".lite-agent-new").click()
     wait_for(
         lambda: "nothing sent yet" in page.locator(".lite-agent-sessions").inner_text(),
