@@ -22,12 +22,12 @@ import contextlib
 import hashlib
 import os
 import re
-import tempfile
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Protocol
 
+from .atomic import atomic_write
 from .errors import CorruptLogError, InvalidNamespaceError
 
 NAMESPACE_PATTERN = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
@@ -74,35 +74,8 @@ def ensure_private_dir(path: Path) -> Path:
 
 
 def write_private_file(path: Path, data: bytes, *, durable: bool = True) -> None:
-    """Write ``data`` to ``path`` atomically (temp file + fsync + rename), mode 0600.
-
-    Readers see the old content or the new one, never a mix; a crash leaves at most a stray
-    temp file, never a half-written ``path``.
-    """
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            if durable:
-                f.flush()
-                os.fsync(f.fileno())
-        os.chmod(tmp, FILE_MODE)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    if durable:
-        fsync_dir(path.parent)
-
-
-def fsync_dir(path: Path) -> None:
-    """fsync a directory so a rename or a new file in it survives power loss."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    """Write ``data`` to ``path`` atomically (see :func:`~.atomic.atomic_write`), mode 0600."""
+    atomic_write(path, data, mode=FILE_MODE, durable=durable)
 
 
 class Storage:

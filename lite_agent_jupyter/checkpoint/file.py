@@ -36,7 +36,8 @@ Reads take the same locks, so a reader never sees half a batch, and cost what th
 ``read(after=k)`` finds line k+1 by a binary search over byte offsets (line n holds seq n),
 and the head is read from the last line (cached per session and re-validated by a ``stat``).
 
-Truncation writes the kept prefix to a temporary file, fsyncs it and renames it over the log.
+Truncation writes the kept prefix with :func:`~lite_agent_jupyter.atomic.atomic_write` (temp
+file, fsync, rename over the log, fsync of the folder).
 
 ``list()`` opens no log: a ``scandir`` and a ``stat`` per log give ids and mtimes; titles
 and turn counts come from one small shared file, ``.index.jsonl``. A batch containing prompt
@@ -64,7 +65,6 @@ import json
 import logging
 import os
 import re
-import tempfile
 import threading
 import time
 import warnings
@@ -76,8 +76,9 @@ from typing import Any, NamedTuple, TypeVar
 
 from filelock import FileLock, Timeout
 
+from ..atomic import atomic_write, fsync_dir
 from ..errors import CheckpointerUnavailableError, CorruptLogError
-from ..storage import FILE_MODE, ensure_private_dir, fsync_dir
+from ..storage import FILE_MODE, ensure_private_dir
 from ._blocking import POLL_SECONDS, Gate, ThreadGate, run_gated
 from .events import Event, UserEvent, encode, from_dict, is_checkpoint, loads, now_iso
 from .protocol import (
@@ -521,22 +522,10 @@ class FileCheckpointer:
         finally:
             if fd >= 0:
                 os.close(fd)
-        tmp_fd, tmp = tempfile.mkstemp(dir=self._dir, prefix=f".{session_id}.", suffix=".tmp")
-        try:
-            _write_all(tmp_fd, kept, 0)
-            os.fsync(tmp_fd)
-            now = time.time_ns()
-            os.utime(tmp_fd, ns=(now, now))
-            st = os.fstat(tmp_fd)
-            os.close(tmp_fd)
-            tmp_fd = -1
-            os.replace(tmp, path)
-        except BaseException:
-            if tmp_fd >= 0:
-                os.close(tmp_fd)
-            _unlink(tmp)
-            raise
-        fsync_dir(self.directory)
+        atomic_write(path, kept, mode=FILE_MODE)
+        now = time.time_ns()
+        os.utime(path, ns=(now, now))
+        st = os.stat(path)
         session.known = _Known(st.st_ino, st.st_size, st.st_mtime_ns, to_seq)
         title, turns = _checkpoints_in(path, kept)
         self._index_append({"id": session_id, "reset": True, "title": title, "turns": turns})
@@ -629,17 +618,8 @@ class FileCheckpointer:
             + "\n"
             for sid, (title, turns) in table.items()
         ]
-        tmp_fd, tmp = tempfile.mkstemp(dir=self._dir, prefix=".index.", suffix=".tmp")
-        try:
-            with os.fdopen(tmp_fd, "wb") as f:
-                f.write("".join(lines).encode("utf-8"))
-                f.flush()
-                if self.durable:
-                    os.fsync(f.fileno())
-            os.replace(tmp, self._index_path)
-        except BaseException:
-            _unlink(tmp)
-            raise
+        data = "".join(lines).encode("utf-8")
+        atomic_write(self._index_path, data, mode=FILE_MODE, durable=self.durable)
 
     def _log_ids(self) -> Iterator[str]:
         with os.scandir(self._dir) as entries:
