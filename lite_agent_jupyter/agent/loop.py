@@ -16,9 +16,10 @@ import asyncio
 import contextlib
 import functools
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import EllipsisType
 from typing import Any
 
 from ..abort import AbortSignal
@@ -35,7 +36,7 @@ from ..errors import CheckpointConflictError, LiteAgentError, ProviderError
 from ..providers.base import MessageDone, ModelRequest, Provider, TextDelta, ToolUseStarted, Usage
 from ..storage import Blobs
 from ..tools import Tool, ToolContext, invoke_tool
-from ..tools.base import BackgroundJob, ToolOutput
+from ..tools.base import BackgroundJob, Snapshotter, ToolOutput
 from ..tools.tasks import TaskStore
 from .approvals import ApprovalGate, ApprovalRequest
 from .results import (
@@ -308,13 +309,17 @@ def _with_text(output: ToolOutput, text: str) -> ToolOutput:
 
 def _snapshotter(
     settings: TurnSettings, session: SessionLog, tool_use_id: str, tool_name: str, emit: Emit
-) -> Callable[[Path, bytes | None], Awaitable[None]]:
-    async def snapshot(path: Path, after: bytes | None) -> None:
-        """Write-ahead record of a file change: both contents to blobs, then the event."""
-        try:
-            before: bytes | None = path.read_bytes()
-        except FileNotFoundError:
-            before = None
+) -> Snapshotter:
+    async def snapshot(
+        path: Path, after: bytes | None, /, *, before: bytes | EllipsisType | None = ...
+    ) -> None:
+        """Write-ahead record of a file change: both contents to blobs, then the event.
+        ``before`` is what the tool already read (the file is read here only if not given)."""
+        if isinstance(before, EllipsisType):
+            try:
+                before = path.read_bytes()
+            except FileNotFoundError:
+                before = None
         before_hash = await settings.blobs.put(before) if before is not None else None
         after_hash = await settings.blobs.put(after) if after is not None else None
         try:

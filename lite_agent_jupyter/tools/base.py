@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from types import EllipsisType
+from typing import Any, Literal, Protocol
 
 from ..abort import AbortSignal
 
@@ -36,6 +37,16 @@ class BackgroundOutcome:
 BackgroundJob = Callable[[AbortSignal], Awaitable[BackgroundOutcome]]
 
 
+class Snapshotter(Protocol):
+    """``await snapshot(path, after, before=...)``: record ``path``'s current content
+    (``before``, when the tool already read it: no second read; ``None`` = the file does not
+    exist) and ``after`` (``None`` = deleted) in the session log, before the file changes."""
+
+    def __call__(
+        self, path: Path, after: bytes | None, /, *, before: bytes | EllipsisType | None = ...
+    ) -> Awaitable[None]: ...
+
+
 @dataclass(slots=True)
 class ToolContext:
     """Per-call context. Tools must honour ``signal`` (stop, kill children, clean up)."""
@@ -46,9 +57,8 @@ class ToolContext:
     tool_use_id: str = ""
     storage_root: Path | None = None
     """Tools must refuse to touch this folder (session data lives there)."""
-    snapshot: Callable[[Path, bytes | None], Awaitable[None]] | None = None
-    """``await snapshot(path, after)``: record ``path``'s current content and ``after``
-    (``None`` = deleted) in the session log. Call it *before* changing the file."""
+    snapshot: Snapshotter | None = None
+    """Record a file change in the session log; call it *before* changing the file."""
     start_background: Callable[[str, BackgroundJob], str] | None = None
     """``start_background(description, job) -> job_id``; ``None`` where background work is
     not available."""

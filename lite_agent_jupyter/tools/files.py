@@ -28,25 +28,24 @@ import asyncio
 import base64
 import binascii
 import codecs
-import contextlib
+import errno
 import os
 import re
-import secrets
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import EllipsisType
 from typing import Annotated, Any, BinaryIO, Literal
 
 from ..abort import AbortSignal
-from ..errors import ToolError
-from ..storage import fsync_dir
+from ..errors import PathOutsideWorkdirError, ToolError
 from .base import ToolContext
 from .decorator import tool
-from .paths import display_path, is_in_storage_root, resolve_in_workdir, workdir_of
+from .paths import Target, display_path, open_dir, open_target, resolve_in_workdir, workdir_of
 
 __all__ = [
     "SKIPPED_DIRS",
-    "atomic_write",
     "change_file",
     "delete_file",
     "edit_file",
@@ -98,74 +97,101 @@ _TEXT_CONTROL = {7, 8, 9, 10, 12, 13, 27}
 # ------------------------------------------------------------------------ writing, atomically
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Replace ``path``'s content with ``data`` atomically and durably.
+def _prepare(ctx: ToolContext, path: Path) -> tuple[Target | None, bytes | None]:
+    """Open ``path``'s folder (confined) and read the file's current bytes.
 
-    A temp file in the same folder is written, fsynced and renamed over ``path``; readers see
-    the old content or the new one, never a mix. An existing file's permission bits are kept;
-    a new file is created with ``0o666`` filtered by the umask, like any editor would. Missing
-    parent folders are created.
+    ``(None, None)`` when a folder on the path does not exist yet (``_apply`` creates it);
+    ``ToolError`` for a folder, FIFO or device at ``path``.
     """
-    parent = path.parent
-    parent.mkdir(parents=True, exist_ok=True)
     try:
-        mode: int | None = stat.S_IMODE(os.stat(path).st_mode)
+        target = open_target(ctx, path)
     except FileNotFoundError:
-        mode = None
-    tmp = parent / f".{path.name[:80]}.{secrets.token_hex(6)}.tmp"
-    # 0o666 lets the kernel apply the umask for a new file (no process-wide os.umask() dance).
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+        return None, None
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            if mode is not None:
-                os.fchmod(f.fileno(), mode)
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        return target, _read_target(ctx, target, dir_hint=", not a file")
     except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+        target.close()
         raise
-    fsync_dir(parent)
 
 
-def _delete(path: Path) -> None:
-    os.unlink(path)
-    fsync_dir(path.parent)
+def _read_target(ctx: ToolContext, target: Target, *, dir_hint: str) -> bytes | None:
+    f = _open_regular(ctx, target, dir_hint=dir_hint)
+    if f is None:
+        return None
+    with f:
+        return f.read()
 
 
-async def change_file(ctx: ToolContext, path: Path, after: bytes | None) -> None:
-    """Snapshot, then change: the one way the file tools modify a file.
-
-    ``path`` must come from :func:`resolve_in_workdir`. ``after`` is the new content, or
-    ``None`` to delete the file. ``ctx.snapshot`` (when the agent provides one) is awaited
-    first; if it raises, the file is left untouched.
-    """
-    if ctx.snapshot is not None:
-        await ctx.snapshot(path, after)
-    try:
+def _apply(ctx: ToolContext, target: Target | None, path: Path, after: bytes | None) -> None:
+    """Write or delete through the open folder (created first if it was missing); closes it."""
+    if target is None:
         if after is None:
-            await asyncio.to_thread(_delete, path)
+            raise ToolError(f"file not found: {display_path(ctx, path)}")
+        target = open_target(ctx, path, create_parents=True)
+    with target:
+        if after is None:
+            target.unlink()
         else:
-            await asyncio.to_thread(atomic_write, path, after)
+            target.write(after)
+
+
+async def _commit(
+    ctx: ToolContext, target: Target | None, path: Path, before: bytes | None, after: bytes | None
+) -> None:
+    """Snapshot (write-ahead), then change the file through ``target``, which this closes."""
+    try:
+        if ctx.snapshot is not None:
+            await ctx.snapshot(path, after, before=before)
+    except BaseException:
+        if target is not None:
+            target.close()
+        raise
+    try:
+        await asyncio.to_thread(_apply, ctx, target, path, after)  # closes target
+    except ToolError:
+        raise
     except OSError as exc:
         raise ToolError(f"cannot write {display_path(ctx, path)}: {exc.strerror or exc}") from exc
 
 
-def _open_regular(ctx: ToolContext, path: Path, *, dir_hint: str) -> BinaryIO | None:
-    """Open ``path`` for reading if it is a regular file; ``None`` if it does not exist.
+async def change_file(
+    ctx: ToolContext,
+    path: Path,
+    after: bytes | None,
+    *,
+    before: bytes | EllipsisType | None = ...,
+) -> None:
+    """Snapshot, then change: the one way the file tools modify a file.
+
+    ``path`` must come from :func:`resolve_in_workdir`. ``after`` is the new content, or
+    ``None`` to delete the file. ``before``, when the caller already read the file, is handed
+    to the snapshot as is (no second read). ``ctx.snapshot`` (when the agent provides one) is
+    awaited first; if it raises, the file is left untouched. The file is reached through its
+    folder opened without following symlinks (:func:`~.paths.open_target`), so a folder
+    swapped for a symlink meanwhile makes this refuse, never write elsewhere.
+    """
+    target, read = await asyncio.to_thread(_prepare, ctx, path)
+    await _commit(ctx, target, path, read if before is ... else before, after)
+
+
+def _open_regular(ctx: ToolContext, target: Target, *, dir_hint: str) -> BinaryIO | None:
+    """Open the target for reading if it is a regular file; ``None`` if it does not exist.
 
     Opened non-blocking and checked with fstat, so a FIFO or a device in the workdir is
-    refused instead of hanging the tool.
+    refused instead of hanging the tool. The last component is not followed: it was resolved
+    already, so a symlink there now means it was swapped meanwhile, and that is refused.
     """
-    shown = display_path(ctx, path)
+    shown = display_path(ctx, target.path)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return None
+        fd = target.open_regular()
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise PathOutsideWorkdirError(
+                f"{shown} became a symlink while the tool ran; refused"
+            ) from None
         raise ToolError(f"cannot read {shown}: {exc.strerror or exc}") from exc
+    if fd is None:
+        return None
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         os.close(fd)
@@ -173,15 +199,6 @@ def _open_regular(ctx: ToolContext, path: Path, *, dir_hint: str) -> BinaryIO | 
             raise ToolError(f"{shown} is a directory{dir_hint}")
         raise ToolError(f"{shown} is not a regular file (a FIFO, socket or device)")
     return os.fdopen(fd, "rb")
-
-
-def _read_existing(ctx: ToolContext, path: Path) -> bytes | None:
-    """The current bytes of ``path``, ``None`` if missing; ``ToolError`` for folders etc."""
-    f = _open_regular(ctx, path, dir_hint=", not a file")
-    if f is None:
-        return None
-    with f:
-        return f.read()
 
 
 # ------------------------------------------------------------------------------------ reading
@@ -225,7 +242,12 @@ def _read_text_window(
     ctx: ToolContext, path: Path, offset: int, limit: int
 ) -> str | list[dict[str, Any]]:
     shown = display_path(ctx, path)
-    f = _open_regular(ctx, path, dir_hint="; use list_files to see what is in it")
+    try:
+        target = open_target(ctx, path)
+    except FileNotFoundError:
+        raise ToolError(f"file not found: {shown}") from None
+    with target:
+        f = _open_regular(ctx, target, dir_hint="; use list_files to see what is in it")
     if f is None:
         raise ToolError(f"file not found: {shown}")
     with f:
@@ -342,10 +364,12 @@ async def write_file(
             raise ToolError(f"content is not valid Unicode text: {exc}") from exc
     resolved = resolve_in_workdir(ctx, path)
     shown = display_path(ctx, resolved)
-    before = await asyncio.to_thread(_read_existing, ctx, resolved)
+    target, before = await asyncio.to_thread(_prepare, ctx, resolved)
     if before == data:
+        if target is not None:
+            target.close()
         return _NOTE_UNCHANGED.format(shown)
-    await change_file(ctx, resolved, data)
+    await _commit(ctx, target, resolved, before, data)
     what = "created" if before is None else "replaced the content of"
     detail = f"{len(data)} bytes" if encoding == "base64" else _count_lines(content)
     return f"{what} {shown} ({detail})"
@@ -380,7 +404,22 @@ async def edit_file(
         raise ToolError("old_string and new_string are identical; nothing to change")
     resolved = resolve_in_workdir(ctx, path)
     shown = display_path(ctx, resolved)
-    before = await asyncio.to_thread(_read_existing, ctx, resolved)
+    target, before = await asyncio.to_thread(_prepare, ctx, resolved)
+    try:
+        updated, count, first_line = _edited(shown, before, old_string, new_string, replace_all)
+    except BaseException:
+        if target is not None:
+            target.close()
+        raise
+    await _commit(ctx, target, resolved, before, updated.encode("utf-8"))
+    replaced = f"{count} occurrences" if count > 1 else "1 occurrence"
+    return f"edited {shown}: replaced {replaced} (first at line {first_line})"
+
+
+def _edited(
+    shown: str, before: bytes | None, old_string: str, new_string: str, replace_all: bool
+) -> tuple[str, int, int]:
+    """The edited text, how many occurrences were replaced and the first one's line."""
     if before is None:
         raise ToolError(f"file not found: {shown}; use write_file to create it")
     try:
@@ -411,9 +450,7 @@ async def edit_file(
         )
     first_line = text.count("\n", 0, text.index(old)) + 1
     updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
-    await change_file(ctx, resolved, updated.encode("utf-8"))
-    replaced = f"{count} occurrences" if count > 1 else "1 occurrence"
-    return f"edited {shown}: replaced {replaced} (first at line {first_line})"
+    return updated, count, first_line
 
 
 def _squash(text: str) -> str:
@@ -438,21 +475,36 @@ async def delete_file(
     restore. Folders and symlinks are not deleted by this tool."""
     resolved = resolve_in_workdir(ctx, path, follow_symlinks=False)
     shown = display_path(ctx, resolved)
+    before, size, target = await asyncio.to_thread(_prepare_delete, ctx, resolved, shown)
+    await _commit(ctx, target, resolved, before, None)
+    return f"deleted {shown} ({_human_size(size)})"
+
+
+def _prepare_delete(ctx: ToolContext, path: Path, shown: str) -> tuple[bytes, int, Target]:
     try:
-        st = os.lstat(resolved)
+        target = open_target(ctx, path)
     except FileNotFoundError:
         raise ToolError(f"file not found: {shown}") from None
-    if stat.S_ISLNK(st.st_mode):
-        raise ToolError(f"{shown} is a symlink; delete_file only deletes regular files")
-    if stat.S_ISDIR(st.st_mode):
-        raise ToolError(
-            f"{shown} is a directory; delete_file deletes single files (use the shell for a "
-            "folder: its deletions are recorded for checkpoint restore too)"
-        )
-    if not stat.S_ISREG(st.st_mode):
-        raise ToolError(f"{shown} is not a regular file")
-    await change_file(ctx, resolved, None)
-    return f"deleted {shown} ({_human_size(st.st_size)})"
+    try:
+        st = target.lstat()
+        if st is None:
+            raise ToolError(f"file not found: {shown}")
+        if stat.S_ISLNK(st.st_mode):
+            raise ToolError(f"{shown} is a symlink; delete_file only deletes regular files")
+        if stat.S_ISDIR(st.st_mode):
+            raise ToolError(
+                f"{shown} is a directory; delete_file deletes single files (use the shell for "
+                "a folder: its deletions are recorded for checkpoint restore too)"
+            )
+        if not stat.S_ISREG(st.st_mode):
+            raise ToolError(f"{shown} is not a regular file")
+        before = _read_target(ctx, target, dir_hint=", not a file")
+        if before is None:
+            raise ToolError(f"file not found: {shown}")
+        return before, len(before), target
+    except BaseException:
+        target.close()
+        raise
 
 
 # ---------------------------------------------------------------------------- listing, search
@@ -460,39 +512,127 @@ async def delete_file(
 
 @dataclass
 class _Walk:
-    files: list[Path] = field(default_factory=list)
     skipped: set[str] = field(default_factory=set)
+    loops: list[str] = field(default_factory=list)
+    """Symlinks that loop (or cannot be resolved), skipped with a note."""
 
 
-def _walk(ctx: ToolContext, root: Path, signal: AbortSignal) -> _Walk:
+@dataclass(slots=True)
+class _Entry:
+    """A file met by :func:`_walk`; ``open`` is valid only until the walk moves on."""
+
+    path: Path
+    dir_fd: int
+    name: str
+    link_target: Path | None
+    """Where a symlink leads (already checked to be in the workdir); ``None`` for a file."""
+
+    def open(self, ctx: ToolContext) -> int | None:
+        """An fd on the file, confined like every tool access; ``None`` if not readable as a
+        regular file (a dangling link, a FIFO, a folder behind a link)."""
+        fd: int | None
+        try:
+            if self.link_target is None:
+                fd = os.open(self.name, _READ_NOFOLLOW, dir_fd=self.dir_fd)
+            else:
+                with open_target(ctx, self.link_target) as target:
+                    fd = target.open_regular()
+        except (OSError, ToolError):
+            return None
+        if fd is None:
+            return None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            return None
+        return fd
+
+
+_READ_NOFOLLOW = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def _walk(ctx: ToolContext, root: Path, signal: AbortSignal, result: _Walk) -> Iterator[_Entry]:
     """Every file under ``root``, pruning SKIPPED_DIRS and the storage root.
 
-    Symlinked folders are not descended into (no loops, no escapes); a symlinked file is
-    listed only if it leads to a file inside the workdir and outside the storage root.
+    The walk goes by folder file descriptors from the workdir down (``os.fwalk``, no symlink
+    followed), so a folder swapped for a symlink meanwhile cannot lead it outside. Symlinked
+    folders are not descended into; a symlinked file is listed only if it leads to a file
+    inside the workdir and outside the storage root; a symlink loop is skipped and noted in
+    ``result.loops`` instead of failing the whole walk.
     """
-    result = _Walk()
-    if not root.is_dir():
-        result.files.append(root)
-        return result
     workdir = workdir_of(ctx)
-    for folder, dirnames, filenames in os.walk(root, followlinks=False):
-        signal.raise_if_aborted()
-        base = Path(folder)
-        keep = []
-        for name in dirnames:
-            if name in SKIPPED_DIRS:
-                result.skipped.add(name)
-            elif not is_in_storage_root(ctx, (base / name).resolve()):
-                keep.append(name)
-        dirnames[:] = keep
-        for name in filenames:
-            file = base / name
-            if file.is_symlink():
-                target = file.resolve()
-                if not target.is_relative_to(workdir) or is_in_storage_root(ctx, target):
-                    continue
-            result.files.append(file)
-    return result
+    storage = _storage_root_of(ctx)
+    try:
+        root_fd = open_dir(ctx, root)
+    except OSError as exc:
+        if exc.errno != errno.ENOTDIR:
+            raise
+        try:
+            target = open_target(ctx, root)
+        except FileNotFoundError:
+            return
+        with target:
+            yield _Entry(root, target.dir_fd, target.name, None)
+        return
+    except ToolError:
+        try:
+            target = open_target(ctx, root)
+        except FileNotFoundError:
+            return
+        with target:
+            yield _Entry(root, target.dir_fd, target.name, None)
+        return
+    try:
+        for folder, dirnames, filenames, dir_fd in os.fwalk(
+            ".", dir_fd=root_fd, follow_symlinks=False
+        ):
+            signal.raise_if_aborted()
+            base = root / folder
+            keep = []
+            for name in dirnames:
+                if name in SKIPPED_DIRS:
+                    result.skipped.add(name)
+                elif storage is None or not _inside(base / name, storage):
+                    keep.append(name)
+            dirnames[:] = keep
+            for name in filenames:
+                file = base / name
+                link_target = None
+                try:
+                    is_link = stat.S_ISLNK(
+                        os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode
+                    )
+                except OSError:
+                    continue  # vanished meanwhile
+                if is_link:
+                    try:
+                        link_target = file.resolve()
+                    except (OSError, RuntimeError):  # RuntimeError: a symlink loop
+                        result.loops.append(display_path(ctx, file))
+                        continue
+                    if not _inside(link_target, workdir) or (
+                        storage is not None and _inside(link_target, storage)
+                    ):
+                        continue
+                yield _Entry(file, dir_fd, name, link_target)
+    finally:
+        os.close(root_fd)
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path == folder or path.is_relative_to(folder)
+
+
+def _storage_root_of(ctx: ToolContext) -> Path | None:
+    if ctx.storage_root is None:
+        return None
+    return Path(ctx.storage_root).expanduser().resolve()
+
+
+def _loops_note(walk: _Walk) -> str:
+    if not walk.loops:
+        return ""
+    shown = ", ".join(sorted(walk.loops)[:10]) + (", ..." if len(walk.loops) > 10 else "")
+    return f"\n(skipped {len(walk.loops)} symlinks that loop or cannot be resolved: {shown})"
 
 
 def _glob_to_regex(pattern: str) -> re.Pattern[str]:
@@ -554,15 +694,16 @@ def _skipped_note(skipped: set[str]) -> str:
 
 def _list(ctx: ToolContext, root: Path, pattern: str) -> str:
     regex = _glob_to_regex(pattern)
-    walk = _walk(ctx, root, ctx.signal)
+    walk = _Walk()
     base = root if root.is_dir() else root.parent
     matches = sorted(
-        display_path(ctx, p) for p in walk.files if regex.match(p.relative_to(base).as_posix())
+        display_path(ctx, entry.path)
+        for entry in _walk(ctx, root, ctx.signal, walk)
+        if regex.match(entry.path.relative_to(base).as_posix())
     )
+    notes = _skipped_note(walk.skipped) + _loops_note(walk)
     if not matches:
-        return f"no files match {pattern!r} under {display_path(ctx, root)}" + _skipped_note(
-            walk.skipped
-        )
+        return f"no files match {pattern!r} under {display_path(ctx, root)}" + notes
     shown = matches[:MAX_LIST_ENTRIES]
     text = "\n".join(shown)
     if len(matches) > len(shown):
@@ -570,7 +711,7 @@ def _list(ctx: ToolContext, root: Path, pattern: str) -> str:
             f"\n... {len(matches) - len(shown)} more files not shown "
             f"({len(matches)} in total); narrow the pattern or the path"
         )
-    return text + _skipped_note(walk.skipped)
+    return text + notes
 
 
 @tool(kind="read")
@@ -598,48 +739,53 @@ async def list_files(
 def _grep(ctx: ToolContext, root: Path, regex: re.Pattern[str], glob: str | None) -> str:
     glob_regex = _glob_to_regex(glob) if glob is not None else None
     glob_on_path = glob is not None and "/" in glob
-    walk = _walk(ctx, root, ctx.signal)
+    walk = _Walk()
     base = root if root.is_dir() else root.parent
-    out: list[str] = []
-    chars = 0
-    matches = 0
-    truncated = False
+    found: list[tuple[Path, list[tuple[int, str]], int]] = []
     binary = 0
     too_big: list[str] = []
-    for file in sorted(walk.files):
+    for entry in _walk(ctx, root, ctx.signal, walk):
         ctx.signal.raise_if_aborted()
-        relative = file.relative_to(base).as_posix()
-        if glob_regex is not None and not glob_regex.match(relative if glob_on_path else file.name):
+        relative = entry.path.relative_to(base).as_posix()
+        name = entry.path.name
+        if glob_regex is not None and not glob_regex.match(relative if glob_on_path else name):
+            continue
+        fd = entry.open(ctx)
+        if fd is None:
             continue
         try:
-            if not file.is_file():
-                continue
-            if file.stat().st_size > MAX_GREP_FILE_BYTES:
-                too_big.append(display_path(ctx, file))
-                continue
-            with file.open("rb") as f:
+            with os.fdopen(fd, "rb") as f:
+                if os.fstat(f.fileno()).st_size > MAX_GREP_FILE_BYTES:
+                    too_big.append(display_path(ctx, entry.path))
+                    continue
                 if b"\0" in f.read(SNIFF_BYTES):
                     binary += 1
                     continue
                 f.seek(0)
-                shown = display_path(ctx, file)
-                for number, raw in enumerate(f, start=1):
-                    line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
-                    if regex.search(line) is None:
-                        continue
-                    matches += 1
-                    if truncated:
-                        continue
-                    if len(line) > MAX_GREP_LINE_CHARS:
-                        line = line[:MAX_GREP_LINE_CHARS] + "..."
-                    entry = f"{shown}:{number}:{line}"
-                    if matches > MAX_GREP_MATCHES or chars + len(entry) > MAX_GREP_CHARS:
-                        truncated = True
-                        continue
-                    out.append(entry)
-                    chars += len(entry) + 1
+                hits, count = _search(f, regex)
         except OSError:  # unreadable or vanished meanwhile: not a reason to fail the search
             continue
+        if count:
+            found.append((entry.path, hits, count))
+    out: list[str] = []
+    chars = 0
+    matches = 0
+    truncated = False
+    for path, hits, count in sorted(found, key=lambda item: item[0].parts):
+        shown = display_path(ctx, path)
+        for number, line in hits:
+            entry_text = f"{shown}:{number}:{line}"
+            if (
+                truncated
+                or len(out) >= MAX_GREP_MATCHES
+                or chars + len(entry_text) > MAX_GREP_CHARS
+            ):
+                truncated = True
+                break
+            out.append(entry_text)
+            chars += len(entry_text) + 1
+        truncated = truncated or len(hits) < count
+        matches += count
     notes = []
     if truncated:
         notes.append(
@@ -650,13 +796,29 @@ def _grep(ctx: ToolContext, root: Path, regex: re.Pattern[str], glob: str | None
         notes.append(f"({binary} binary files skipped)")
     if too_big:
         notes.append(f"(skipped, larger than 20 MB: {', '.join(too_big[:5])})")
-    skipped = _skipped_note(walk.skipped).strip()
-    if skipped:
-        notes.append(skipped)
+    for note in (_skipped_note(walk.skipped), _loops_note(walk)):
+        if note.strip():
+            notes.append(note.strip())
     if not out:
         where = display_path(ctx, root)
         return "\n".join([f"no matches for {regex.pattern!r} under {where}", *notes])
     return "\n".join(out + notes)
+
+
+def _search(f: BinaryIO, regex: re.Pattern[str]) -> tuple[list[tuple[int, str]], int]:
+    """The first matching lines of a file (at most what can be shown) and the match count."""
+    hits: list[tuple[int, str]] = []
+    count = 0
+    for number, raw in enumerate(f, start=1):
+        line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+        if regex.search(line) is None:
+            continue
+        count += 1
+        if len(hits) <= MAX_GREP_MATCHES:
+            if len(line) > MAX_GREP_LINE_CHARS:
+                line = line[:MAX_GREP_LINE_CHARS] + "..."
+            hits.append((number, line))
+    return hits, count
 
 
 @tool(kind="read")

@@ -7,22 +7,42 @@ storage root or inside it (session logs and snapshot blobs live there; an agent 
 edit them could rewrite its own undo history). Anything else raises
 :class:`~lite_agent_jupyter.errors.PathOutsideWorkdirError`.
 
-What this does not protect against: a symlink swapped in between the check and the write by
-another process (the workdir is the user's own folder, not an adversarial one), and the shell
-tool, which runs arbitrary commands (it is gated by approval instead).
+The check and the use are one step: :func:`open_target` opens the resolved path's folders one
+component at a time from the workdir's file descriptor with ``O_NOFOLLOW``, and the tools then
+read, write and delete relative to that open folder. A folder on the path swapped for a
+symlink between the check and the use (by a racing process) makes the open fail and the tool
+refuse with :class:`PathOutsideWorkdirError`; it can never lead the tool outside the workdir.
+Not protected: the shell tool, which runs arbitrary commands (it is gated by approval).
 
 This module knows nothing of the agent or the session log.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
+import stat
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from ..atomic import atomic_write, default_file_mode
 from ..errors import PathOutsideWorkdirError, ToolError
 from .base import ToolContext
 
-__all__ = ["display_path", "is_in_storage_root", "resolve_in_workdir", "workdir_of"]
+__all__ = [
+    "Target",
+    "display_path",
+    "is_in_storage_root",
+    "open_dir",
+    "open_target",
+    "resolve_in_workdir",
+    "workdir_of",
+]
+
+_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+_STEP = _DIR | os.O_NOFOLLOW
+_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
 def workdir_of(ctx: ToolContext) -> Path:
@@ -109,3 +129,138 @@ def display_path(ctx: ToolContext, path: str | os.PathLike[str]) -> str:
     except ValueError:
         return absolute.as_posix()
     return PurePosixPath(*relative.parts).as_posix() if relative.parts else "."
+
+
+# ------------------------------------------------------------- check and use in one step
+
+
+@dataclass(slots=True)
+class Target:
+    """A path opened for a tool: its folder, held open, and its name in that folder.
+
+    Everything goes through ``dir_fd`` and ``name`` (never the path again), so nothing done
+    to the folders above after :func:`open_target` can redirect it. ``path`` is the resolved
+    path, for messages and snapshots. Close it (or use it as a context manager).
+    """
+
+    path: Path
+    dir_fd: int
+    name: str
+
+    def close(self) -> None:
+        if self.dir_fd >= 0:
+            os.close(self.dir_fd)
+            self.dir_fd = -1
+
+    def __enter__(self) -> Target:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def lstat(self) -> os.stat_result | None:
+        """The entry's own stat (a symlink is not followed); ``None`` if it does not exist."""
+        try:
+            return os.stat(self.name, dir_fd=self.dir_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+
+    def open_regular(self) -> int | None:
+        """An fd open for reading on the regular file, ``None`` if it does not exist.
+
+        ``OSError`` for anything else: ``ELOOP`` for a symlink (never followed here),
+        ``EISDIR``-like results are left to the caller via :func:`stat.S_ISREG` on fstat.
+        Opened non-blocking, so a FIFO does not hang the tool.
+        """
+        try:
+            return os.open(self.name, _READ, dir_fd=self.dir_fd)
+        except FileNotFoundError:
+            return None
+
+    def write(self, data: bytes) -> None:
+        """Replace the file's content atomically; an existing file keeps its permission bits,
+        a new one gets ``0o666`` minus the umask."""
+        atomic_write(self.name, data, mode=default_file_mode(), keep_mode=True, dir_fd=self.dir_fd)
+
+    def unlink(self) -> None:
+        """Delete the entry (a symlink itself, never its target) and fsync the folder."""
+        os.unlink(self.name, dir_fd=self.dir_fd)
+        os.fsync(self.dir_fd)
+
+
+def open_target(ctx: ToolContext, resolved: Path, *, create_parents: bool = False) -> Target:
+    """Open the folder of ``resolved`` (from :func:`resolve_in_workdir`) without following
+    any symlink on the way from the workdir, and return it with the last component's name.
+
+    ``create_parents`` creates missing folders (``0o777`` minus the umask). Raises
+    :class:`PathOutsideWorkdirError` if a folder on the path is (now) a symlink,
+    ``FileNotFoundError`` if a folder is missing and not created, and :class:`ToolError` if
+    ``resolved`` is the workdir itself or a component is not a folder.
+    """
+    workdir = workdir_of(ctx)
+    parts = _parts_below(ctx, workdir, resolved)
+    if not parts:
+        raise ToolError("that is the working directory itself, not a file")
+    fd = _walk_down(ctx, workdir, resolved, parts[:-1], create=create_parents)
+    return Target(resolved, fd, parts[-1])
+
+
+def open_dir(ctx: ToolContext, resolved: Path) -> int:
+    """An fd on the folder ``resolved`` (from :func:`resolve_in_workdir`), opened like
+    :func:`open_target` opens a file's folder; the caller closes it."""
+    workdir = workdir_of(ctx)
+    return _walk_down(ctx, workdir, resolved, _parts_below(ctx, workdir, resolved), create=False)
+
+
+def _parts_below(ctx: ToolContext, workdir: Path, resolved: Path) -> tuple[str, ...]:
+    if resolved != workdir and not resolved.is_relative_to(workdir):
+        raise PathOutsideWorkdirError(f"{str(resolved)!r} is outside the working directory")
+    if is_in_storage_root(ctx, resolved):
+        raise PathOutsideWorkdirError(f"{str(resolved)!r} is inside the agent's storage folder")
+    return resolved.relative_to(workdir).parts
+
+
+def _walk_down(
+    ctx: ToolContext, workdir: Path, resolved: Path, parts: tuple[str, ...], *, create: bool
+) -> int:
+    fd = os.open(workdir, _DIR)
+    try:
+        for part in parts:
+            try:
+                step = os.open(part, _STEP, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(part, 0o777, dir_fd=fd)
+                step = _step(ctx, fd, part, resolved)
+            except OSError as exc:
+                if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+                    raise
+                step = _step(ctx, fd, part, resolved)
+            os.close(fd)
+            fd = step
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _step(ctx: ToolContext, fd: int, part: str, resolved: Path) -> int:
+    """One more try at a component, turning ``ELOOP``/``ENOTDIR`` into the tools' errors."""
+    try:
+        return os.open(part, _STEP, dir_fd=fd)
+    except OSError as exc:
+        if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+            raise
+        shown = display_path(ctx, resolved)
+        try:
+            is_link = stat.S_ISLNK(os.stat(part, dir_fd=fd, follow_symlinks=False).st_mode)
+        except OSError:
+            is_link = False
+        if is_link:
+            raise PathOutsideWorkdirError(
+                f"{shown}: the folder {part!r} on its path became a symlink while the tool "
+                "ran; refused, so that the tool cannot be led outside the working directory"
+            ) from None
+        raise ToolError(f"{shown}: {part!r} on its path is not a folder") from None

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from tools_helpers import SnapshotRecorder, file_mode
 
+from lite_agent_jupyter import atomic
 from lite_agent_jupyter.abort import AbortController
 from lite_agent_jupyter.errors import PathOutsideWorkdirError, ToolError
 from lite_agent_jupyter.tools import (
@@ -245,10 +246,10 @@ async def test_a_failed_write_keeps_the_old_file_and_no_temp(
 ) -> None:
     (workdir / "a.txt").write_text("old")
 
-    def broken_replace(src: Any, dst: Any) -> None:
+    def broken_rename(src: Any, dst: Any, **dir_fds: Any) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(files_module.os, "replace", broken_replace)
+    monkeypatch.setattr(atomic.os, "rename", broken_rename)
     with pytest.raises(ToolError, match=re.escape("cannot write a.txt: No space left on device")):
         await call(write_file, ctx, path="a.txt", content="new")
     assert (workdir / "a.txt").read_text() == "old"

@@ -6,6 +6,7 @@ import asyncio
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import EllipsisType
 
 
 @dataclass
@@ -19,10 +20,18 @@ class SnapshotRecorder:
     calls: list[tuple[Path, bytes | None, bytes | None]] = field(default_factory=list)
     fail: bool = False
 
-    async def __call__(self, path: Path, after: bytes | None) -> None:
+    given: list[bytes | None] = field(default_factory=list)
+    """The ``before`` each call was handed by the tool (the tools read once, then hand it)."""
+
+    async def __call__(
+        self, path: Path, after: bytes | None, /, *, before: bytes | EllipsisType | None = ...
+    ) -> None:
         await asyncio.sleep(0)  # a real snapshot awaits I/O: let other tasks run meanwhile
-        before = path.read_bytes() if path.exists() else None
-        self.calls.append((path, before, after))
+        on_disk = path.read_bytes() if path.exists() else None
+        assert not isinstance(before, EllipsisType), "the file tools hand what they read"
+        assert before == on_disk, "the tool handed the snapshot what the file holds"
+        self.given.append(before)
+        self.calls.append((path, on_disk, after))
         if self.fail:
             raise OSError("snapshot store unavailable")
 
