@@ -76,7 +76,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from filelock import FileLock, Timeout
 
-from ..atomic import atomic_write, fsync_dir
+from ..atomic import atomic_write, fsync_dir, sweep_stale
 from ..errors import CheckpointerUnavailableError, CorruptLogError
 from ..storage import FILE_MODE, ensure_private_dir
 from ._blocking import POLL_SECONDS, Gate, ThreadGate, run_gated
@@ -196,6 +196,7 @@ class FileCheckpointer:
         self.directory = Path(directory).expanduser().absolute()
         self.durable = durable
         self._dir = str(self.directory)
+        self._swept = False
         self._prefix = self._dir + os.sep
         self._locks_dir = os.path.join(self._dir, LOCKS_DIR)
         self._index_path = os.path.join(self._dir, INDEX_NAME)
@@ -244,6 +245,9 @@ class FileCheckpointer:
         if not os.path.isdir(self._locks_dir):
             ensure_private_dir(self.directory)
             ensure_private_dir(Path(self._locks_dir))
+        if not self._swept:  # temp files of a truncation killed mid-write, once per object
+            self._swept = True
+            sweep_stale(self._dir)
 
     async def _locked(
         self, session: _Session | None, fn: Callable[[], T], *, index: bool = False
