@@ -19,7 +19,13 @@ def main() -> None:
     a, b, ready = (arg.encode() for arg in sys.argv[1:4])
     libc = ctypes.CDLL(None, use_errno=True)
     renameat2 = libc.renameat2
-    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    renameat2.argtypes = [
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.c_uint,
+    ]
     if renameat2(AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE) != 0:
         raise OSError(ctypes.get_errno(), "renameat2 failed")
     open(ready, "w").close()
