@@ -148,3 +148,8 @@ class CassetteMismatchError(CassetteError, ProviderError):
         self.message_index = message_index
         self.diff = diff
         self.nearest_call = nearest_call
+
+
+class InvalidAPIKeyError(ProviderError, ValueError):
+    """The API key is malformed (a space, control or non-ASCII character inside it, after the
+    surrounding whitespace was stripped). The message says where and why, never the key."""

@@ -32,11 +32,13 @@ from ..checkpoint.events import (
 from ..checkpoint.memory import memory_checkpointer
 from ..checkpoint.protocol import Checkpointer, SessionInfo, new_session_id, validate_session_id
 from ..errors import AgentClosedError, SessionBusyError, SessionsDisabledError
-from ..providers.base import Provider, WorkdirAware
+from ..providers.base import HoldsSecrets, Provider, WorkdirAware
+from ..redact import MIN_SECRET_CHARS, Redactor, env_secrets
 from ..storage import Blobs, MemoryBlobStore, Storage
 from ..tools import Tool, ToolContext, default_tools, tool
 from ..tools.base import BackgroundJob, BackgroundOutcome
 from ..tools.scan import DEFAULT_MAX_FILE_SIZE
+from ..tools.shell import SECRET_ENV_VARS
 from ..tools.tasks import TaskStore, validate_task_list
 from .approvals import (
     ApprovalGate,
@@ -142,6 +144,8 @@ class LiteAgent:
         self.background_results: list[LiteAgentResult] = []
         """Results of background completion turns, oldest first."""
 
+        self.redactor = redactor_for(model, options.secret_env)
+        """Replaces every known secret value (see :mod:`lite_agent_jupyter.redact`)."""
         all_tools = [*(default_tools() if options.builtin_tools else ()), *options.tools]
         if on_input is not None:
             all_tools.append(self._ask_user_tool())
@@ -170,6 +174,7 @@ class LiteAgent:
                 exclude=[self.storage.root],
                 max_file_size=options.max_tracked_file_size,
             ),
+            redactor=self.redactor,
         )
         self._session_id = options.session_id or new_session_id()
         self._logs: dict[str, SessionLog] = {}
@@ -563,7 +568,9 @@ class LiteAgent:
     def _log(self, session_id: str) -> SessionLog:
         session = self._logs.get(session_id)
         if session is None:
-            session = self._logs[session_id] = SessionLog(self.checkpointer, session_id)
+            session = self._logs[session_id] = SessionLog(
+                self.checkpointer, session_id, redactor=self.redactor
+            )
         return session
 
     def _ensure_storage(self) -> None:
@@ -637,6 +644,21 @@ def _snapshot_hashes(events: Iterable[Event]) -> set[str]:
     return hashes
 
 
+def redactor_for(model: Provider, secret_env: Sequence[str]) -> Redactor:
+    """The agent's redactor: the provider's secrets, the API key variables and the values of
+    the ``secret_env`` variables (read now; a value set later is not known)."""
+    own = model.secret_values() if isinstance(model, HoldsSecrets) else ()
+    named = env_secrets(secret_env)
+    short = [name for name in secret_env if 0 < len(os.environ.get(name, "")) < MIN_SECRET_CHARS]
+    if short:
+        log.warning(
+            "secret_env: the values of %s are shorter than %d characters and are not redacted",
+            ", ".join(short),
+            MIN_SECRET_CHARS,
+        )
+    return Redactor([*own, *env_secrets(SECRET_ENV_VARS), *named])
+
+
 def create_lite_agent(
     *,
     model: Provider,
@@ -661,6 +683,7 @@ def create_lite_agent(
     on_input: InputHandler | None = None,
     on_background: BackgroundHandler | None = None,
     session_id: str | None = None,
+    secret_env: Sequence[str] = (),
     **unknown: Never,
 ) -> LiteAgent:
     """Create a :class:`LiteAgent`; each option is described in :class:`AgentOptions` and
@@ -691,6 +714,7 @@ def create_lite_agent(
             on_input=on_input,
             on_background=on_background,
             session_id=session_id,
+            secret_env=tuple(secret_env),
         )
     )
 

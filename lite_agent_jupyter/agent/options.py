@@ -66,6 +66,9 @@ class AgentOptions:
     on_input: InputHandler | None = None
     on_background: BackgroundHandler | None = None
     session_id: str | None = None
+    secret_env: tuple[str, ...] = ()
+    """Names of environment variables whose values are secrets: redacted (with the API key)
+    from every event, tool output and error message before it is stored or sent."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.model, Provider):
@@ -119,6 +122,7 @@ class AgentOptions:
             validate_session_id(self.session_id)
         if self.task_list is not None:
             validate_task_list(self.task_list)
+        object.__setattr__(self, "secret_env", _check_secret_env(self.secret_env))
 
     def replace(self, **changes: Any) -> AgentOptions:
         """A copy with ``changes`` applied (checked like the constructor's)."""
@@ -141,6 +145,16 @@ def check_option_names(names: Iterable[str]) -> None:
 def _check_type(name: str, value: object, kind: type | tuple[type, ...]) -> None:
     if not isinstance(value, kind):
         raise TypeError(f"{name} has the wrong type: {type(value).__name__}")
+
+
+def _check_secret_env(names: object) -> tuple[str, ...]:
+    if isinstance(names, str) or not isinstance(names, Iterable):
+        raise TypeError("secret_env= takes a sequence of environment variable names")
+    checked = tuple(names)
+    for name in checked:
+        if not isinstance(name, str) or not name or "=" in name or "\0" in name:
+            raise ValueError(f"secret_env: {name!r} is not an environment variable name")
+    return checked
 
 
 def _check_approvals(

@@ -3,7 +3,9 @@
 Every write goes through :meth:`SessionLog.append` with ``expected_head`` = the head this
 object last saw, so a second writer (another process, another agent on the same store) makes
 the write fail cleanly with ``CheckpointConflictError`` instead of interleaving two
-conversations. After a conflict the cache is dropped and re-read on next use.
+conversations. After a conflict the cache is dropped and re-read on next use. It is also the
+one redaction point: every event passes the agent's :class:`~lite_agent_jupyter.redact.Redactor`
+before it is stored, and the model's messages are folded from what was stored.
 
 Why a cache: every model call needs the whole conversation; re-reading and re-folding the log
 each time would make every call cost grow with the session's length. The cache keeps the
@@ -20,13 +22,18 @@ from ..checkpoint.events import Event, now_iso, stamped, to_dict
 from ..checkpoint.fold import Folder
 from ..checkpoint.protocol import Checkpointer
 from ..errors import CheckpointConflictError
+from ..redact import Redactor
 
 
 class SessionLog:
     """The agent's view of one session's log."""
 
-    def __init__(self, checkpointer: Checkpointer, session_id: str) -> None:
+    def __init__(
+        self, checkpointer: Checkpointer, session_id: str, *, redactor: Redactor | None = None
+    ) -> None:
         self.checkpointer = checkpointer
+        self.redactor = redactor if redactor is not None else Redactor()
+        """Applied to every event before it is appended (the one redaction point)."""
         self.session_id = session_id
         self.events: list[Event] = []
         self.head = 0
@@ -69,7 +76,9 @@ class SessionLog:
         self._replace([])
 
     async def append(self, events: Sequence[Event]) -> int:
-        """Append with optimistic concurrency; returns the new head."""
+        """Redact, then append with optimistic concurrency; returns the new head."""
+        redact = self.redactor.event
+        events = [redact(event) for event in events]
         async with self._write_lock:
             try:
                 head = await self.checkpointer.append(

@@ -12,9 +12,13 @@ use, and one client is kept per loop: the same provider object works from the ag
 and, say, a test's loop, each with its own connections. A ``client=`` you pass is used as is,
 from whatever loop calls; it stays yours to close.
 
-Secrets: the API key is read on first use (argument, else ``ANTHROPIC_API_KEY``, else
-``ANTHROPIC_AUTH_TOKEN``, like the SDK), kept in a private attribute, and never put in a
-``repr``, an error message or a log record of this module.
+Secrets: the API key (argument, else ``ANTHROPIC_API_KEY``, else ``ANTHROPIC_AUTH_TOKEN``, like
+the SDK) is stripped of surrounding whitespace (a key read from a file keeps its newline) and
+validated when the provider is built and again when a client is made: a malformed key raises
+:class:`~lite_agent_jupyter.errors.InvalidAPIKeyError`, which says where and why but never
+shows the key (the HTTP layer, given such a key, raises an error quoting it). The key is kept
+in a private attribute, never put in a ``repr``, an error message or a log record of this
+module, and offered to the agent's redactor through :meth:`AnthropicProvider.secret_values`.
 """
 
 from __future__ import annotations
@@ -28,7 +32,8 @@ from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any, Final
 
 from ..abort import AbortSignal
-from ..errors import MissingAPIKeyError, ProviderError
+from ..errors import InvalidAPIKeyError, MissingAPIKeyError, ProviderError
+from ..redact import Redactor, env_secrets
 from ._check import MAX_CACHE_BREAKPOINTS, count_cache_control
 from .base import MessageDone, ModelRequest, ProviderEvent, TextDelta, ToolUseStarted, Usage
 
@@ -61,9 +66,11 @@ def anthropic(
 ) -> AnthropicProvider:
     """The Anthropic Messages API as a provider.
 
-    ``api_key``/``base_url`` default to ``ANTHROPIC_API_KEY``/``ANTHROPIC_BASE_URL`` (read on
-    first use, so creating the provider never fails; a missing key raises
-    :class:`~lite_agent_jupyter.errors.MissingAPIKeyError` from the first call). ``max_retries``
+    ``api_key``/``base_url`` default to ``ANTHROPIC_API_KEY``/``ANTHROPIC_BASE_URL``. The key is
+    stripped and checked here: a malformed one raises
+    :class:`~lite_agent_jupyter.errors.InvalidAPIKeyError` at once; a missing one raises
+    :class:`~lite_agent_jupyter.errors.MissingAPIKeyError` from the first call (the variable
+    may be set in between). ``max_retries``
     and ``timeout`` (seconds; ``None``: the SDK's default) go to the SDK, which retries
     429/529/5xx and connection errors with backoff and honours ``retry-after``. ``cache``
     marks prompt-cache breakpoints (see :meth:`AnthropicProvider.build_params`). ``client``:
@@ -95,7 +102,11 @@ class AnthropicProvider:
         cache: bool = True,
         client: AsyncAnthropic | None = None,
     ) -> None:
-        self._api_key = _Secret(api_key) if api_key else None
+        if api_key is not None:
+            self._api_key: _Secret | None = _Secret(_checked_key(api_key, "api_key="))
+        else:
+            self._api_key = None
+            _env_key()  # a malformed key in the environment is an error now, not mid-turn
         self._base_url = base_url
         self.max_retries = max_retries
         self.timeout = timeout
@@ -121,11 +132,7 @@ class AnthropicProvider:
         loop = asyncio.get_running_loop()
         client = self._clients.get(loop)
         if client is None:
-            key = (
-                (self._api_key.value if self._api_key is not None else None)
-                or os.environ.get("ANTHROPIC_API_KEY")
-                or os.environ.get("ANTHROPIC_AUTH_TOKEN")
-            )
+            key = self._api_key.value if self._api_key is not None else _env_key()
             if not key:
                 raise MissingAPIKeyError(_MISSING_KEY) from None
             from anthropic import AsyncAnthropic  # lazy: importing the SDK costs ~0.5 s
@@ -154,6 +161,14 @@ class AnthropicProvider:
                 with contextlib.suppress(Exception):
                     future = asyncio.run_coroutine_threadsafe(client.close(), loop)
                     await asyncio.wait_for(asyncio.wrap_future(future), 5)
+
+    def secret_values(self) -> tuple[str, ...]:
+        """The secret values this provider may use (its key, as given and stripped, and the
+        key variables of the environment): for the agent's redactor, never for display."""
+        values = env_secrets(_KEY_VARIABLES)
+        if self._api_key is not None:
+            values.append(self._api_key.value)
+        return tuple(values)
 
     # -- request building
 
@@ -273,6 +288,11 @@ class AnthropicProvider:
     # -- errors
 
     def _provider_error(self, exc: BaseException) -> ProviderError:
+        error = self._describe(exc)
+        redacted = Redactor(self.secret_values()).text(str(error))
+        return error if redacted == str(error) else ProviderError(redacted)
+
+    def _describe(self, exc: BaseException) -> ProviderError:
         import anthropic as sdk
 
         if isinstance(exc, ProviderError):
@@ -317,6 +337,44 @@ class AnthropicProvider:
         if self._given_client is not None:
             return str(self._given_client.base_url)
         return self._base_url or os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
+
+
+_KEY_VARIABLES: Final = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+
+
+def _env_key() -> str | None:
+    """The key from the environment, stripped and checked; ``None`` if unset or blank."""
+    for name in _KEY_VARIABLES:
+        value = os.environ.get(name)
+        if value and value.strip():
+            return _checked_key(value, name)
+    return None
+
+
+def _checked_key(value: str, source: str) -> str:
+    """``value`` stripped of surrounding whitespace; :class:`InvalidAPIKeyError` (naming the
+    source, the position and the kind of the bad character, never the key) if what remains
+    is not one word of printable ASCII; :class:`MissingAPIKeyError` if nothing remains."""
+    if not isinstance(value, str):
+        raise InvalidAPIKeyError(f"the Anthropic API key ({source}) must be a str")
+    key = value.strip()
+    if not key:
+        raise MissingAPIKeyError(f"the Anthropic API key ({source}) is empty. {_MISSING_KEY}")
+    for index, char in enumerate(key):
+        if "!" <= char <= "~":
+            continue
+        if char.isspace():
+            kind = "whitespace"
+        elif char.isprintable():
+            kind = "a non-ASCII character"
+        else:
+            kind = "a control character"
+        raise InvalidAPIKeyError(
+            f"the Anthropic API key ({source}) is malformed: character {index + 1} of "
+            f"{len(key)} is {kind}; a key is one word of printable ASCII (surrounding "
+            "whitespace is ignored). The key itself is not shown."
+        )
+    return key
 
 
 class _Secret:

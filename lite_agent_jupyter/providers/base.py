@@ -134,4 +134,13 @@ class WorkdirAware(Protocol):
 
     def bind_workdir(self, workdir: Path) -> None:
         """Remember ``workdir`` (absolute); called once by each agent using this provider."""
+
+
+@runtime_checkable
+class HoldsSecrets(Protocol):
+    """Optional: a provider that uses secrets (an API key) names their values, so the agent's
+    redactor can keep them out of logs, the model's input and displays."""
+
+    def secret_values(self) -> tuple[str, ...]:
+        """Every secret value this provider may use; never shown, only redacted."""
         ...
