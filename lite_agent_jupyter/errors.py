@@ -71,6 +71,12 @@ class CorruptLogError(LiteAgentError):
         super().__init__(f"corrupt session log at {where}: {reason}")
 
 
+class InvalidEventError(LiteAgentError, ValueError):
+    """Bytes or a JSON value that is not an event (bad UTF-8, bad JSON, nesting too deep, a
+    missing or mistyped envelope field). The backends turn it into :class:`CorruptLogError`
+    naming where; a ``ValueError`` too, for callers that catch that."""
+
+
 class UnsupportedVersionError(LiteAgentError):
     """Stored data was written by a newer lite_agent_jupyter (event ``v`` or schema version)."""
 

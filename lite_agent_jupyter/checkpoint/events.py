@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Literal
 
-from ..errors import UnsupportedVersionError
+from ..errors import InvalidEventError, UnsupportedVersionError
 
 EVENT_VERSION = 1
 """The envelope version this release writes and the newest it reads."""
@@ -224,13 +224,13 @@ def encode(event: Event, *, seq: int | None = None, ts: str | None = None) -> st
 
 
 def from_dict(obj: JSONDict) -> Event:
-    """Decode one event object. Raises ``ValueError`` on a malformed envelope and
-    :class:`UnsupportedVersionError` on a newer one."""
+    """Decode one event object. Raises :class:`InvalidEventError` (a ``ValueError``) on a
+    malformed envelope and :class:`UnsupportedVersionError` on a newer one."""
     if not isinstance(obj, dict):
-        raise ValueError(f"an event must be a JSON object, got {type(obj).__name__}")
+        raise InvalidEventError(f"an event must be a JSON object, got {type(obj).__name__}")
     version = obj.get("v")
     if type(version) is not int:
-        raise ValueError("event has no integer 'v' (envelope version)")
+        raise InvalidEventError("event has no integer 'v' (envelope version)")
     if version > EVENT_VERSION:
         raise UnsupportedVersionError(
             f"event version {version} was written by a newer lite_agent_jupyter "
@@ -239,7 +239,7 @@ def from_dict(obj: JSONDict) -> Event:
     type_name = obj.get("type")
     seq = obj.get("seq")
     if not isinstance(type_name, str) or type(seq) is not int:
-        raise ValueError("event has no string 'type' or integer 'seq'")
+        raise InvalidEventError("event has no string 'type' or integer 'seq'")
     cls = EVENT_TYPES.get(type_name)
     if cls is not None and obj.keys() <= _PLAIN_KEYS[cls]:
         # The common case, every key known: one copy, no per-key loop (reads decode every
@@ -263,12 +263,18 @@ def from_dict(obj: JSONDict) -> Event:
     try:
         return cls(seq=seq, ts=ts, extra=extra, **kwargs)
     except TypeError as exc:  # pragma: no cover - names are filtered above
-        raise ValueError(str(exc)) from exc
+        raise InvalidEventError(str(exc)) from exc
 
 
 def decode(line: str | bytes) -> Event:
-    """Decode one JSON line. Raises ``ValueError`` (incl. ``json.JSONDecodeError``)."""
-    return from_dict(loads(line.decode("utf-8") if isinstance(line, bytes) else line))
+    """Decode one JSON line. Raises :class:`InvalidEventError` (a ``ValueError``) or
+    :class:`UnsupportedVersionError`, nothing else."""
+    if isinstance(line, bytes):
+        try:
+            line = line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidEventError(f"not UTF-8: {exc}") from None
+    return from_dict(loads(line))
 
 
 _DECODER = json.JSONDecoder()
@@ -276,14 +282,23 @@ _DECODER = json.JSONDecoder()
 
 def loads(line: str) -> Any:
     """``json.loads`` of one line, as strict but quicker: no encoding detection and no
-    whitespace scan when the line is exactly one JSON value (as ``encode`` writes them)."""
+    whitespace scan when the line is exactly one JSON value (as ``encode`` writes them).
+    Anything that is not one JSON text (including nesting too deep for the parser, or not a
+    ``str`` at all) raises :class:`InvalidEventError`."""
     try:
         value, end = _DECODER.raw_decode(line)
         if end == len(line):
             return value
-    except ValueError:
+    except (ValueError, RecursionError, TypeError):
         pass
-    return json.loads(line)  # surrounding whitespace is fine; errors get json's message
+    try:
+        return json.loads(line)  # surrounding whitespace is fine; errors get json's message
+    except ValueError as exc:
+        raise InvalidEventError(str(exc)) from None
+    except RecursionError:
+        raise InvalidEventError("JSON nested too deeply") from None
+    except TypeError:
+        raise InvalidEventError(f"an event line must be text, not {type(line).__name__}") from None
 
 
 def stamped(event: Event, seq: int, ts: str) -> Event:

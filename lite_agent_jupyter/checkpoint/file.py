@@ -740,7 +740,7 @@ def _seq_of(line: bytes) -> int:
     match = _SEQ_PREFIX.match(line)
     if match is not None:
         return int(match.group(1))
-    obj = json.loads(line)
+    obj = loads(line.decode("utf-8"))
     seq = obj.get("seq") if isinstance(obj, dict) else None
     if type(seq) is not int:
         raise ValueError("line has no integer 'seq'")
@@ -878,7 +878,7 @@ def _checkpoints_in(path: str, data: bytes) -> tuple[str | None, int]:
         stop = data.find(b"\n", pos)
         stop = len(data) if stop < 0 else stop
         try:
-            event = from_dict(json.loads(data[start:stop]))
+            event = from_dict(loads(data[start:stop].decode("utf-8")))
         except ValueError as exc:
             raise CorruptLogError(path, data.count(b"\n", 0, start) + 1, str(exc)) from exc
         if isinstance(event, UserEvent) and is_checkpoint(event):
@@ -897,13 +897,13 @@ def _fold_index(data: bytes) -> tuple[dict[str, tuple[str | None, int]], int]:
     try:
         # One parse of all records as a JSON array: ~5x quicker than a json.loads per line.
         records = json.loads(b"[" + body.rstrip(b"\n").replace(b"\n", b",") + b"]")
-    except ValueError:
+    except (ValueError, RecursionError):
         records = []
         for number, line in enumerate(body.split(b"\n"), 1):
             if line:
                 try:
                     records.append(json.loads(line))
-                except ValueError as exc:
+                except (ValueError, RecursionError) as exc:
                     raise ValueError(f"line {number}: {exc}") from exc
     table: dict[str, tuple[str | None, int]] = {}
     get = table.get

@@ -203,6 +203,8 @@ class SQLiteCheckpointer:
         except sqlite3.OperationalError as exc:
             if _is_busy(exc):
                 raise WouldBlock from exc
+            if str(exc).startswith("Could not decode to UTF-8"):  # damaged outside the package
+                raise CorruptLogError(self.file, None, "a stored event is not UTF-8 text") from None
             raise
 
     def _open(self, busy_ms: int) -> sqlite3.Connection:

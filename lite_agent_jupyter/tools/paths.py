@@ -223,6 +223,19 @@ def _parts_below(ctx: ToolContext, workdir: Path, resolved: Path) -> tuple[str, 
 def _walk_down(
     ctx: ToolContext, workdir: Path, resolved: Path, parts: tuple[str, ...], *, create: bool
 ) -> int:
+    try:
+        return _walk_fds(ctx, workdir, resolved, parts, create=create)
+    except (FileNotFoundError, ToolError):
+        raise
+    except OSError as exc:  # a name too long, a permission denied, ...
+        raise ToolError(
+            f"cannot open {display_path(ctx, resolved)}: {exc.strerror or exc}"
+        ) from exc
+
+
+def _walk_fds(
+    ctx: ToolContext, workdir: Path, resolved: Path, parts: tuple[str, ...], *, create: bool
+) -> int:
     fd = os.open(workdir, _DIR)
     try:
         for part in parts:
