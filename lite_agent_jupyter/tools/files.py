@@ -42,7 +42,15 @@ from ..abort import AbortSignal
 from ..errors import PathOutsideWorkdirError, ToolError
 from .base import ToolContext
 from .decorator import tool
-from .paths import Target, display_path, open_dir, open_target, resolve_in_workdir, workdir_of
+from .paths import (
+    Target,
+    display_path,
+    open_dir,
+    open_target,
+    resolve_in_workdir,
+    storage_root_of,
+    workdir_of,
+)
 
 __all__ = [
     "SKIPPED_DIRS",
@@ -560,7 +568,7 @@ def _walk(ctx: ToolContext, root: Path, signal: AbortSignal, result: _Walk) -> I
     ``result.loops`` instead of failing the whole walk.
     """
     workdir = workdir_of(ctx)
-    storage = _storage_root_of(ctx)
+    storage = storage_root_of(ctx)
     try:
         root_fd = open_dir(ctx, root)
     except OSError as exc:
@@ -620,12 +628,6 @@ def _walk(ctx: ToolContext, root: Path, signal: AbortSignal, result: _Walk) -> I
 
 def _inside(path: Path, folder: Path) -> bool:
     return path == folder or path.is_relative_to(folder)
-
-
-def _storage_root_of(ctx: ToolContext) -> Path | None:
-    if ctx.storage_root is None:
-        return None
-    return Path(ctx.storage_root).expanduser().resolve()
 
 
 def _loops_note(walk: _Walk) -> str:

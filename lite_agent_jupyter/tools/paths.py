@@ -37,34 +37,61 @@ __all__ = [
     "open_dir",
     "open_target",
     "resolve_in_workdir",
+    "storage_root_of",
     "workdir_of",
 ]
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 _STEP = _DIR | os.O_NOFOLLOW
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_CACHE_SIZE = 256
+_WORKDIRS: dict[str, Path] = {}
+_ROOTS: dict[str, Path] = {}
 
 
 def workdir_of(ctx: ToolContext) -> Path:
-    """The workdir, absolute and with symlinks resolved; ``ToolError`` if it does not exist."""
+    """The workdir, absolute and with symlinks resolved; ``ToolError`` if it does not exist.
+
+    The resolution is remembered per workdir string (the workdir is the trust root: every
+    access then starts from an fd opened on it, which fails if it is gone)."""
+    key = os.fspath(ctx.workdir)
+    resolved = _WORKDIRS.get(key)
+    if resolved is not None:
+        return resolved
     try:
-        return Path(ctx.workdir).expanduser().resolve(strict=True)
+        resolved = Path(key).expanduser().resolve(strict=True)
     except (OSError, RuntimeError) as exc:
         raise ToolError(
             f"the working directory {str(ctx.workdir)!r} is not accessible: {exc}"
         ) from exc
+    if len(_WORKDIRS) < _CACHE_SIZE:
+        _WORKDIRS[key] = resolved
+    return resolved
 
 
-def _storage_root(ctx: ToolContext) -> Path | None:
+def storage_root_of(ctx: ToolContext) -> Path | None:
+    """The storage root, resolved (remembered per root string); ``None`` if there is none."""
     if ctx.storage_root is None:
         return None
-    return Path(ctx.storage_root).expanduser().resolve()
+    key = os.fspath(ctx.storage_root)
+    resolved = _ROOTS.get(key)
+    if resolved is None:
+        resolved = Path(key).expanduser().resolve()
+        if len(_ROOTS) < _CACHE_SIZE:
+            _ROOTS[key] = resolved
+    return resolved
 
 
-def is_in_storage_root(ctx: ToolContext, resolved: Path) -> bool:
+def is_in_storage_root(ctx: ToolContext, resolved: str | os.PathLike[str]) -> bool:
     """True if the (already resolved) ``resolved`` is the storage root or inside it."""
-    root = _storage_root(ctx)
-    return root is not None and (resolved == root or resolved.is_relative_to(root))
+    root = storage_root_of(ctx)
+    return root is not None and _under(os.fspath(resolved), str(root))
+
+
+def _under(path: str, folder: str) -> bool:
+    """``path`` is ``folder`` or inside it (both absolute and normalised): string checks,
+    which cost far less than pathlib's per-part comparisons on every file operation."""
+    return path == folder or path.startswith(folder if folder == "/" else folder + "/")
 
 
 def resolve_in_workdir(
@@ -85,33 +112,43 @@ def resolve_in_workdir(
     if "\0" in text:
         raise ToolError(f"the path {text!r} contains a NUL byte")
     workdir = workdir_of(ctx)
-    candidate = Path(text).expanduser()
-    if not candidate.is_absolute():
-        candidate = workdir / candidate
+    base = str(workdir)
+    if text.startswith("~"):
+        text = os.path.expanduser(text)
+    candidate = text if text.startswith("/") else os.path.join(base, text)
     try:
-        if follow_symlinks or candidate.name in ("", ".", ".."):
-            resolved = candidate.resolve()
+        if follow_symlinks:
+            real = _realpath(candidate)
         else:
-            resolved = candidate.parent.resolve() / candidate.name
-    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop
-        raise ToolError(f"cannot resolve {text!r}: {exc}") from exc
-    if resolved != workdir and not resolved.is_relative_to(workdir):
-        how = " (through a symlink)" if _lexically_inside(candidate, workdir) else ""
+            lexical = Path(candidate)
+            if lexical.name in ("", ".", ".."):
+                real = _realpath(candidate)
+            else:
+                real = os.path.join(_realpath(str(lexical.parent)), lexical.name)
+    except (OSError, RuntimeError, ValueError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise ToolError(f"cannot resolve {text!r}: {why}") from exc
+    if not _under(real, base):
+        how = " (through a symlink)" if _under(os.path.normpath(candidate), base) else ""
         raise PathOutsideWorkdirError(
             f"{text!r} is outside the working directory{how}; the file tools may only touch "
             f"files inside {workdir}. Use a path relative to it."
         )
-    if is_in_storage_root(ctx, resolved):
+    if is_in_storage_root(ctx, real):
         raise PathOutsideWorkdirError(
-            f"{text!r} is inside the agent's storage folder ({_storage_root(ctx)}), which holds "
+            f"{text!r} is inside the agent's storage folder ({storage_root_of(ctx)}), which holds "
             "session logs and snapshots; the file tools never touch it."
         )
-    return resolved
+    return Path(real)
 
 
-def _lexically_inside(candidate: Path, workdir: Path) -> bool:
-    normalized = Path(os.path.normpath(candidate))
-    return normalized == workdir or normalized.is_relative_to(workdir)
+def _realpath(path: str) -> str:
+    """``os.path.realpath``, but a symlink loop anywhere on the path raises ``OSError``
+    (``ELOOP``) where the lenient form would leave the loop unresolved in its result."""
+    try:
+        return os.path.realpath(path, strict=True)
+    except FileNotFoundError:  # a file (or folders) still to be created: fine
+        return os.path.realpath(path, strict=False)
 
 
 def display_path(ctx: ToolContext, path: str | os.PathLike[str]) -> str:
@@ -213,11 +250,13 @@ def open_dir(ctx: ToolContext, resolved: Path) -> int:
 
 
 def _parts_below(ctx: ToolContext, workdir: Path, resolved: Path) -> tuple[str, ...]:
-    if resolved != workdir and not resolved.is_relative_to(workdir):
-        raise PathOutsideWorkdirError(f"{str(resolved)!r} is outside the working directory")
-    if is_in_storage_root(ctx, resolved):
-        raise PathOutsideWorkdirError(f"{str(resolved)!r} is inside the agent's storage folder")
-    return resolved.relative_to(workdir).parts
+    path, base = str(resolved), str(workdir)
+    if not _under(path, base):
+        raise PathOutsideWorkdirError(f"{path!r} is outside the working directory")
+    if is_in_storage_root(ctx, path):
+        raise PathOutsideWorkdirError(f"{path!r} is inside the agent's storage folder")
+    rest = path[len(base) :].strip("/")
+    return tuple(rest.split("/")) if rest else ()
 
 
 def _walk_down(
