@@ -1,15 +1,18 @@
 """The built-in file tools: read, write, edit, delete, list and search files in the workdir.
 
 Every path goes through :func:`~.paths.resolve_in_workdir` (confined to the workdir, never
-the storage root). The mutating tools follow one protocol, :func:`change_file`:
+the storage root) and is then used through its folder opened without following symlinks
+(:func:`~.paths.open_target`): the check and the use are one step. The mutating tools follow
+one protocol, :func:`change_file`:
 
-1. compute the new content (bytes, or ``None`` for a deletion);
-2. ``await ctx.snapshot(path, after)`` - the agent records the current content and ``after``
-   in the session log *before* anything changes (write-ahead: a crash can never lose the
-   undo). If the snapshot fails, the file is not touched;
-3. write atomically: a temp file in the same folder, fsync, ``os.replace``, fsync of the
-   folder. An existing file keeps its permission bits; a new file gets the usual
-   ``0o666 & ~umask``; missing parent folders are created.
+1. read the current content (once) and compute the new one (``None`` for a deletion);
+2. ``await ctx.snapshot(path, after, before=current)`` - the agent records both in the
+   session log *before* anything changes (write-ahead: a crash can never lose the undo). If
+   the snapshot fails, the file is not touched;
+3. write with :func:`~lite_agent_jupyter.atomic.atomic_write` through the open folder (temp
+   file 0600, fsync, the final mode, rename, fsync of the folder). An existing file keeps its
+   permission bits; a new file gets the usual ``0o666 & ~umask``; missing parent folders are
+   created.
 
 Binary files: ``read_file`` shows a short note (type and size) instead of bytes, except for
 images, which it returns as image content blocks the model can see. ``write_file`` takes
