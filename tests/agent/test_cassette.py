@@ -180,11 +180,12 @@ async def test_cassette_holds_no_secret_and_no_machine_path(
     finally:
         await agent.close()
     assert result.text == "All fine."
-    # the key did reach the model (the server saw it in the tool result) ...
-    assert key in json.dumps(anthropic_env.message_requests[1].body)
+    # the agent's redaction kept the key from the model (the tool result says [REDACTED]) ...
+    sent = json.dumps(anthropic_env.message_requests[1].body)
+    assert key not in sent and "key=[REDACTED]" in sent
     text = cassette.read_text(encoding="utf-8")
-    # ... but not the cassette, nor any header or machine path
-    assert key not in text and "[redacted]" in text
+    # ... nor the cassette, nor any header or machine path
+    assert key not in text
     assert "x-api-key" not in text.lower() and "authorization" not in text.lower()
     assert anthropic_env.url not in text
     assert str(home) not in text and str(tmp_path) not in text
