@@ -129,6 +129,9 @@ class _Inotify:
         self._add = libc.inotify_add_watch
         self._add.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
         self._add.restype = ctypes.c_int
+        self._rm = libc.inotify_rm_watch
+        self._rm.argtypes = [ctypes.c_int, ctypes.c_int]
+        self._rm.restype = ctypes.c_int
         fd = libc.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC)
         if fd < 0:
             raise OSError(ctypes.get_errno(), "inotify_init1 failed")
@@ -140,6 +143,9 @@ class _Inotify:
             code = ctypes.get_errno()
             raise OSError(code, os.strerror(code), path)
         return wd
+
+    def rm_watch(self, wd: int) -> None:
+        self._rm(self.fd, wd)  # an error means the watch is gone already: fine
 
     def read(self) -> list[tuple[int, int, str]]:
         """Every queued event as ``(wd, mask, name)``; ``[]`` when none (never blocks)."""
@@ -261,13 +267,15 @@ class WorkdirScanner:
         while pending:
             rel = pending.pop()
             absolute = os.path.join(self.root, rel) if rel else str(self.root)
+            wd = None
             if self._inotify is not None:
                 try:
-                    self._dirs[self._inotify.add_watch(absolute)] = rel
+                    wd = self._inotify.add_watch(absolute)
                 except OSError as exc:
                     if exc.errno == errno.ENOSPC:  # out of watches
                         raise _Overflow from exc
                     continue  # the folder vanished or is unreadable
+                self._dirs[wd] = rel
             try:
                 with os.scandir(absolute) as it:
                     entries = list(it)
@@ -275,6 +283,9 @@ class WorkdirScanner:
                 continue
             if rel and any(e.name == VENV_MARKER for e in entries):
                 self.skipped_dirs.add(rel)
+                if wd is not None and self._inotify is not None:
+                    del self._dirs[wd]
+                    self._inotify.rm_watch(wd)
                 continue
             for entry in entries:
                 path = f"{rel}/{entry.name}" if rel else entry.name
@@ -341,7 +352,14 @@ class WorkdirScanner:
             paths.sort()
         return delta
 
+    def _skipped(self, path: str) -> bool:
+        """Whether ``path`` lies in a skipped folder (events queued before its watch went)."""
+        parts = path.split("/")
+        return any("/".join(parts[:i]) in self.skipped_dirs for i in range(1, len(parts)))
+
     def _apply_file(self, path: str, delta: ScanDelta) -> None:
+        if self.skipped_dirs and self._skipped(path):
+            return
         before = self.manifest.get(path)
         try:
             st = os.lstat(os.path.join(self.root, path))
