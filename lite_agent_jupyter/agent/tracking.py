@@ -28,17 +28,21 @@ import asyncio
 import hashlib
 import os
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..checkpoint.events import Event, FileSnapshotEvent
-from ..storage import Blobs
+from ..storage import Blobs, FileBlobStore
 from ..tools.scan import DEFAULT_MAX_FILE_SIZE, WorkdirScanner
 from .session import SessionLog
 
 OUTSIDE = "outside"
 """``extra["tool"]`` of a snapshot recording a change made outside the agent."""
 _LISTED = 8
+_WRITERS = 8
+"""Worker threads writing blobs at once (fsyncs overlap in the file system's journal)."""
+_BATCH_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(slots=True)
@@ -177,26 +181,68 @@ class FileTracker:
 
     async def _store(self, paths: list[str]) -> dict[str, str]:
         """Hash and store ``paths`` (as the manifest saw them); returns path -> hash for the
-        files still readable. Unchanged contents are not written again."""
+        files still readable. Contents already stored are not written again.
 
-        def read_all() -> list[tuple[str, bytes]]:
-            out = []
-            for path in paths:
+        Files are read a batch at a time (memory stays bounded by :data:`_BATCH_BYTES` plus one
+        file). The file blob store is written from worker threads, several files at once, so
+        the baseline of a large workdir neither blocks the event loop nor waits for each
+        fsync in turn."""
+        stored: dict[str, str] = {}
+        blobs = self.blobs
+        if isinstance(blobs, FileBlobStore):
+
+            def store_one(path: str) -> tuple[str, str] | None:
                 try:
                     with open(os.path.join(self.workdir, path), "rb") as f:
-                        out.append((path, f.read()))
+                        data = f.read()
                 except OSError:
-                    continue
-            return out
+                    return None
+                return path, blobs.put_sync(data)  # a stored content costs a hash and a stat
 
-        stored: dict[str, str] = {}
-        for path, data in await asyncio.to_thread(read_all):
-            digest = hashlib.sha256(data).hexdigest()
-            if self.hashes.get(path) != digest or not await self.blobs.has(digest):
-                digest = await self.blobs.put(data)
-            self.hashes[path] = digest
-            stored[path] = digest
+            def store_all() -> list[tuple[str, str] | None]:
+                with ThreadPoolExecutor(_WRITERS) as pool:
+                    return list(pool.map(store_one, paths))
+
+            for item in await asyncio.to_thread(store_all):
+                if item is not None:
+                    stored[item[0]] = item[1]
+            self.hashes.update(stored)
+            return stored
+        for batch in _batches(self.workdir, paths):
+            for path, data in await asyncio.to_thread(_read_batch, self.workdir, batch):
+                digest = hashlib.sha256(data).hexdigest()
+                if self.hashes.get(path) != digest or not await blobs.has(digest):
+                    digest = await blobs.put(data)
+                self.hashes[path] = digest
+                stored[path] = digest
         return stored
+
+
+def _batches(workdir: Path, paths: list[str]) -> list[list[str]]:
+    """``paths`` in groups of about :data:`_BATCH_BYTES` (by their current size)."""
+    batches: list[list[str]] = [[]]
+    size = 0
+    for path in paths:
+        try:
+            size += os.stat(os.path.join(workdir, path)).st_size
+        except OSError:
+            continue
+        batches[-1].append(path)
+        if size >= _BATCH_BYTES:
+            batches.append([])
+            size = 0
+    return [b for b in batches if b]
+
+
+def _read_batch(workdir: Path, paths: list[str]) -> list[tuple[str, bytes]]:
+    out = []
+    for path in paths:
+        try:
+            with open(os.path.join(workdir, path), "rb") as f:
+                out.append((path, f.read()))
+        except OSError:
+            continue
+    return out
 
 
 def _snapshot(
