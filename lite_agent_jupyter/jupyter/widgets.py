@@ -575,11 +575,14 @@ class CheckpointSlider:
             options=[("(none)", 0)],
             value=0,
             continuous_update=False,
-            readout=True,
-            layout=w.Layout(width="100%"),
+            # Our own readout: the built-in one is a narrow box that cuts the prompt's words.
+            readout=False,
+            layout=w.Layout(flex="1 1 auto", min_width="0"),
             style={"description_width": "0px"},
         )
         self.slider.add_class("lite-agent-slider")
+        self.readout = w.HTML(layout=w.Layout(flex="0 1 auto", max_width="50%"))
+        self.readout.add_class("lite-agent-readout")
         self.slider.observe(self._moved, names="value")
         self.preview = w.HTML()
         self.preview.add_class("lite-agent-preview")
@@ -622,7 +625,10 @@ class CheckpointSlider:
         self.widget = w.VBox(
             [
                 self.title,
-                self.slider,
+                w.HBox(
+                    [self.slider, self.readout],
+                    layout=w.Layout(width="100%", align_items="center"),
+                ),
                 self.preview,
                 actions,
                 self.diffs,
@@ -677,6 +683,11 @@ class CheckpointSlider:
     def _show_preview(self) -> None:
         checkpoint = self.selected
         self.force_button.layout.display = "none"
+        self.readout.value = (
+            "<i>no prompts yet</i>"
+            if checkpoint is None
+            else f"<b>{html.escape(stop_label(checkpoint))}</b>"
+        )
         if checkpoint is None:
             self.plan = None
             self.preview.value = "<i>No prompts in this session yet: nothing to restore.</i>"
@@ -812,7 +823,10 @@ def _result_html(what: str, result: _RestoreResult, *, undo: bool = False) -> st
     ]
     if result.skipped:
         parts.append(f"Skipped: {paths(result.skipped)}.")
-    parts.append("Conversation rewound." if result.conversation_restored else "Conversation kept.")
+    if result.conversation_restored:
+        parts.append("Conversation put back." if undo else "Conversation rewound.")
+    else:
+        parts.append("Conversation unchanged." if undo else "Conversation kept.")
     return " ".join(parts)
 
 
