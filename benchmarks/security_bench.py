@@ -3,22 +3,25 @@
     .venv/bin/python benchmarks/security_bench.py [--rounds 400]
 
 Redaction (target: <= 5% added): handling one 30,000-character tool result the way the agent
-does (``redactor.value`` on the output, ``SessionLog.append`` of the ``tool_result`` event to a
-file checkpointer -- where every event is redacted again -- and the fold of the model's
-messages), with a redactor holding three secrets (an API key and two ``secret_env`` values,
-none of them present) against the same handling with an empty redactor. The two sides
-alternate, each in its own session, and the median of each is compared.
+does -- the session's redactor on the ``tool_result`` event (once), ``SessionLog.append`` of
+it to a file checkpointer, the fold of the model's messages and the JSON encoding of the
+message the next request adds (not the HTTP round trip) -- with a redactor holding three
+secrets (an API key and two ``secret_env`` values, none of them present) against the same
+handling with an empty redactor. The two sides alternate, each in its own session; the
+medians are compared.
 
 Confinement (target: <= 50 us added per file operation): a read and an atomic write of
-``src/pkg/mod/file.py`` through the tools' path (``resolve_in_workdir`` + ``open_target``:
-folder fds from the workdir down with ``O_NOFOLLOW``) against the same read / atomic write by
-path with no check at all. Reported: median added microseconds and the ratio.
+``src/pkg/mod/file.py`` through the tools' path (``open_path``: resolved and opened in one
+walk of folder fds from the workdir down with ``O_NOFOLLOW``) against the same read or atomic
+write by path with no check at all. Reported: the median of the paired differences (added
+microseconds) and the ratio.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import secrets
 import statistics
@@ -34,8 +37,8 @@ from lite_agent_jupyter.atomic import atomic_write, default_file_mode
 from lite_agent_jupyter.checkpoint import file_checkpointer
 from lite_agent_jupyter.checkpoint.events import ToolResultEvent, UserEvent
 from lite_agent_jupyter.redact import Redactor
-from lite_agent_jupyter.tools import ToolContext, resolve_in_workdir
-from lite_agent_jupyter.tools.paths import open_target
+from lite_agent_jupyter.tools import ToolContext
+from lite_agent_jupyter.tools.paths import open_path
 
 RESULT_CHARS = 30_000
 
@@ -68,25 +71,32 @@ async def redaction(rounds: int) -> tuple[float, float]:
                 log = sides[name][0]
                 output = tool_output(i)
                 started = time.perf_counter()
-                content = log.redactor.value(output)
-                await log.append([ToolResultEvent(tool_use_id=f"t{i}", content=content)])
-                log.messages()
+                event = log.redactor.event(ToolResultEvent(tool_use_id=f"t{i}", content=output))
+                await log.append([event], redacted=True)
+                json.dumps(log.messages()[-1])  # what the next request's body adds
                 times[name].append(time.perf_counter() - started)
         await store.close()
-    return statistics.median(times["with"]), statistics.median(times["without"])
+    # paired: each round's two sides ran back to back, so load drift cancels in the difference
+    added = statistics.median(a - b for a, b in zip(times["with"], times["without"], strict=True))
+    return added, statistics.median(times["without"])
 
 
 def median_pair(
     confined: Callable[[], object], raw: Callable[[], object], rounds: int
 ) -> tuple[float, float]:
-    a: list[float] = []
-    b: list[float] = []
+    """(median of the paired differences confined - raw, median of raw), the two run back to
+    back in alternating order each round so that load drift cancels."""
+    added: list[float] = []
+    raws: list[float] = []
     for i in range(rounds):
-        for fn, out in ((confined, a), (raw, b)) if i % 2 else ((raw, b), (confined, a)):
+        pair: dict[str, float] = {}
+        for name, fn in (("c", confined), ("r", raw)) if i % 2 else (("r", raw), ("c", confined)):
             started = time.perf_counter()
             fn()
-            out.append(time.perf_counter() - started)
-    return statistics.median(a), statistics.median(b)
+            pair[name] = time.perf_counter() - started
+        added.append(pair["c"] - pair["r"])
+        raws.append(pair["r"])
+    return statistics.median(added), statistics.median(raws)
 
 
 def confinement(rounds: int) -> dict[str, tuple[float, float]]:
@@ -104,8 +114,7 @@ def confinement(rounds: int) -> dict[str, tuple[float, float]]:
         )
 
         def confined_read() -> bytes:
-            resolved = resolve_in_workdir(ctx, "src/pkg/mod/file.py")
-            with open_target(ctx, resolved) as target:
+            with open_path(ctx, "src/pkg/mod/file.py") as target:
                 fd = target.open_regular()
             assert fd is not None
             with os.fdopen(fd, "rb") as f:
@@ -116,8 +125,7 @@ def confinement(rounds: int) -> dict[str, tuple[float, float]]:
                 return f.read()
 
         def confined_write() -> None:
-            resolved = resolve_in_workdir(ctx, "src/pkg/mod/file.py")
-            with open_target(ctx, resolved) as target:
+            with open_path(ctx, "src/pkg/mod/file.py") as target:
                 target.write(data)
 
         def raw_write() -> None:
@@ -131,24 +139,23 @@ def confinement(rounds: int) -> dict[str, tuple[float, float]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=400)
+    parser.add_argument("--rounds", type=int, default=1000)
     args = parser.parse_args()
 
-    with_secrets, without = asyncio.run(redaction(args.rounds))
-    ratio = with_secrets / without
+    added, without = asyncio.run(redaction(args.rounds))
+    ratio = (without + added) / without
     print(
-        f"redaction, 30,000-char tool result: {with_secrets * 1e6:.0f} us with 3 secrets vs "
-        f"{without * 1e6:.0f} us without -> ratio {ratio:.3f} "
-        f"({(with_secrets - without) * 1e6:+.1f} us; target <= 1.05) "
-        f"{'OK' if ratio <= 1.05 else 'MISSED'}"
+        f"redaction, 30,000-char tool result: handling {without * 1e6:.0f} us without secrets, "
+        f"{added * 1e6:+.1f} us with 3 (median of paired differences) -> ratio {ratio:.3f} "
+        f"(target <= 1.05) {'OK' if ratio <= 1.05 else 'MISSED'}"
     )
     worst = 0.0
-    for name, (confined, raw) in confinement(args.rounds).items():
-        added = (confined - raw) * 1e6
+    for name, (extra, raw) in confinement(args.rounds).items():
+        added = extra * 1e6
         worst = max(worst, added)
         print(
-            f"confinement, {name}: {confined * 1e6:.1f} us vs {raw * 1e6:.1f} us unchecked -> "
-            f"+{added:.1f} us, ratio {confined / raw:.2f} (target <= +50 us) "
+            f"confinement, {name}: {raw * 1e6:.1f} us unchecked, {added:+.1f} us confined "
+            f"(median of paired differences; ratio {(raw + extra) / raw:.2f}; target <= +50 us) "
             f"{'OK' if added <= 50 else 'MISSED'}"
         )
     sys.exit(0 if ratio <= 1.05 and worst <= 50 else 1)

@@ -14,8 +14,8 @@ Output is the one place every such leak passes through.
 Limits (documented in the README): only exact values are found, not a key that was re-encoded
 (base64, split across lines, reversed); values shorter than :data:`MIN_SECRET_CHARS` are not
 redacted (they would mangle ordinary text). Cost: one substring search per secret over each
-string; a string already proven clean is remembered (by identity, for as long as it is held),
-so the same tool output is not scanned twice on its way to the log and to the display.
+string. Content the agent redacts itself before using it (a tool's output, the model's
+message) is appended with ``redacted=True``, so it is not scanned twice.
 
 This module imports nothing from the package; every layer may use it.
 """
@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import threading
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 
@@ -35,10 +33,19 @@ REDACTED = "[REDACTED]"
 MIN_SECRET_CHARS = 8
 """Shorter values are not redacted: replacing, say, ``"1"`` everywhere would destroy output."""
 
-_CLEAN_MIN_CHARS = 1024
-_CLEAN_CACHE = 64
 
 T = TypeVar("T")
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _init_fields(cls: type) -> tuple[str, ...]:
+    """The ``__init__`` fields of a dataclass, remembered per class (the hot path)."""
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls) if f.init)
+    return names
 
 
 def env_secrets(names: Iterable[str], environ: Mapping[str, str] | None = None) -> list[str]:
@@ -57,17 +64,16 @@ def env_secrets(names: Iterable[str], environ: Mapping[str, str] | None = None) 
 
 
 class Redactor:
-    """Replaces every known secret value with :data:`REDACTED`. Thread-safe; cheap to call
-    when there is nothing to replace. ``repr`` shows how many secrets it holds, never them."""
+    """Replaces every known secret value with :data:`REDACTED`. Immutable, so thread-safe;
+    cheap to call when there is nothing to replace. ``repr`` shows how many secrets it holds,
+    never them."""
 
-    __slots__ = ("_clean", "_lock", "_secrets")
+    __slots__ = ("_secrets",)
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
         unique = {s for s in secrets if isinstance(s, str) and len(s) >= MIN_SECRET_CHARS}
         # longest first: a secret that contains another is replaced whole
         self._secrets: tuple[str, ...] = tuple(sorted(unique, key=len, reverse=True))
-        self._clean: OrderedDict[int, str] = OrderedDict()
-        self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"Redactor({len(self._secrets)} secrets)"
@@ -83,18 +89,10 @@ class Redactor:
         """``text`` with every secret replaced; the same object when there was none."""
         if not self._secrets:
             return text
-        big = len(text) >= _CLEAN_MIN_CHARS
-        if big and self._clean.get(id(text)) is text:
-            return text
         out = text
         for secret in self._secrets:
             if secret in out:
                 out = out.replace(secret, REDACTED)
-        if big and out is text:
-            with self._lock:  # remember it (holding it, so its id cannot be reused meanwhile)
-                self._clean[id(text)] = text
-                if len(self._clean) > _CLEAN_CACHE:
-                    self._clean.popitem(last=False)
         return out
 
     def value(self, value: T) -> T:
@@ -129,13 +127,13 @@ class Redactor:
         if not self._secrets or not dataclasses.is_dataclass(event):
             return event
         changes: dict[str, Any] = {}
-        for f in dataclasses.fields(event):
-            if not f.init:
+        for name in _init_fields(type(event)):
+            old = getattr(event, name)
+            if old is None or type(old) in (bool, int, float):
                 continue
-            old = getattr(event, f.name)
             new = self._value(old)
             if new is not old:
-                changes[f.name] = new
+                changes[name] = new
         if not changes:
             return event
         return dataclasses.replace(event, **changes)  # type: ignore[type-var]

@@ -174,7 +174,6 @@ class LiteAgent:
                 exclude=[self.storage.root],
                 max_file_size=options.max_tracked_file_size,
             ),
-            redactor=self.redactor,
         )
         self._session_id = options.session_id or new_session_id()
         self._logs: dict[str, SessionLog] = {}

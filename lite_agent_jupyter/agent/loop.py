@@ -34,7 +34,6 @@ from ..checkpoint.events import (
 from ..checkpoint.fold import INTERRUPTED_RESULT
 from ..errors import CheckpointConflictError, LiteAgentError, ProviderError
 from ..providers.base import MessageDone, ModelRequest, Provider, TextDelta, ToolUseStarted, Usage
-from ..redact import Redactor
 from ..storage import Blobs
 from ..tools import Tool, ToolContext, invoke_tool
 from ..tools.base import BackgroundJob, Snapshotter, ToolOutput
@@ -81,8 +80,6 @@ class TurnSettings:
     task_store: TaskStore | None = None
     tracker: FileTracker | None = None
     """Scans the workdir around shell tools so their file changes are snapshotted."""
-    redactor: Redactor = field(default_factory=Redactor)
-    """Applied to what a tool returns before it is shown (the log redacts what it stores)."""
     tool_specs: list[dict[str, Any]] = field(init=False)
     """The tools as the API expects them: built once, sent with every call."""
 
@@ -147,17 +144,16 @@ async def run_turn(
             usage = usage + done.usage
             emit(UsageUpdate(done.usage))
             # redacted before use: the tools run with what the log says the model asked for
-            content = settings.redactor.value(done.content)
-            await session.append(
-                [
-                    AssistantEvent(
-                        content=content,
-                        usage=done.usage.to_dict(),
-                        stop_reason=done.stop_reason,
-                        model=done.model,
-                    )
-                ]
+            answer = session.redactor.event(
+                AssistantEvent(
+                    content=done.content,
+                    usage=done.usage.to_dict(),
+                    stop_reason=done.stop_reason,
+                    model=done.model,
+                )
             )
+            content = answer.content
+            await session.append([answer], redacted=True)
             text = _text_of(content)
             stop_reason = done.stop_reason
             tool_uses = [b for b in content if b.get("type") == "tool_use"]
@@ -184,7 +180,7 @@ async def run_turn(
             )
             signal.raise_if_aborted()
     except BaseException as exc:
-        reason = settings.redactor.text(_reason(exc, signal))
+        reason = session.redactor.text(_reason(exc, signal))
         await _shielded(close_interrupted(session, reason, "".join(partial)))
         emit(TurnInterrupted(reason))
         raise
@@ -269,11 +265,11 @@ async def _run_tool(
                 for snap in report.events:
                     emit(FileChanged(snap.path, snap.before, snap.after, name, tool_use_id))
                 output = _with_text(output, report.text())
-    output = settings.redactor.value(output)  # once: the log finds it clean, the display too
-    await session.append(
-        [ToolResultEvent(tool_use_id=tool_use_id, content=output, is_error=is_error)]
+    result = session.redactor.event(  # once: for the log, the model and the display
+        ToolResultEvent(tool_use_id=tool_use_id, content=output, is_error=is_error)
     )
-    emit(ToolCallFinished(tool_use_id, name, _flatten(output), is_error))
+    await session.append([result], redacted=True)
+    emit(ToolCallFinished(tool_use_id, name, _flatten(result.content), is_error))
 
 
 BUDGET_NOT_RUN = (

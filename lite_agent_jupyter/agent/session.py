@@ -75,10 +75,14 @@ class SessionLog:
         self._loaded = False
         self._replace([])
 
-    async def append(self, events: Sequence[Event]) -> int:
-        """Redact, then append with optimistic concurrency; returns the new head."""
-        redact = self.redactor.event
-        events = [redact(event) for event in events]
+    async def append(self, events: Sequence[Event], *, redacted: bool = False) -> int:
+        """Redact, then append with optimistic concurrency; returns the new head.
+
+        ``redacted=True``: the caller already passed ``events`` through ``self.redactor``
+        (to use the redacted content itself), so they are not scanned again."""
+        if not redacted:
+            redact = self.redactor.event
+            events = [redact(event) for event in events]
         async with self._write_lock:
             try:
                 head = await self.checkpointer.append(

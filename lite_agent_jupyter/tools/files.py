@@ -49,6 +49,7 @@ from .paths import (
     Target,
     display_path,
     open_dir,
+    open_path,
     open_target,
     resolve_in_workdir,
     storage_root_of,
@@ -106,6 +107,21 @@ _TEXT_CONTROL = {7, 8, 9, 10, 12, 13, 27}
 
 
 # ------------------------------------------------------------------------ writing, atomically
+
+
+def _prepare_path(ctx: ToolContext, text: str) -> tuple[Target | None, bytes | None, Path]:
+    """:func:`_prepare` for the model's path: resolved and opened in one walk
+    (:func:`~.paths.open_path`); a missing folder on the way is resolved by name for
+    ``_apply`` to create."""
+    try:
+        target = open_path(ctx, text)
+    except FileNotFoundError:
+        return None, None, resolve_in_workdir(ctx, text)
+    try:
+        return target, _read_target(ctx, target, dir_hint=", not a file"), target.path
+    except BaseException:
+        target.close()
+        raise
 
 
 def _prepare(ctx: ToolContext, path: Path) -> tuple[Target | None, bytes | None]:
@@ -250,13 +266,14 @@ def _human_size(size: int) -> str:
 
 
 def _read_text_window(
-    ctx: ToolContext, path: Path, offset: int, limit: int
+    ctx: ToolContext, text: str, offset: int, limit: int
 ) -> str | list[dict[str, Any]]:
-    shown = display_path(ctx, path)
     try:
-        target = open_target(ctx, path)
+        target = open_path(ctx, text)
     except FileNotFoundError:
+        shown = display_path(ctx, resolve_in_workdir(ctx, text))
         raise ToolError(f"file not found: {shown}") from None
+    shown = display_path(ctx, target.path)
     with target:
         f = _open_regular(ctx, target, dir_hint="; use list_files to see what is in it")
     if f is None:
@@ -339,8 +356,7 @@ async def read_file(
         raise ToolError("offset is a 1-based line number; use offset=1 to start at the top")
     if limit < 1:
         raise ToolError("limit must be at least 1")
-    resolved = resolve_in_workdir(ctx, path)
-    return await asyncio.to_thread(_read_text_window, ctx, resolved, offset, limit)
+    return await asyncio.to_thread(_read_text_window, ctx, path, offset, limit)
 
 
 # ------------------------------------------------------------------------------------ writing
@@ -373,9 +389,8 @@ async def write_file(
             data = content.encode("utf-8")
         except UnicodeEncodeError as exc:
             raise ToolError(f"content is not valid Unicode text: {exc}") from exc
-    resolved = resolve_in_workdir(ctx, path)
+    target, before, resolved = await asyncio.to_thread(_prepare_path, ctx, path)
     shown = display_path(ctx, resolved)
-    target, before = await asyncio.to_thread(_prepare, ctx, resolved)
     if before == data:
         if target is not None:
             target.close()
@@ -413,9 +428,8 @@ async def edit_file(
         )
     if old_string == new_string:
         raise ToolError("old_string and new_string are identical; nothing to change")
-    resolved = resolve_in_workdir(ctx, path)
+    target, before, resolved = await asyncio.to_thread(_prepare_path, ctx, path)
     shown = display_path(ctx, resolved)
-    target, before = await asyncio.to_thread(_prepare, ctx, resolved)
     try:
         updated, count, first_line = _edited(shown, before, old_string, new_string, replace_all)
     except BaseException:
@@ -484,18 +498,18 @@ async def delete_file(
 ) -> str:
     """Delete one file. The deletion is recorded, so the user can rewind it with a checkpoint
     restore. Folders and symlinks are not deleted by this tool."""
-    resolved = resolve_in_workdir(ctx, path, follow_symlinks=False)
-    shown = display_path(ctx, resolved)
-    before, size, target = await asyncio.to_thread(_prepare_delete, ctx, resolved, shown)
-    await _commit(ctx, target, resolved, before, None)
-    return f"deleted {shown} ({_human_size(size)})"
+    before, size, target = await asyncio.to_thread(_prepare_delete, ctx, path)
+    await _commit(ctx, target, target.path, before, None)
+    return f"deleted {display_path(ctx, target.path)} ({_human_size(size)})"
 
 
-def _prepare_delete(ctx: ToolContext, path: Path, shown: str) -> tuple[bytes, int, Target]:
+def _prepare_delete(ctx: ToolContext, text: str) -> tuple[bytes, int, Target]:
     try:
-        target = open_target(ctx, path)
+        target = open_path(ctx, text, follow_last=False)
     except FileNotFoundError:
+        shown = display_path(ctx, resolve_in_workdir(ctx, text, follow_symlinks=False))
         raise ToolError(f"file not found: {shown}") from None
+    shown = display_path(ctx, target.path)
     try:
         st = target.lstat()
         if st is None:

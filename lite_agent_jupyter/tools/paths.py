@@ -35,6 +35,7 @@ __all__ = [
     "display_path",
     "is_in_storage_root",
     "open_dir",
+    "open_path",
     "open_target",
     "resolve_in_workdir",
     "storage_root_of",
@@ -316,3 +317,179 @@ def _step(ctx: ToolContext, fd: int, part: str, resolved: Path) -> int:
                 "ran; refused, so that the tool cannot be led outside the working directory"
             ) from None
         raise ToolError(f"{shown}: {part!r} on its path is not a folder") from None
+
+
+def open_path(
+    ctx: ToolContext,
+    path: str | os.PathLike[str],
+    *,
+    create_parents: bool = False,
+    follow_last: bool = True,
+) -> Target:
+    """Resolve the model's ``path`` and open its folder in one walk: the check and the use.
+
+    The walk starts from an fd of the workdir and opens one component at a time with
+    ``O_NOFOLLOW``; a symlink met on the way is read (``readlinkat``) and its target walked
+    in its place, so where it leads is checked by the walk itself (``..`` above the workdir,
+    or an absolute target outside it, is :class:`PathOutsideWorkdirError`; more than 40 links,
+    a loop, is :class:`ToolError`). Nothing is looked up by path twice, so a folder swapped
+    for a symlink meanwhile is either met (and followed, checked) or refused; no lstat of the
+    whole path is needed first. With ``follow_last=False`` the last component is not
+    followed (the symlink itself, for deleting it). ``create_parents`` creates missing
+    folders; otherwise a missing folder is ``FileNotFoundError``.
+    """
+    text = _checked_text(path)
+    workdir = workdir_of(ctx)
+    base = str(workdir)
+    if text.startswith("~"):
+        text = os.path.expanduser(text)
+    if text.startswith("/"):
+        text = _absolute_to_relative(ctx, text, base)
+    try:
+        return _walk_path(ctx, workdir, text, create=create_parents, follow_last=follow_last)
+    except (FileNotFoundError, ToolError):
+        raise
+    except OSError as exc:
+        raise ToolError(f"cannot open {text!r}: {exc.strerror or exc}") from exc
+
+
+def _checked_text(path: str | os.PathLike[str]) -> str:
+    text = os.fspath(path)
+    if not isinstance(text, str) or not text.strip():
+        raise ToolError("the path is empty; give a file path relative to the working directory")
+    if "\0" in text:
+        raise ToolError(f"the path {text!r} contains a NUL byte")
+    return text
+
+
+def _absolute_to_relative(ctx: ToolContext, text: str, base: str) -> str:
+    """An absolute path as a path relative to the workdir (lexically when it is written
+    under it; else resolved first, and refused unless that leads inside)."""
+    if _under(text, base) and "/../" not in text + "/":
+        return text[len(base) :].lstrip("/") or "."
+    try:
+        real = _realpath(text)
+    except (OSError, RuntimeError, ValueError) as exc:
+        raise ToolError(f"cannot resolve {text!r}: {exc}") from exc
+    if not _under(real, base):
+        raise PathOutsideWorkdirError(
+            f"{text!r} is outside the working directory; the file tools may only touch "
+            f"files inside {base}. Use a path relative to it."
+        )
+    return real[len(base) :].lstrip("/") or "."
+
+
+_MAX_LINKS = 40
+
+
+def _walk_path(
+    ctx: ToolContext, workdir: Path, text: str, *, create: bool, follow_last: bool
+) -> Target:
+    base = str(workdir)
+    pending = _components(text)  # a stack: the next component last
+    fds = [os.open(workdir, _DIR)]
+    names: list[str] = []
+    links = 0
+    try:
+        while True:
+            if not pending:  # the path names a folder (the workdir, or ends in "..")
+                if not names:
+                    raise ToolError("that is the working directory itself, not a file")
+                name = names.pop()
+                os.close(fds.pop())
+                return _target(ctx, base, names, fds, name)
+            part = pending.pop()
+            if part == "..":
+                if not names:
+                    raise PathOutsideWorkdirError(
+                        f"{text!r} is outside the working directory; the file tools may only "
+                        f"touch files inside {base}. Use a path relative to it."
+                    )
+                names.pop()
+                os.close(fds.pop())
+                continue
+            if not pending:  # the last component: the target's name
+                if follow_last:
+                    link = _link_of(part, fds[-1])
+                    if link is not None:
+                        links = _follow(text, base, link, pending, fds, names, links)
+                        continue
+                return _target(ctx, base, names, fds, part)
+            try:
+                fd = os.open(part, _STEP, dir_fd=fds[-1])
+            except FileNotFoundError:
+                if not create:
+                    raise
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(part, 0o777, dir_fd=fds[-1])
+                fd = os.open(part, _STEP, dir_fd=fds[-1])
+            except OSError as exc:
+                if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+                    raise
+                link = _link_of(part, fds[-1])
+                if link is None:
+                    raise ToolError(f"{text!r}: {part!r} on its path is not a folder") from None
+                links = _follow(text, base, link, pending, fds, names, links)
+                continue
+            fds.append(fd)
+            names.append(part)
+    except BaseException:
+        for fd in fds:
+            os.close(fd)
+        raise
+
+
+def _link_of(name: str, dir_fd: int) -> str | None:
+    """The target of the symlink ``name`` in ``dir_fd``; ``None`` if it is not a symlink."""
+    try:
+        return os.readlink(name, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno in (errno.EINVAL, errno.ENOENT):
+            return None
+        raise
+
+
+def _follow(
+    text: str,
+    base: str,
+    link: str,
+    pending: list[str],
+    fds: list[int],
+    names: list[str],
+    links: int,
+) -> int:
+    """Walk ``link``'s target in place of the link: its components go onto ``pending``
+    (an absolute target restarts from the workdir, and must lie inside it)."""
+    links += 1
+    if links > _MAX_LINKS:
+        raise ToolError(f"cannot resolve {text!r}: a symlink loop")
+    if link.startswith("/"):
+        if not _under(link, base):
+            raise PathOutsideWorkdirError(
+                f"{text!r} leads outside the working directory (through a symlink); the file "
+                f"tools may only touch files inside {base}."
+            )
+        while len(fds) > 1:
+            os.close(fds.pop())
+        names.clear()
+        link = link[len(base) :]
+    pending.extend(_components(link))
+    return links
+
+
+def _components(path: str) -> list[str]:
+    """``path``'s components as a stack (the first on top), without empty ones and ``.``."""
+    return [part for part in reversed(path.split("/")) if part not in ("", ".")]
+
+
+def _target(ctx: ToolContext, base: str, names: list[str], fds: list[int], name: str) -> Target:
+    path = "/".join([base, *names, name])
+    if is_in_storage_root(ctx, path):
+        raise PathOutsideWorkdirError(
+            f"{path!r} is inside the agent's storage folder ({storage_root_of(ctx)}), which "
+            "holds session logs and snapshots; the file tools never touch it."
+        )
+    while len(fds) > 1:  # keep only the folder the target is in
+        fd = fds.pop(-2)
+        os.close(fd)
+    return Target(Path(path), fds.pop(), name)
