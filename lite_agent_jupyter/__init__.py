@@ -77,6 +77,35 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext lite_agent_jupyter`` (see :mod:`lite_agent_jupyter.jupyter`)."""
+    from .jupyter import load_ipython_extension as load
+
+    load(ipython)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """``%unload_ext lite_agent_jupyter``: stops the kernel's agent cleanly."""
+    from .jupyter import unload_ipython_extension as unload
+
+    unload(ipython)
+
+
+def get_agent() -> Any:
+    """The kernel's agent for ``await agent.send(...)`` in a cell (after ``%load_ext``)."""
+    from .jupyter import get_agent as get
+
+    return get()
+
+
+def use_model(provider: Any) -> None:
+    """Make ``%%agent`` use ``provider`` (e.g. ``providers.scripted([...])`` offline) instead
+    of Claude; ``None`` goes back to Claude. Applies at the next cell."""
+    from .jupyter import use_model as use
+
+    use(provider)
+
+
 def __getattr__(name: str) -> Any:
     # PostgreSQL needs the optional ``postgres`` extra (psycopg): imported on first use only.
     if name in ("postgres_checkpointer", "PostgresBlobStore"):
@@ -146,8 +175,12 @@ __all__ = [
     "console_approval",
     "create_lite_agent",
     "file_checkpointer",
+    "get_agent",
+    "load_ipython_extension",
     "memory_checkpointer",
     "postgres_checkpointer",
     "sqlite_checkpointer",
     "tool",
+    "unload_ipython_extension",
+    "use_model",
 ]

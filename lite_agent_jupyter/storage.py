@@ -51,6 +51,17 @@ def namespace_for(path: str | os.PathLike[str]) -> str:
     return f"{slug}-{digest}"
 
 
+def notebook_namespace(file_name: str) -> str:
+    """The namespace of a notebook: its file name's stem when that is already a valid
+    namespace (``quickstart.ipynb`` -> ``quickstart``), else a slug plus a short hash of the
+    name (``Sales Q1.ipynb`` -> ``sales-q1-3f2a1b9c``), so distinct names never collide."""
+    stem = Path(file_name).stem
+    if NAMESPACE_PATTERN.fullmatch(stem) and stem != "console":
+        return stem
+    slug = re.sub(r"[^a-z0-9_-]+", "-", stem.lower()).strip("-_")[:40] or "notebook"
+    return f"{slug}-{hashlib.sha256(file_name.encode()).hexdigest()[:8]}"
+
+
 def default_root() -> Path:
     """``$LITE_AGENT_HOME`` or ``~/.lite_agent``: the SDK's default storage root."""
     env = os.environ.get("LITE_AGENT_HOME")
@@ -94,6 +105,27 @@ class Storage:
     ) -> Storage:
         """The SDK default: ``root`` (or :func:`default_root`), namespace from ``workdir``."""
         return cls(root if root is not None else default_root(), namespace_for(workdir))
+
+    @classmethod
+    def for_notebook(
+        cls,
+        notebook: str | os.PathLike[str] | None,
+        *,
+        folder: str | os.PathLike[str] | None = None,
+        root: str | os.PathLike[str] | None = None,
+    ) -> Storage:
+        """The Jupyter default: root ``<notebook folder>/.lite_agent``, namespace from the
+        notebook's file name, so two notebooks in one folder never share sessions. With no
+        notebook (a console), ``folder`` (default: the working folder) and namespace
+        ``console``. ``root`` overrides the root, not the namespace."""
+        if notebook is None:
+            base = Path(folder) if folder is not None else Path.cwd()
+            namespace = "console"
+        else:
+            path = Path(notebook).expanduser().absolute()
+            base = path.parent
+            namespace = notebook_namespace(path.name)
+        return cls(root if root is not None else base / ".lite_agent", namespace)
 
     @property
     def base(self) -> Path:

@@ -1,0 +1,742 @@
+"""``%%agent`` and ``%agent ...``: the notebook's face of the kernel's agent.
+
+Settings are traits of :class:`LiteAgentMagics` (``%config LiteAgentMagics.model_name = ...``
+or ``ipython_config.py``); a change applies at the next cell and keeps the current session.
+The API key never goes through a trait (``%config`` lines are saved in the notebook): it comes
+from ``ANTHROPIC_API_KEY`` or ``%agent key`` (``getpass``, memory only).
+
+``%%agent`` runs a turn on the runner's loop thread and renders it here, on the main thread
+(``display``/``update_display`` only ever run here): one display updated at most every
+``stream_interval`` seconds, the first text at once, one final update with the footer. A
+kernel interrupt cancels the turn, waits for the log to be made valid, says so, and raises
+a short ``AgentInterrupted`` (so "Run All" stops there, as for any interrupted cell).
+
+``%agent SUB ...`` dispatches through :data:`SUBCOMMANDS`; another module adds one with
+``@subcommand("name", "help")``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import os
+import queue
+import shlex
+import time
+import traceback
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar, cast
+
+from IPython.core.error import StdinNotImplementedError, UsageError
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from traitlets import Bool, Dict, Float, Int, List, Unicode, Union
+
+from ..abort import AbortSignal
+from ..agent import (
+    DEFAULT_MODEL_NAME,
+    ApprovalRequest,
+    LiteAgent,
+    LiteAgentResult,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnFinished,
+    UsageUpdate,
+    create_lite_agent,
+)
+from ..checkpoint.url import checkpointer_from_url, redact_url
+from ..errors import LiteAgentError, MissingAPIKeyError
+from ..providers import Usage, anthropic
+from ..providers.base import Provider
+from ..storage import Storage
+from ..tools import Tool, default_tools
+from . import render
+from .context import (
+    NotebookLocation,
+    guard_notebook,
+    interpolate,
+    locate_notebook,
+    variable_tools,
+)
+from .runner import AgentRunner, ApprovalAsk, TurnError
+
+NO_KEY_MESSAGE = """\
+No Anthropic API key, so there is no model to ask.
+  - set ANTHROPIC_API_KEY in the environment Jupyter starts from, or
+  - run `%agent key` to type it (kept in this kernel's memory only, never saved), or
+  - try it offline with the scripted model (a stand-in that replays a script, not a real model):
+        import lite_agent_jupyter
+        from lite_agent_jupyter.providers import scripted
+        lite_agent_jupyter.use_model(scripted(["Hello from the scripted model."]))"""
+
+
+class AgentInterrupted(KeyboardInterrupt):
+    """A ``%%agent`` turn stopped by a kernel interrupt; shown as one line, no traceback."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"AgentInterrupted: {self}"]
+
+
+@dataclass
+class _Model:
+    provider: Provider | None = None
+    """Set by :func:`use_model`: used instead of ``anthropic()``."""
+
+
+MODEL = _Model()
+
+
+def use_model(provider: Provider | None) -> None:
+    """Make ``%%agent`` use ``provider`` (e.g. ``scripted([...])`` offline) instead of Claude;
+    ``None`` goes back to ``anthropic()``. Applies at the next cell."""
+    MODEL.provider = provider
+
+
+# ------------------------------------------------------------------------ subcommands
+
+
+@dataclass(frozen=True)
+class Subcommand:
+    name: str
+    help: str
+    handler: Callable[[LiteAgentMagics, argparse.Namespace], object]
+    arguments: Sequence[tuple[tuple[str, ...], dict[str, Any]]]
+
+
+SUBCOMMANDS: dict[str, Subcommand] = {}
+"""``%agent NAME ...`` handlers, in the order ``%agent help`` lists them."""
+
+
+def subcommand(
+    name: str, help: str, *arguments: tuple[tuple[str, ...], dict[str, Any]]
+) -> Callable[
+    [Callable[[LiteAgentMagics, argparse.Namespace], object]],
+    Callable[[LiteAgentMagics, argparse.Namespace], object],
+]:
+    """Register ``%agent NAME``; ``arguments`` are ``(flags, argparse kwargs)`` pairs."""
+
+    def register(
+        handler: Callable[[LiteAgentMagics, argparse.Namespace], object],
+    ) -> Callable[[LiteAgentMagics, argparse.Namespace], object]:
+        SUBCOMMANDS[name] = Subcommand(name, help, handler, arguments)
+        return handler
+
+    return register
+
+
+def arg(*flags: str, **kwargs: Any) -> tuple[tuple[str, ...], dict[str, Any]]:
+    return flags, kwargs
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:
+        raise UsageError(f"{self.prog}: {message}\n{self.format_usage()}")
+
+    def exit(self, status: int = 0, message: str | None = None) -> Any:
+        if message:
+            print(message)
+        raise _HelpShown
+
+
+class _HelpShown(Exception):
+    pass
+
+
+def _parser(sub: Subcommand) -> _Parser:
+    parser = _Parser(prog=f"%agent {sub.name}", description=sub.help, add_help=True)
+    for flags, kwargs in sub.arguments:
+        parser.add_argument(*flags, **kwargs)
+    return parser
+
+
+def _cell_parser() -> _Parser:
+    parser = _Parser(prog="%%agent", description="Send the cell to the agent.")
+    parser.add_argument("--session", metavar="ID", help="run in session ID")
+    parser.add_argument("--new", action="store_true", help="start a new session first")
+    parser.add_argument("--memory", action="store_true", help="memory only from now on")
+    parser.add_argument("--quiet", action="store_true", help="only the final answer")
+    parser.add_argument("--no-interpolate", action="store_true", help="send {...} as written")
+    return parser
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _magic(marker: Any, name: str) -> Callable[[F], F]:
+    """IPython's ``line_magic``/``cell_magic`` with the types mypy needs."""
+    return cast(Callable[[F], F], marker(name))
+
+
+def help_text() -> str:
+    width = max(len(n) for n in SUBCOMMANDS)
+    lines = ["%agent SUBCOMMAND [options]   (%agent SUBCOMMAND -h for its options)", ""]
+    lines += [f"  {name.ljust(width)}  {sub.help}" for name, sub in SUBCOMMANDS.items()]
+    lines += [
+        "",
+        "%%agent [--session ID] [--new] [--memory] [--quiet] [--no-interpolate]",
+        "  the cell is the prompt; {var}, {In[n]}, {Out[n]}, {Err[n]} are filled in.",
+    ]
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------ the magics
+
+
+@magics_class
+class LiteAgentMagics(Magics):
+    """The agent's magics and settings (``%config LiteAgentMagics.<name> = value``)."""
+
+    model_name = Unicode(DEFAULT_MODEL_NAME, help="The model id sent to the Messages API.").tag(
+        config=True
+    )
+    workdir = Unicode(
+        "", help="The folder the agent's tools may touch; empty: the kernel's working folder."
+    ).tag(config=True)
+    sessions = Bool(
+        True, help="Persist sessions next to the notebook; False: memory only, nothing on disk."
+    ).tag(config=True)
+    checkpointer_url = Unicode(
+        "", help="Where logs go: empty for files, or sqlite:///path.db, postgresql://..."
+    ).tag(config=True)
+    storage_root = Unicode("", help="Storage root; empty: <notebook folder>/.lite_agent.").tag(
+        config=True
+    )
+    approvals = Union(
+        [Unicode(), Dict()],
+        default_value="ask",
+        help="'ask' (reads run, the rest asks), 'allow' (everything runs), 'deny' (reads "
+        "only), or a dict tool name -> 'allow'|'ask'|'deny'.",
+    ).tag(config=True)
+    max_turns = Int(50, help="Model calls per prompt before stopping.").tag(config=True)
+    system_prompt = Unicode(None, allow_none=True, help="Replaces the default system prompt.").tag(
+        config=True
+    )
+    expose_variables = Union(
+        [List(Unicode()), Unicode()],
+        default_value=[],
+        help="Notebook variables the agent may inspect (read-only); '*' for all.",
+    ).tag(config=True)
+    allow_notebook_edits = Bool(
+        False, help="Let the file tools write the notebook open in this kernel."
+    ).tag(config=True)
+    stream_interval = Float(
+        0.05, help="Minimum seconds between two updates of a streaming answer."
+    ).tag(config=True)
+
+    def __init__(self, shell: Any = None, **kwargs: Any) -> None:
+        super().__init__(shell=shell, **kwargs)
+        self.runner = AgentRunner()
+        self.errors: dict[int, str] = {}
+        self.usage = Usage()
+        self.turns = 0
+        self._api_key: str | None = None
+        self._key_version = 0
+        self._claude: tuple[int, Provider] | None = None
+        self._continued = False
+        self.location = self._locate()
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def close(self) -> None:
+        self.runner.stop()
+
+    def record_error(self, result: Any) -> None:
+        """``post_run_cell`` hook: keep each failed cell's traceback for ``{Err[n]}``."""
+        error = getattr(result, "error_in_exec", None) or getattr(result, "error_before_exec", None)
+        count = getattr(result, "execution_count", None)
+        if error is not None and isinstance(count, int):
+            self.errors[count] = "".join(traceback.format_exception(error)).strip()
+
+    # -- settings ----------------------------------------------------------------------
+
+    def _locate(self) -> NotebookLocation:
+        user_ns = self.shell.user_ns if self.shell is not None else {}
+        return locate_notebook(user_ns, os.environ, Path.cwd())
+
+    @property
+    def in_kernel(self) -> bool:
+        """A notebook front end (rich displays, widgets), not terminal IPython."""
+        return getattr(self.shell, "kernel", None) is not None
+
+    def key_source(self) -> str | None:
+        if self._api_key:
+            return "%agent key (this kernel's memory only)"
+        if os.environ.get("ANTHROPIC_API_KEY"):
+            return "ANTHROPIC_API_KEY"
+        if os.environ.get("ANTHROPIC_AUTH_TOKEN"):
+            return "ANTHROPIC_AUTH_TOKEN"
+        return None
+
+    def build_model(self) -> Provider | None:
+        """The provider for the next agent: ``use_model``'s, else Claude if a key is known,
+        else ``None``."""
+        if MODEL.provider is not None:
+            return MODEL.provider
+        if self.key_source() is None:
+            return None
+        cached = self._claude
+        if cached is None or cached[0] != self._key_version:
+            cached = self._claude = (self._key_version, anthropic(api_key=self._api_key))
+        return cached[1]
+
+    def storage(self) -> Storage:
+        location = self.location
+        return Storage.for_notebook(
+            location.notebook, folder=location.folder, root=self.storage_root or None
+        )
+
+    def _workdir(self) -> Path:
+        return Path(self.workdir).expanduser() if self.workdir else Path.cwd()
+
+    def _approval_policy(self) -> Any:
+        value = self.approvals
+        if isinstance(value, dict):
+            return dict(value)
+        if value == "ask":
+            return None
+        if value == "allow":
+            return "allow"
+        if value == "deny":
+            return {"*": "deny", **{t.name: "allow" for t in default_tools() if t.kind == "read"}}
+        raise UsageError(f"LiteAgentMagics.approvals: {value!r} is not ask, allow or deny")
+
+    def _exposed(self) -> list[str]:
+        value = self.expose_variables
+        return [value] if isinstance(value, str) and value else list(value or [])
+
+    def _settings_key(self, model: Provider) -> object:
+        return (
+            id(model),
+            self._key_version,
+            self.model_name,
+            str(self._workdir()),
+            self.sessions,
+            self.checkpointer_url,
+            self.storage_root,
+            json.dumps(self.approvals, sort_keys=True),
+            self.max_turns,
+            self.system_prompt,
+            tuple(self._exposed()),
+            self.allow_notebook_edits,
+            self.location,
+        )
+
+    def agent(self) -> LiteAgent | None:
+        """The kernel's agent, (re)built for the current settings; ``None`` without a model."""
+        self.location = self._locate()
+        model = self.build_model()
+        if model is None:
+            return None
+        return self.runner.agent(
+            self._settings_key(model), lambda approve: self._create(model, approve)
+        )
+
+    def _create(
+        self,
+        model: Provider,
+        approve: Callable[[ApprovalRequest, AbortSignal], Any],
+    ) -> LiteAgent:
+        tools: list[Tool] = []
+        exposed = self._exposed()
+        if exposed and self.shell is not None:
+            shell = self.shell
+            tools += variable_tools(lambda: shell.user_ns, self._exposed)
+        notebook = self.location.notebook
+        if notebook is not None and not self.allow_notebook_edits:
+            tools += guard_notebook(default_tools(), notebook)
+        checkpointer = None
+        if self.sessions and self.checkpointer_url:
+            checkpointer = checkpointer_from_url(self.checkpointer_url)
+        return create_lite_agent(
+            model=model,
+            model_name=self.model_name,
+            workdir=self._workdir(),
+            sessions=self.sessions,
+            checkpointer=checkpointer,
+            storage=self.storage(),
+            tools=tools,
+            system_prompt=self.system_prompt,
+            max_turns=self.max_turns,
+            approvals=self._approval_policy(),
+            on_approval=approve,
+        )
+
+    # -- %%agent -----------------------------------------------------------------------
+
+    @_magic(cell_magic, "agent")
+    def agent_cell(self, line: str, cell: str) -> None:
+        """Send the cell to the agent and stream its answer here.
+
+        %%agent [--session ID] [--new] [--memory] [--quiet] [--no-interpolate]
+
+        The next %%agent cell continues the same session. {var}, {In[n]}, {Out[n]} and
+        {Err[n]} (the traceback of cell n) are filled in; other braces stay as they are.
+
+          --session ID      run in session ID (and make it current)
+          --new             start a new session first
+          --memory          memory only from now on: nothing is written to disk
+          --quiet           show only the final answer and the footer
+          --no-interpolate  send {...} in the prompt as written
+        """
+        try:
+            args = _cell_parser().parse_args(shlex.split(line))
+        except _HelpShown:
+            return
+        if args.memory and self.sessions:
+            self.sessions = False
+            print(
+                "Memory only from now on: nothing is written to disk "
+                "(%config LiteAgentMagics.sessions = True to go back)."
+            )
+        user_ns = self.shell.user_ns if self.shell is not None else {}
+        prompt = cell.strip()
+        if not args.no_interpolate:
+            prompt = interpolate(prompt, user_ns, self.errors)
+        if not prompt.strip():
+            raise UsageError("%%agent: the cell is empty; write your prompt below %%agent")
+        agent = self.agent()
+        if agent is None:
+            print(NO_KEY_MESSAGE)
+            return
+        notes: list[str] = []
+        if args.new:
+            agent.clear()
+            self._continued = True
+        elif args.session:
+            agent.resume(args.session)
+            self._continued = True
+        elif not self._continued:
+            notes += self._continue_latest(agent)
+        if not getattr(agent.model, "is_real_model", True):
+            notes.append("scripted model: a stand-in that replays a script, not a real model")
+        result = self._run_turn(agent, prompt, notes, quiet=args.quiet)
+        if result is not None:
+            self.usage = self.usage + result.usage
+            self.turns += 1
+
+    def _continue_latest(self, agent: LiteAgent) -> list[str]:
+        """After a kernel restart: continue the notebook's most recent session."""
+        self._continued = True
+        if not agent.sessions_enabled:
+            return []
+        sessions = self.runner.facade.list_sessions()
+        if not sessions or any(s.id == agent.session_id for s in sessions):
+            return []
+        latest = sessions[0]
+        agent.resume(latest.id)
+        count = "" if latest.turns is None else f" ({latest.turns} prompts)"
+        return [
+            f"continuing session {render.short_id(latest.id)}…{count}; `%agent new` for a fresh one"
+        ]
+
+    def _run_turn(
+        self, agent: LiteAgent, prompt: str, notes: list[str], *, quiet: bool
+    ) -> LiteAgentResult | None:
+        view = render.TurnView(notes=list(notes))
+        out = _NotebookOutput(view) if self.in_kernel else _TerminalOutput(view)
+        real = bool(getattr(agent.model, "is_real_model", True))
+        stream = self.runner.start_turn(agent, prompt)
+        interval = max(0.0, float(self.stream_interval))
+        result: LiteAgentResult | None = None
+        error: BaseException | None = None
+        dirty = False
+        last = 0.0
+        try:
+            while True:
+                wait = 0.25
+                if dirty:
+                    wait = max(0.0, last + interval - time.monotonic())
+                try:
+                    item = stream.get(timeout=wait)
+                except queue.Empty:
+                    if dirty and not quiet:
+                        out.update()
+                        last, dirty = time.monotonic(), False
+                    continue
+                if item is None:
+                    break
+                if isinstance(item, TextDelta):
+                    view.add_text(item.text)
+                    out.text(item.text)
+                elif isinstance(item, ToolCallStarted):
+                    view.tool_started(item)
+                    out.tool(item.id)
+                elif isinstance(item, ToolCallFinished):
+                    view.tool_finished(item)
+                    out.tool(item.id)
+                elif isinstance(item, TurnFinished):
+                    result = item.result
+                    continue
+                elif isinstance(item, ApprovalAsk):
+                    out.update()
+                    item.reply(self._ask(item.request))
+                    continue
+                elif isinstance(item, TurnError):
+                    error = item.error
+                    continue
+                elif isinstance(item, UsageUpdate):
+                    continue
+                else:
+                    continue
+                dirty = True
+                now = time.monotonic()
+                if not quiet and now - last >= interval:
+                    out.update()
+                    last, dirty = now, False
+        except KeyboardInterrupt:
+            stream.cancel()
+            view.status = (
+                "interrupted: the turn was stopped and the session's log is valid; "
+                "the next %%agent cell continues it"
+            )
+            out.final()
+            raise AgentInterrupted("the agent's turn was stopped; the session is intact") from None
+        if result is not None:
+            view.finish(result, agent.model_name, real_model=real)
+        elif error is not None:
+            view.status = _error_text(error)
+        out.final()
+        if error is not None and not isinstance(error, LiteAgentError | KeyboardInterrupt):
+            raise error
+        return result
+
+    def _ask(self, request: ApprovalRequest) -> bool:
+        shown = render.key_argument(request.tool_name, request.input)
+        question = f"Allow {request.tool_name} {shown}? [y/N] "
+        try:
+            answer = input(question)
+        except (EOFError, StdinNotImplementedError):
+            print(
+                f"(no way to ask here: {request.tool_name} denied; "
+                "%config LiteAgentMagics.approvals = 'allow' lets tools run)"
+            )
+            return False
+        return answer.strip().lower() in ("y", "yes")
+
+    # -- %agent ------------------------------------------------------------------------
+
+    @_magic(line_magic, "agent")
+    def agent_line(self, line: str) -> None:
+        """%agent SUBCOMMAND: sessions, new, resume [ID], delete ID [--yes], info, config,
+        key, help. `%agent help` lists them; `%agent SUBCOMMAND -h` shows its options."""
+        words = shlex.split(line)
+        if not words or words[0] in ("help", "-h", "--help"):
+            print(help_text())
+            return
+        sub = SUBCOMMANDS.get(words[0])
+        if sub is None:
+            raise UsageError(f"%agent: unknown subcommand {words[0]!r}\n\n{help_text()}")
+        try:
+            args = _parser(sub).parse_args(words[1:])
+        except _HelpShown:
+            return
+        try:
+            sub.handler(self, args)
+        except LiteAgentError as exc:
+            print(f"{type(exc).__name__}: {exc}")
+
+    def require_agent(self) -> LiteAgent:
+        agent = self.agent()
+        if agent is None:
+            raise UsageError(NO_KEY_MESSAGE)
+        return agent
+
+
+def _error_text(error: BaseException) -> str:
+    if isinstance(error, MissingAPIKeyError):
+        return NO_KEY_MESSAGE
+    return f"error: {type(error).__name__}: {error}"
+
+
+class _NotebookOutput:
+    """One display, updated in place (main thread only)."""
+
+    def __init__(self, view: render.TurnView) -> None:
+        self.view = view
+        self.display_id = f"lite-agent-{uuid.uuid4().hex}"
+        self.shown = False
+
+    def _bundle(self) -> dict[str, str]:
+        return {"text/markdown": self.view.markdown(), "text/plain": self.view.plain()}
+
+    def text(self, text: str) -> None:
+        pass
+
+    def tool(self, tool_id: str) -> None:
+        pass
+
+    def update(self) -> None:
+        from IPython import display as ipd
+
+        display: Any = ipd.display
+        update_display: Any = ipd.update_display
+        if not self.shown:
+            display(self._bundle(), raw=True, display_id=self.display_id)
+            self.shown = True
+        else:
+            update_display(self._bundle(), raw=True, display_id=self.display_id)
+
+    def final(self) -> None:
+        self.update()
+
+
+class _TerminalOutput:
+    """Terminal IPython: plain text printed as it streams (no display updates there)."""
+
+    def __init__(self, view: render.TurnView) -> None:
+        self.view = view
+        self.printed_tools: set[str] = set()
+        for note in view.notes:
+            print(note)
+
+    def text(self, text: str) -> None:
+        print(text, end="", flush=True)
+
+    def tool(self, tool_id: str) -> None:
+        for part in self.view.parts:
+            if isinstance(part, render.ToolLine) and part.id == tool_id and part.output:
+                print(render.tool_plain(part), end="", flush=True)
+
+    def update(self) -> None:
+        pass
+
+    def final(self) -> None:
+        if self.view.status:
+            print(f"\n[{self.view.status}]")
+        if self.view.footer:
+            print(f"\n-- {self.view.footer}")
+
+
+# ------------------------------------------------------------------------ %agent subcommands
+
+
+@subcommand("sessions", "List this notebook's sessions, newest first.")
+def _sessions(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
+    agent = magics.require_agent()
+    print(render.sessions_text(magics.runner.facade.list_sessions(), agent.session_id))
+
+
+@subcommand("new", "Start a new, empty session (the current one is kept).")
+def _new(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
+    magics.require_agent()
+    sid = magics.runner.facade.clear()
+    magics._continued = True
+    print(f"new session {render.short_id(sid)}… (the next %%agent cell starts it)")
+
+
+@subcommand(
+    "resume",
+    "Continue session ID (no ID: this notebook's most recent).",
+    arg("id", nargs="?", help="a session id or the start of one"),
+)
+def _resume(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
+    agent = magics.require_agent()
+    sessions = magics.runner.facade.list_sessions()
+    if args.id is None:
+        if not sessions:
+            print("No sessions to resume yet.")
+            return
+        target = sessions[0]
+    else:
+        matches = [s for s in sessions if s.id.startswith(args.id)]
+        if len(matches) > 1:
+            raise UsageError(f"{args.id!r} matches {len(matches)} sessions; give more of the id")
+        if not matches:
+            raise UsageError(f"no session starts with {args.id!r} (see %agent sessions)")
+        target = matches[0]
+    magics.runner.facade.resume(target.id)
+    magics._continued = True
+    turns = "" if target.turns is None else f" ({target.turns} prompts)"
+    print(f"resumed session {render.short_id(agent.session_id)}…{turns}")
+
+
+@subcommand(
+    "delete",
+    "Delete session ID: its log, archive and snapshots no other session uses.",
+    arg("id", help="a session id or the start of one"),
+    arg("--yes", action="store_true", help="do not ask for confirmation"),
+)
+def _delete(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
+    magics.require_agent()
+    facade = magics.runner.facade
+    matches = [s for s in facade.list_sessions() if s.id.startswith(args.id)]
+    if len(matches) != 1:
+        raise UsageError(
+            f"{args.id!r} matches {len(matches)} sessions; give an id from %agent sessions"
+        )
+    target = matches[0]
+    if not args.yes:
+        try:
+            answer = input(
+                f"Delete session {render.short_id(target.id)}… "
+                f"({target.title or 'untitled'})? [y/N] "
+            )
+        except (EOFError, StdinNotImplementedError):
+            raise UsageError("cannot ask for confirmation here: add --yes") from None
+        if answer.strip().lower() not in ("y", "yes"):
+            print("kept.")
+            return
+    facade.delete_session(target.id)
+    print(f"deleted session {render.short_id(target.id)}…")
+
+
+@subcommand("info", "Model, session, backend, storage (and which rule chose it), usage.")
+def _info(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
+    agent = magics.agent()
+    location = magics.location
+    storage = magics.storage()
+    if not magics.sessions:
+        backend = "memory only (nothing on disk)"
+    elif magics.checkpointer_url:
+        backend = redact_url(magics.checkpointer_url)
+    else:
+        backend = f"files in {storage.base / 'sessions'}"
+    model = "none (no API key; see %agent key)"
+    if agent is not None:
+        real = getattr(agent.model, "is_real_model", True)
+        model = agent.model_name if real else f"{agent.model_name} (scripted, not a real model)"
+    u = magics.usage
+    rows: list[tuple[str, object]] = [
+        ("model", model),
+        ("session", agent.session_id if agent is not None else "(none yet)"),
+        ("backend", backend),
+        ("storage", f"{storage.base}" if magics.sessions else "(memory only)"),
+        ("notebook", location.notebook or "(none: a console)"),
+        ("found by", location.rule),
+        ("workdir", magics._workdir().absolute()),
+        (
+            "usage",
+            f"{magics.turns} prompts; tokens in {u.input_tokens:,} · out {u.output_tokens:,}"
+            f" · cache read {u.cache_read_input_tokens:,} / write "
+            f"{u.cache_creation_input_tokens:,}",
+        ),
+    ]
+    print(render.key_value_text(rows))
+
+
+@subcommand("config", "The settings (%config LiteAgentMagics.<name> = value changes one).")
+def _config(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
+    rows: list[tuple[str, object]] = [
+        (name, repr(getattr(magics, name))) for name in sorted(magics.trait_names(config=True))
+    ]
+    rows.append(("API key", magics.key_source() or "not set (ANTHROPIC_API_KEY or %agent key)"))
+    rows.append(("model override", repr(MODEL.provider) if MODEL.provider else "none"))
+    print(render.key_value_text(rows))
+
+
+@subcommand("key", "Type the Anthropic API key (kept in memory only, never saved or shown).")
+def _key(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
+    try:
+        key = getpass.getpass("Anthropic API key: ").strip()
+    except (EOFError, StdinNotImplementedError):
+        raise UsageError("cannot ask for the key here; set ANTHROPIC_API_KEY instead") from None
+    if not key:
+        print("no key entered; nothing changed")
+        return
+    magics._api_key = key
+    magics._key_version += 1
+    print("key set for this kernel (memory only); the next %%agent cell uses it")

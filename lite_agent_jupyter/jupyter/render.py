@@ -1,0 +1,233 @@
+"""What a turn looks like in a cell: Markdown for notebooks and a plain-text twin of it.
+
+:class:`TurnView` folds the agent's stream events into the cell's content: the answer's text,
+each tool call on one line (tool, its key argument, the result collapsed; file changes as a
+short diff summary), and a footer (tokens, model, short session id, the checkpoint of this
+prompt and the command that rewinds to it). The same content renders as Markdown (JupyterLab,
+Notebook 7, VS Code, GitHub, nbviewer) and as plain text (terminal IPython, nbconvert to text).
+Also the text tables of ``%agent sessions`` / ``checkpoints`` / ``info``.
+
+Pure string building: no IPython, no agent; the magic decides where the strings go.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from ..agent import LiteAgentResult, ToolCallFinished, ToolCallStarted
+from ..checkpoint.protocol import SessionInfo
+
+RESULT_PREVIEW = 1500
+"""Characters of a tool result shown (collapsed) in the cell."""
+
+_KEY_ARGUMENT = {
+    "read_file": "path",
+    "write_file": "path",
+    "edit_file": "path",
+    "delete_file": "path",
+    "list_files": "pattern",
+    "grep": "pattern",
+    "bash": "command",
+    "inspect_variable": "name",
+}
+
+
+def short_id(session_id: str) -> str:
+    return session_id[:8]
+
+
+def _clip(text: str, limit: int) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def key_argument(name: str, arguments: Mapping[str, Any]) -> str:
+    """The one argument that says what a call is about (path, command, pattern...)."""
+    key = _KEY_ARGUMENT.get(name)
+    if key is not None and key in arguments:
+        return _clip(str(arguments[key]).replace("\n", " "), 80)
+    for value in arguments.values():
+        if isinstance(value, str | int | float):
+            return _clip(str(value).replace("\n", " "), 80)
+    return ""
+
+
+def _lines(text: object) -> int:
+    if not isinstance(text, str) or not text:
+        return 0
+    return text.count("\n") + (0 if text.endswith("\n") else 1)
+
+
+def change_summary(name: str, arguments: Mapping[str, Any]) -> str | None:
+    """A short diff summary of a file tool's call, or ``None`` for other tools."""
+    if name == "edit_file":
+        return f"-{_lines(arguments.get('old_string'))} +{_lines(arguments.get('new_string'))}"
+    if name == "write_file":
+        if arguments.get("encoding") == "base64":
+            return "binary"
+        return f"+{_lines(arguments.get('content'))} lines"
+    if name == "delete_file":
+        return "deleted"
+    return None
+
+
+@dataclass(slots=True)
+class ToolLine:
+    id: str
+    name: str
+    argument: str
+    change: str | None
+    output: str | None = None
+    is_error: bool = False
+
+
+@dataclass
+class TurnView:
+    """The content of one ``%%agent`` cell, built from stream events."""
+
+    notes: list[str] = field(default_factory=list)
+    parts: list[str | ToolLine] = field(default_factory=list)
+    footer: str | None = None
+    status: str | None = None
+    _tools: dict[str, ToolLine] = field(default_factory=dict)
+
+    def add_text(self, text: str) -> None:
+        if self.parts and isinstance(self.parts[-1], str):
+            self.parts[-1] += text
+        else:
+            self.parts.append(text)
+
+    def tool_started(self, event: ToolCallStarted) -> None:
+        line = ToolLine(
+            event.id,
+            event.name,
+            key_argument(event.name, event.input),
+            change_summary(event.name, event.input),
+        )
+        self._tools[event.id] = line
+        self.parts.append(line)
+
+    def tool_finished(self, event: ToolCallFinished) -> None:
+        line = self._tools.get(event.id)
+        if line is None:
+            line = ToolLine(event.id, event.name, "", None)
+            self.parts.append(line)
+        line.output = event.output
+        line.is_error = event.is_error
+
+    def finish(self, result: LiteAgentResult, model_name: str, *, real_model: bool) -> None:
+        self.footer = footer_text(result, model_name, real_model=real_model)
+
+    # -- output ------------------------------------------------------------------------
+
+    def markdown(self) -> str:
+        out: list[str] = [f"*{n}*\n\n" for n in self.notes]
+        for part in self.parts:
+            if isinstance(part, str):
+                out.append(part)
+            else:
+                out.append(_tool_markdown(part))
+        if self.status:
+            out.append(f"\n\n*{self.status}*")
+        if self.footer:
+            out.append(f"\n\n---\n<sub>{html.escape(self.footer)}</sub>\n")
+        return "".join(out)
+
+    def plain(self) -> str:
+        out: list[str] = [f"{n}\n" for n in self.notes]
+        for part in self.parts:
+            if isinstance(part, str):
+                out.append(part)
+            else:
+                out.append(tool_plain(part))
+        if self.status:
+            out.append(f"\n[{self.status}]")
+        if self.footer:
+            out.append(f"\n-- {self.footer}")
+        return "".join(out)
+
+
+def _tool_head(line: ToolLine) -> str:
+    state = "…" if line.output is None else ("✗" if line.is_error else "✓")
+    head = f"{state} {line.name}"
+    if line.argument:
+        head += f" {line.argument}"
+    if line.change and line.output is not None and not line.is_error:
+        head += f" ({line.change})"
+    return head
+
+
+def _tool_markdown(line: ToolLine) -> str:
+    head = html.escape(_tool_head(line))
+    if line.output is None:
+        return f"\n\n<code>{head}</code>\n\n"
+    body = html.escape(_clip(line.output, RESULT_PREVIEW))
+    return (
+        f"\n\n<details><summary><code>{head}</code></summary>\n\n<pre>{body}</pre>\n\n"
+        "</details>\n\n"
+    )
+
+
+def tool_plain(line: ToolLine) -> str:
+    text = f"\n[{_tool_head(line)}]"
+    if line.output is not None:
+        first = line.output.strip().splitlines()[0] if line.output.strip() else ""
+        text += f" {_clip(first, 100)}"
+    return text + "\n"
+
+
+def footer_text(result: LiteAgentResult, model_name: str, *, real_model: bool) -> str:
+    """``in 1,234 · out 56 · cache 0/0 tok · claude-… · session 3f2a1b9c · checkpoint 12:
+    %agent restore 12``."""
+    u = result.usage
+    model = model_name if real_model else f"{model_name} (scripted, not a real model)"
+    parts = [
+        f"tokens in {u.input_tokens:,} · out {u.output_tokens:,} · cache read "
+        f"{u.cache_read_input_tokens:,} / write {u.cache_creation_input_tokens:,}",
+        model,
+        f"session {short_id(result.session_id)}",
+        f"checkpoint {result.anchor_seq}: %agent restore {result.anchor_seq}",
+    ]
+    if result.stop_reason not in (None, "end_turn", "tool_use"):
+        parts.append(f"stopped: {result.stop_reason}")
+    return " · ".join(parts)
+
+
+def _when(ts: datetime) -> str:
+    return ts.astimezone().strftime("%Y-%m-%d %H:%M")
+
+
+def sessions_text(sessions: Sequence[SessionInfo], current: str | None = None) -> str:
+    """The ``%agent sessions`` table, newest first; ``*`` marks the current session."""
+    if not sessions:
+        return "No sessions yet in this notebook's storage."
+    rows = [("", "id", "modified", "prompts", "first prompt")]
+    for info in sessions:
+        rows.append(
+            (
+                "*" if info.id == current else "",
+                short_id(info.id),
+                _when(info.mtime),
+                "" if info.turns is None else str(info.turns),
+                _clip((info.title or "").replace("\n", " "), 60),
+            )
+        )
+    return _table(rows) + "\n(* current; `%agent resume ID` switches, `%agent new` starts one)"
+
+
+def _table(rows: Iterable[Sequence[str]]) -> str:
+    rows = [list(r) for r in rows]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join(
+        "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows
+    )
+
+
+def key_value_text(pairs: Iterable[tuple[str, object]]) -> str:
+    pairs = list(pairs)
+    width = max((len(k) for k, _ in pairs), default=0)
+    return "\n".join(f"{k.ljust(width)}  {v}" for k, v in pairs)

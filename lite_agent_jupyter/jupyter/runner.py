@@ -1,0 +1,422 @@
+"""The kernel's agent runner: one ``LiteAgent`` on a dedicated event-loop thread.
+
+Why a thread of its own: ipykernel already runs an event loop on the main thread. Nesting
+loops (``nest_asyncio``) hangs the kernel when several cells are queued ("Run All"); a loop on
+its own thread needs no patching, keeps streaming while the main thread renders, and lets a
+widget callback (on whatever thread the front end delivers it) wait on a future. Its one rule:
+the agent (and the ``httpx`` client inside its provider) is only ever touched on that loop,
+so every entry point here *submits* work to it.
+
+Three faces over the same runner:
+
+- :class:`AgentFacade`, sync and thread-safe, for the magics and widget callbacks;
+- :class:`AsyncAgentFacade`, for ``await agent.send(...)`` / ``async for ... in agent.run(...)``
+  in a cell (IPython's autoawait runs those on the kernel's loop; the facade hops over);
+- :meth:`AgentRunner.start_turn`, a turn whose events the main thread reads from a
+  thread-safe queue (what ``%%agent`` renders).
+
+All agent state (which agent, which session, which turns run) is behind one ``RLock``.
+This module knows nothing of IPython.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import queue
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from ..abort import AbortSignal
+from ..agent import AgentEvent, ApprovalRequest, LiteAgent, LiteAgentResult
+from ..checkpoint.protocol import SessionInfo
+from ..errors import AgentClosedError, SessionBusyError
+
+T = TypeVar("T")
+
+AgentFactory = Callable[[Callable[[ApprovalRequest, AbortSignal], Awaitable[bool]]], LiteAgent]
+"""Builds the agent; gets the runner's approval handler to pass as ``on_approval``."""
+
+
+@dataclass(slots=True)
+class ApprovalAsk:
+    """Put in a turn's queue when a tool call needs a yes/no: the reader answers ``reply``."""
+
+    request: ApprovalRequest
+    reply: Callable[[bool], None]
+
+
+@dataclass(slots=True)
+class TurnError:
+    """The turn ended with this exception (put in the queue instead of re-raising there)."""
+
+    error: BaseException
+
+
+_DONE = object()
+
+
+class TurnStream:
+    """A running turn, read from another thread: ``get()`` returns events, then ``None``."""
+
+    def __init__(self, runner: AgentRunner, session_id: str) -> None:
+        self.session_id = session_id
+        self.events: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._runner = runner
+        self._future: concurrent.futures.Future[None] | None = None
+        self.finished = False
+
+    def get(self, timeout: float | None) -> AgentEvent | ApprovalAsk | TurnError | None:
+        """The next item; ``None`` when the turn is over. Raises ``queue.Empty`` on timeout."""
+        item = self.events.get(timeout=timeout)
+        if item is _DONE:
+            self.finished = True
+            return None
+        return item  # type: ignore[no-any-return]
+
+    def cancel(self, timeout: float = 30.0) -> None:
+        """Stop the turn and wait until its cleanup (the log made valid) is done."""
+        future = self._future
+        if future is None:
+            return
+        future.cancel()
+        with contextlib.suppress(BaseException):
+            future.result(timeout)
+        self._runner.wait_idle(self.session_id, timeout)
+
+
+class AgentRunner:
+    """Owns the loop thread and the kernel's one agent (rebuilt when its settings change)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="lite-agent-loop", daemon=True
+        )
+        self._thread.start()
+        self._agent: LiteAgent | None = None
+        self._agent_key: object = None
+        self._busy: dict[str, threading.Event] = {}
+        self._asks: dict[str, Callable[[ApprovalAsk], None]] = {}
+        self._stopped = False
+        self.facade = AgentFacade(self)
+        self.aio = AsyncAgentFacade(self)
+
+    # -- the loop ----------------------------------------------------------------------
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        return self._loop
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Schedule ``coro`` on the agent's loop."""
+        if self._stopped:
+            coro.close()
+            raise AgentClosedError("the agent runner was stopped (%unload_ext); load it again")
+        return asyncio.run_coroutine_threadsafe(coro, self._loop)
+
+    def call(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` on the agent's loop and block for its result. A KeyboardInterrupt
+        while waiting cancels it (and waits for its cleanup) before propagating."""
+        if threading.current_thread() is self._thread:
+            coro.close()
+            raise RuntimeError("AgentRunner.call() from the agent loop itself would deadlock")
+        future = self.submit(coro)
+        try:
+            return future.result()
+        except KeyboardInterrupt:
+            future.cancel()
+            with contextlib.suppress(BaseException):
+                future.result(30)
+            raise
+
+    # -- the agent ---------------------------------------------------------------------
+
+    def agent(self, key: object = None, factory: AgentFactory | None = None) -> LiteAgent:
+        """The current agent. With ``factory``: rebuild it if ``key`` (its settings) changed,
+        keeping the current session. Raises :class:`AgentClosedError` if none was built."""
+        with self.lock:
+            current = self._agent
+            if factory is not None and (current is None or key != self._agent_key):
+                if self._busy:
+                    raise SessionBusyError("a turn is running; settings apply once it ends")
+                keep = current.session_id if current is not None else None
+                new = self.call(self._build(factory))
+                if keep is not None and new.sessions_enabled and current is not None:
+                    new.resume(keep)
+                if current is not None:
+                    self.call(current.close())
+                self._agent, self._agent_key = new, key
+                current = new
+            if current is None:
+                raise AgentClosedError("no agent yet: run a %%agent cell first")
+            return current
+
+    async def _build(self, factory: AgentFactory) -> LiteAgent:
+        return factory(self._approve)
+
+    @property
+    def has_agent(self) -> bool:
+        return self._agent is not None
+
+    async def _approve(self, request: ApprovalRequest, signal: AbortSignal) -> bool:
+        """The agent's ``on_approval``: forwarded to whoever reads that session's turn."""
+        with self.lock:
+            ask = self._asks.get(request.session_id)
+        if ask is None:
+            return False  # no cell is showing this turn: the gate reports a denial
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[bool] = loop.create_future()
+
+        def reply(allowed: bool) -> None:
+            def settle() -> None:
+                if not answer.done():
+                    answer.set_result(allowed)
+
+            loop.call_soon_threadsafe(settle)
+
+        ask(ApprovalAsk(request, reply))
+        return await answer
+
+    # -- turns -------------------------------------------------------------------------
+
+    def is_busy(self, session_id: str | None = None) -> bool:
+        """True while a turn of ``session_id`` (any session if ``None``) runs."""
+        with self.lock:
+            if session_id is None:
+                return bool(self._busy)
+            return session_id in self._busy
+
+    def claim(self, session_id: str) -> threading.Event:
+        """Mark ``session_id`` busy; :class:`SessionBusyError` if it already is."""
+        with self.lock:
+            if session_id in self._busy:
+                raise SessionBusyError(f"session {session_id[:8]}… is busy with a running turn")
+            done = self._busy[session_id] = threading.Event()
+            return done
+
+    def release(self, session_id: str) -> None:
+        with self.lock:
+            done = self._busy.pop(session_id, None)
+            self._asks.pop(session_id, None)
+        if done is not None:
+            done.set()
+
+    def wait_idle(self, session_id: str, timeout: float | None = None) -> None:
+        with self.lock:
+            done = self._busy.get(session_id)
+        if done is not None:
+            done.wait(timeout)
+
+    def start_turn(
+        self,
+        agent: LiteAgent,
+        prompt: str | Sequence[dict[str, Any]],
+        *,
+        session_id: str | None = None,
+    ) -> TurnStream:
+        """Start a turn; its events (and approval asks) arrive in the returned stream."""
+        with self.lock:
+            sid = session_id or agent.session_id
+            self.claim(sid)
+            stream = TurnStream(self, sid)
+            self._asks[sid] = stream.events.put
+        try:
+            stream._future = self.submit(self._pump(agent, prompt, session_id, stream))
+        except BaseException:
+            self.release(sid)
+            raise
+        return stream
+
+    async def _pump(
+        self,
+        agent: LiteAgent,
+        prompt: str | Sequence[dict[str, Any]],
+        session_id: str | None,
+        stream: TurnStream,
+    ) -> None:
+        try:
+            async for event in agent.run(prompt, session_id=session_id):
+                stream.events.put(event)
+        except asyncio.CancelledError:
+            stream.events.put(TurnError(KeyboardInterrupt("interrupted")))
+            raise
+        except BaseException as exc:
+            stream.events.put(TurnError(exc))
+        finally:
+            self.release(stream.session_id)
+            stream.events.put(_DONE)
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Close the agent (cancelling its turns) and stop the loop thread. Idempotent."""
+        with self.lock:
+            if self._stopped:
+                return
+            agent, self._agent = self._agent, None
+            if agent is not None:
+                with contextlib.suppress(Exception):
+                    self.call(agent.close())
+            self._stopped = True
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+        if not self._thread.is_alive():
+            self._loop.close()
+
+    @property
+    def stopped(self) -> bool:
+        return self._stopped
+
+
+class AgentFacade:
+    """Blocking, thread-safe access to the kernel's agent: for magics and widget callbacks.
+
+    Methods that act on a session raise :class:`SessionBusyError` while a turn of that
+    session runs (check :meth:`is_busy` first to show "busy" instead).
+    """
+
+    def __init__(self, runner: AgentRunner) -> None:
+        self._runner = runner
+
+    @property
+    def agent(self) -> LiteAgent:
+        return self._runner.agent()
+
+    @property
+    def session_id(self) -> str:
+        return self._runner.agent().session_id
+
+    @property
+    def sessions_enabled(self) -> bool:
+        return self._runner.agent().sessions_enabled
+
+    def is_busy(self, session_id: str | None = None) -> bool:
+        return self._runner.is_busy(session_id)
+
+    def call(self, fn: Callable[[LiteAgent], Awaitable[T]]) -> T:
+        """Run ``fn(agent)`` (a coroutine) on the agent's loop, under the lock; block."""
+        with self._runner.lock:
+            agent = self._runner.agent()
+
+            async def go() -> T:
+                return await fn(agent)
+
+            return self._runner.call(go())
+
+    def _idle(self, session_id: str) -> None:
+        if self._runner.is_busy(session_id):
+            raise SessionBusyError(f"session {session_id[:8]}… is busy with a running turn")
+
+    def list_sessions(self) -> list[SessionInfo]:
+        return self.call(lambda a: a.list_sessions())
+
+    def resume(self, session_id: str) -> str:
+        with self._runner.lock:
+            return self._runner.agent().resume(session_id)
+
+    def clear(self) -> str:
+        with self._runner.lock:
+            return self._runner.agent().clear()
+
+    def delete_session(self, session_id: str) -> None:
+        with self._runner.lock:
+            self._idle(session_id)
+            self.call(lambda a: a.delete_session(session_id))
+
+
+class AsyncAgentFacade:
+    """The kernel's agent for ``await`` in a cell: every call hops to the agent's loop.
+
+    ``await agent.send("...")`` and ``async for event in agent.run("..."):`` work under
+    IPython's autoawait (the kernel's own loop); the agent itself stays on its thread.
+    """
+
+    def __init__(self, runner: AgentRunner) -> None:
+        self._runner = runner
+
+    @property
+    def session_id(self) -> str:
+        return self._runner.agent().session_id
+
+    @property
+    def agent(self) -> LiteAgent:
+        """The underlying agent: only await its coroutines through :meth:`call`."""
+        return self._runner.agent()
+
+    async def call(self, fn: Callable[[LiteAgent], Awaitable[T]]) -> T:
+        """Await ``fn(agent)`` on the agent's loop from any other loop."""
+        agent = self._runner.agent()
+
+        async def go() -> T:
+            return await fn(agent)
+
+        return await asyncio.wrap_future(self._runner.submit(go()))
+
+    async def send(
+        self, input: str | Sequence[dict[str, Any]], *, session_id: str | None = None
+    ) -> LiteAgentResult:
+        """One full turn (see ``LiteAgent.send``), run on the agent's loop."""
+        result: LiteAgentResult | None = None
+        async for event in self.run(input, session_id=session_id):
+            result = getattr(event, "result", result)
+        assert result is not None
+        return result
+
+    async def run(
+        self, input: str | Sequence[dict[str, Any]], *, session_id: str | None = None
+    ) -> AsyncIterator[AgentEvent]:
+        """The turn's events, bridged from the agent's loop to the caller's."""
+        agent = self._runner.agent()
+        caller = asyncio.get_running_loop()
+        inbox: asyncio.Queue[Any] = asyncio.Queue()
+        sid = session_id or agent.session_id
+        self._runner.claim(sid)
+
+        async def pump() -> None:
+            try:
+                async for event in agent.run(input, session_id=session_id):
+                    caller.call_soon_threadsafe(inbox.put_nowait, event)
+            except BaseException as exc:
+                caller.call_soon_threadsafe(inbox.put_nowait, TurnError(exc))
+                raise
+            finally:
+                self._runner.release(sid)
+                caller.call_soon_threadsafe(inbox.put_nowait, _DONE)
+
+        try:
+            future = self._runner.submit(pump())
+        except BaseException:
+            self._runner.release(sid)
+            raise
+        try:
+            while True:
+                item = await inbox.get()
+                if item is _DONE:
+                    break
+                if isinstance(item, TurnError):
+                    raise item.error
+                yield item
+        finally:
+            if not future.done():
+                future.cancel()
+                with contextlib.suppress(BaseException):
+                    await asyncio.wrap_future(future)
+
+    async def list_sessions(self) -> list[SessionInfo]:
+        return await self.call(lambda a: a.list_sessions())
+
+    async def delete_session(self, session_id: str) -> None:
+        await self.call(lambda a: a.delete_session(session_id))
+
+    def resume(self, session_id: str) -> str:
+        with self._runner.lock:
+            return self._runner.agent().resume(session_id)
+
+    def clear(self) -> str:
+        with self._runner.lock:
+            return self._runner.agent().clear()
