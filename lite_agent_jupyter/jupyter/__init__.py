@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .magics import SUBCOMMANDS, LiteAgentMagics, AgentInterrupted, subcommand, use_model
+from .magics import SUBCOMMANDS, AgentInterrupted, LiteAgentMagics, subcommand, use_model
 from .runner import AgentFacade, AgentRunner, AsyncAgentFacade
 
 _LOADED: dict[int, LiteAgentMagics] = {}
@@ -69,10 +69,10 @@ def get_agent() -> AsyncAgentFacade:
 __all__ = [
     "SUBCOMMANDS",
     "AgentFacade",
+    "AgentInterrupted",
     "AgentRunner",
     "AsyncAgentFacade",
     "LiteAgentMagics",
-    "AgentInterrupted",
     "current_facade",
     "get_agent",
     "load_ipython_extension",

@@ -496,7 +496,7 @@ class LiteAgentMagics(Magics):
             out.final()
             raise AgentInterrupted("the agent's turn was stopped; the session is intact") from None
         if result is not None:
-            view.finish(result, agent.model_name, real_model=real)
+            view.finish(result, agent.options.model_name, real_model=real)
         elif error is not None:
             view.status = _error_text(error)
         out.final()
@@ -698,7 +698,8 @@ def _info(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
     model = "none (no API key; see %agent key)"
     if agent is not None:
         real = getattr(agent.model, "is_real_model", True)
-        model = agent.model_name if real else f"{agent.model_name} (scripted, not a real model)"
+        name = agent.options.model_name
+        model = name if real else f"{name} (scripted, not a real model)"
     u = magics.usage
     rows: list[tuple[str, object]] = [
         ("model", model),

@@ -21,8 +21,13 @@ def test_streams_tool_calls_and_footer(
             "I'll write the file.",
             tool_calls=[FakeToolCall("write_file", {"path": "notes.md", "content": "a\nb\n"})],
         ),
-        FakeReply("Done: **notes.md** has two lines.", text_chunk=4, input_tokens=120,
-                  output_tokens=9, cache_read_input_tokens=7),
+        FakeReply(
+            "Done: **notes.md** has two lines.",
+            text_chunk=4,
+            input_tokens=120,
+            output_tokens=9,
+            cache_read_input_tokens=7,
+        ),
     )
     cell = agent_kernel.run("%%agent\nWrite notes.md with two lines").check()
     assert (tmp_path / "work" / "notes.md").read_text() == "a\nb\n"
@@ -209,15 +214,18 @@ def test_kernel_restart_continues_the_session(
 
 
 def test_memory_writes_nothing_to_disk(
-    start_kernel: StartKernel, fake_env: dict[str, str | None], tmp_path: Path,
+    start_kernel: StartKernel,
+    fake_env: dict[str, str | None],
+    tmp_path: Path,
     fake_anthropic: FakeAnthropicServer,
 ) -> None:
     folder = tmp_path / "mem"
     kernel = start_kernel(folder, fake_env)
     kernel.run(SETUP).check()
     fake_anthropic.script(
-        FakeReply("Writing.", tool_calls=[FakeToolCall("write_file", {"path": "x.txt",
-                                                                        "content": "x"})]),
+        FakeReply(
+            "Writing.", tool_calls=[FakeToolCall("write_file", {"path": "x.txt", "content": "x"})]
+        ),
         "Done.",
         "Still here.",
     )
@@ -231,7 +239,9 @@ def test_memory_writes_nothing_to_disk(
 
 
 def test_two_notebooks_in_one_folder_are_kept_apart(
-    start_kernel: StartKernel, fake_env: dict[str, str | None], tmp_path: Path,
+    start_kernel: StartKernel,
+    fake_env: dict[str, str | None],
+    tmp_path: Path,
     fake_anthropic: FakeAnthropicServer,
 ) -> None:
     folder = tmp_path / "project"
@@ -266,8 +276,12 @@ def test_key_typed_with_agent_key_is_in_no_output_and_no_file(
     fake_anthropic.script("Keyed answer.")
     answered = kernel.run("%%agent\nhello").check()
     assert "Keyed answer." in answered.markdown
-    outputs = [keyed, answered, kernel.run("%agent config").check(),
-               kernel.run("%agent info").check()]
+    outputs = [
+        keyed,
+        answered,
+        kernel.run("%agent config").check(),
+        kernel.run("%agent info").check(),
+    ]
     for cell in outputs:
         assert fake_anthropic.api_key not in json.dumps([m["content"] for m in cell.messages])
     for path in folder.rglob("*"):
@@ -302,9 +316,14 @@ def test_variable_tools_only_for_exposed_names(
     agent_kernel.run("rows = [1, 2, 3]\nsecret = 'hidden'").check()
     agent_kernel.run("%config LiteAgentMagics.expose_variables = ['rows']").check()
     fake_anthropic.script(
-        FakeReply("", tool_calls=[FakeToolCall("list_variables", {}),
-                                  FakeToolCall("inspect_variable", {"name": "rows"}),
-                                  FakeToolCall("inspect_variable", {"name": "secret"})]),
+        FakeReply(
+            "",
+            tool_calls=[
+                FakeToolCall("list_variables", {}),
+                FakeToolCall("inspect_variable", {"name": "rows"}),
+                FakeToolCall("inspect_variable", {"name": "secret"}),
+            ],
+        ),
         "Seen.",
     )
     agent_kernel.run("%%agent\nlook at my data").check()
