@@ -43,6 +43,7 @@ from ..agent import (
     LiteAgentResult,
     TextDelta,
     ToolCallFinished,
+    ToolCallInput,
     ToolCallStarted,
     TurnFinished,
     UsageUpdate,
@@ -465,6 +466,8 @@ class LiteAgentMagics(Magics):
                 elif isinstance(item, ToolCallStarted):
                     view.tool_started(item)
                     out.tool(item.id)
+                elif isinstance(item, ToolCallInput):
+                    view.tool_input(item)
                 elif isinstance(item, ToolCallFinished):
                     view.tool_finished(item)
                     out.tool(item.id)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from ..agent import LiteAgentResult, ToolCallFinished, ToolCallStarted
+from ..agent import LiteAgentResult, ToolCallFinished, ToolCallInput, ToolCallStarted
 from ..checkpoint.protocol import SessionInfo
 
 RESULT_PREVIEW = 1500
@@ -102,14 +102,17 @@ class TurnView:
             self.parts.append(text)
 
     def tool_started(self, event: ToolCallStarted) -> None:
-        line = ToolLine(
-            event.id,
-            event.name,
-            key_argument(event.name, event.input),
-            change_summary(event.name, event.input),
-        )
+        line = ToolLine(event.id, event.name, "", None)
         self._tools[event.id] = line
         self.parts.append(line)
+
+    def tool_input(self, event: ToolCallInput) -> None:
+        line = self._tools.get(event.id)
+        if line is None:
+            line = self._tools[event.id] = ToolLine(event.id, event.name, "", None)
+            self.parts.append(line)
+        line.argument = key_argument(event.name, event.input)
+        line.change = change_summary(event.name, event.input)
 
     def tool_finished(self, event: ToolCallFinished) -> None:
         line = self._tools.get(event.id)
@@ -190,7 +193,7 @@ def footer_text(result: LiteAgentResult, model_name: str, *, real_model: bool) -
         f"{u.cache_read_input_tokens:,} / write {u.cache_creation_input_tokens:,}",
         model,
         f"session {short_id(result.session_id)}",
-        f"checkpoint {result.anchor_seq}: %agent restore {result.anchor_seq}",
+        f"checkpoint {result.checkpoint_seq}: %agent restore {result.checkpoint_seq}",
     ]
     if result.stop_reason not in (None, "end_turn", "tool_use"):
         parts.append(f"stopped: {result.stop_reason}")
