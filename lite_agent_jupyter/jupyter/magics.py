@@ -63,7 +63,7 @@ from .context import (
     locate_notebook,
     variable_tools,
 )
-from .runner import AgentRunner, ApprovalAsk, TurnError
+from .runner import AgentRunner, ApprovalAsk, TurnError, TurnStream
 
 NO_KEY_MESSAGE = """\
 No Anthropic API key, so there is no model to ask.
@@ -440,13 +440,14 @@ class LiteAgentMagics(Magics):
         view = render.TurnView(notes=list(notes))
         out = _NotebookOutput(view) if self.in_kernel else _TerminalOutput(view)
         real = bool(getattr(agent.model, "is_real_model", True))
-        stream = self.runner.start_turn(agent, prompt)
         interval = max(0.0, float(self.stream_interval))
         result: LiteAgentResult | None = None
         error: BaseException | None = None
         dirty = False
         last = 0.0
+        stream: TurnStream | None = None
         try:
+            stream = self.runner.start_turn(agent, prompt)
             while True:
                 wait = 0.25
                 if dirty:
@@ -491,7 +492,8 @@ class LiteAgentMagics(Magics):
                     out.update()
                     last, dirty = now, False
         except KeyboardInterrupt:
-            stream.cancel()
+            if stream is not None:
+                stream.cancel()
             view.status = (
                 "interrupted: the turn was stopped and the session's log is valid; "
                 "the next %%agent cell continues it"

@@ -1,0 +1,130 @@
+"""``%%agent`` in a real kernel: overhead per cell, display messages, first-text latency.
+
+    .venv/bin/python benchmarks/magics_bench.py [--cells 100]
+
+One kernel (``python -m ipykernel``, driven over ZeroMQ like a front end) talks to the fake
+Messages API server on 127.0.0.1 (TCP_NODELAY) through the official ``anthropic`` client.
+
+1. Overhead: cells alternate between ``%%agent`` and a *bare* SDK cell, ``await
+   agent.send(...)`` on an agent the cell built itself with ``create_lite_agent`` (the same
+   model, the same file sessions, no runner, no rendering). Each cell's time is the front
+   end's: execute request sent -> reply received. Overhead = median(%%agent) - median(bare).
+   Target: <= 10 ms per cell (median of ``--cells`` each).
+2. Display messages: a reply streamed over ~1.5 s in many small deltas. Target: display
+   messages <= 20 per second of streaming + 2.
+3. First text: the server holds the stream just before the first text delta, then releases it
+   and notes the time; the front end notes when the first display message arrives. Target:
+   <= 50 ms. Reference printed beside it: the round trip of an empty cell in the same kernel.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "jupyter"))
+
+from fake_anthropic import FakeAnthropicServer, FakeReply
+from nbkernel import SETUP, Kernel, kernel_env
+
+BARE_SETUP = """\
+from lite_agent_jupyter import Storage, create_lite_agent
+from lite_agent_jupyter.providers import anthropic as _anthropic
+import os
+os.makedirs("bare", exist_ok=True)
+bare = create_lite_agent(model=_anthropic(), workdir="bare",
+                         storage=Storage(".lite_agent_bare", "bare"), approvals="allow")
+"""
+
+
+def timed(kernel: Kernel, code: str) -> float:
+    started = time.perf_counter()
+    kernel.run(code).check()
+    return time.perf_counter() - started
+
+
+def overhead(kernel: Kernel, server: FakeAnthropicServer, cells: int) -> tuple[float, float]:
+    server.default = FakeReply("Short answer.")
+    kernel.run(BARE_SETUP).check()
+    for _ in range(5):  # warm both paths (imports, connections)
+        timed(kernel, "%%agent\nwarm up")
+        timed(kernel, "_ = await bare.send('warm up')")
+    magic, bare = [], []
+    for i in range(cells):
+        magic.append(timed(kernel, f"%%agent --quiet\nquestion {i}"))
+        bare.append(timed(kernel, f"_ = await bare.send('question {i}')"))
+    return statistics.median(magic), statistics.median(bare)
+
+
+def display_rate(kernel: Kernel, server: FakeAnthropicServer) -> tuple[int, float]:
+    pieces = [f"word{i} " for i in range(300)]
+    server.script(FakeReply(pieces, event_delay=0.005))
+    cell = kernel.run("%%agent\nstream a long answer").check()
+    stamps = [t for t, kind, content in cell.timeline if "display" in kind]
+    streaming = stamps[-1] - stamps[0] if len(stamps) > 1 else 0.0
+    return cell.display_messages, streaming
+
+
+def first_text(kernel: Kernel, server: FakeAnthropicServer, runs: int = 10) -> list[float]:
+    latencies = []
+    for _ in range(runs):
+        release = threading.Event()
+        server.script(FakeReply(["First words", " and more."], hold=release, hold_after=2))
+        before = len(server.message_requests)
+        msg_id = kernel.submit("%%agent\nanswer")
+        request = server.wait_for_requests(before + 1, timeout=30)[before]
+        deadline = time.monotonic() + 30
+        while request.events_sent < 2 and time.monotonic() < deadline:
+            time.sleep(0.001)
+        time.sleep(0.05)  # the client has read what was sent; the server is holding
+        released = time.monotonic()
+        release.set()
+        cell = kernel.collect([msg_id])[0].check()
+        shown = next(t for t, kind, _ in cell.timeline if kind == "display_data")
+        latencies.append(shown - released)
+    return latencies
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cells", type=int, default=100)
+    args = parser.parse_args()
+    with FakeAnthropicServer() as server, tempfile.TemporaryDirectory() as tmp:
+        env = kernel_env({"ANTHROPIC_API_KEY": server.api_key, "ANTHROPIC_BASE_URL": server.url})
+        with Kernel(Path(tmp), env) as kernel:
+            kernel.run(SETUP).check()
+            empty = statistics.median(timed(kernel, "pass") for _ in range(50))
+            magic, bare = overhead(kernel, server, args.cells)
+            server.default = None
+            messages, streaming = display_rate(kernel, server)
+            latencies = first_text(kernel, server)
+    cost = (magic - bare) * 1000
+    budget = 20 * streaming + 2
+    first = statistics.median(latencies) * 1000
+    print(f"empty cell round trip (reference): {empty * 1000:.2f} ms")
+    print(
+        f"1. %%agent cell {magic * 1000:.2f} ms vs bare send() cell {bare * 1000:.2f} ms "
+        f"(medians of {args.cells}): overhead {cost:.2f} ms per cell "
+        f"(target <= 10 ms: {'ok' if cost <= 10 else 'MISSED'}; ratio to target {cost / 10:.2f})"
+    )
+    print(
+        f"2. {messages} display messages over {streaming:.2f} s of streaming; budget "
+        f"20/s + 2 = {budget:.1f} (ratio {messages / budget:.2f}: "
+        f"{'ok' if messages <= budget else 'MISSED'})"
+    )
+    print(
+        f"3. first text displayed {first:.1f} ms after the server sent its delta (median of "
+        f"{len(latencies)}, max {max(latencies) * 1000:.1f} ms; target <= 50 ms: "
+        f"{'ok' if first <= 50 else 'MISSED'}; ratio to target {first / 50:.2f}; "
+        f"{first / (empty * 1000):.1f}x an empty cell's round trip)"
+    )
+
+
+if __name__ == "__main__":
+    main()
