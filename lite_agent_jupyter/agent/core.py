@@ -60,6 +60,7 @@ from .options import (
     DEFAULT_MODEL_NAME,
     AgentOptions,
     BackgroundHandler,
+    check_max_turn_tokens,
     check_option_names,
 )
 from .results import (
@@ -214,12 +215,15 @@ class LiteAgent:
         *,
         session_id: str | None = None,
         task_list: str | None = None,
+        max_turn_tokens: int | None = None,
     ) -> LiteAgentResult:
         """Run one full turn and return its result. ``task_list``: the name of a shared task
         list for this prompt (default: the agent's ``task_list`` option, else the session's
-        private list)."""
+        private list). ``max_turn_tokens``: this turn's token budget (default: the option's)."""
         result: LiteAgentResult | None = None
-        async for event in self.run(input, session_id=session_id, task_list=task_list):
+        async for event in self.run(
+            input, session_id=session_id, task_list=task_list, max_turn_tokens=max_turn_tokens
+        ):
             if isinstance(event, TurnFinished):
                 result = event.result
         assert result is not None
@@ -231,13 +235,15 @@ class LiteAgent:
         *,
         session_id: str | None = None,
         task_list: str | None = None,
+        max_turn_tokens: int | None = None,
     ) -> AsyncIterator[AgentEvent]:
         """Run one full turn, yielding stream events; the last is :class:`TurnFinished`.
 
         Stopping the iteration early (or cancelling the task iterating) aborts the turn and
-        leaves the log valid.
+        leaves the log valid. ``max_turn_tokens`` caps this turn instead of the option's cap.
         """
         self._check_open()
+        check_max_turn_tokens(max_turn_tokens)
         sid = self._session_id if session_id is None else validate_session_id(session_id)
         if session_id is not None:
             self._check_sessions("send(session_id=...)")
@@ -246,7 +252,7 @@ class LiteAgent:
         content = _prompt_content(input)
         shared = self.options.task_list if task_list is None else validate_task_list(task_list)
         prompt = UserEvent(content=content, origin="user", checkpoint=True)
-        turn = self._start_turn(sid, [prompt], task_list=shared)
+        turn = self._start_turn(sid, [prompt], task_list=shared, max_turn_tokens=max_turn_tokens)
         self._foreground[sid] = turn
         try:
             while True:
@@ -268,6 +274,7 @@ class LiteAgent:
         emit: Callable[[AgentEvent], None] | None = None,
         *,
         task_list: str | None = None,
+        max_turn_tokens: int | None = None,
     ) -> _Turn:
         """Start a turn; its events go to ``emit``, else to the turn's queue (for ``run``)."""
         self._ensure_storage()
@@ -286,6 +293,7 @@ class LiteAgent:
                         turn.controller.signal,
                         sink,
                         task_list=task_list,
+                        max_turn_tokens=max_turn_tokens,
                     )
                 self._maybe_auto_compact(session)
                 return result

@@ -95,9 +95,11 @@ async def run_turn(
     emit: Emit,
     *,
     task_list: str | None = None,
+    max_turn_tokens: int | None = None,
 ) -> LiteAgentResult:
     """Run one turn in ``session``; ``prompt`` ends with the :class:`UserEvent` to answer.
-    ``task_list``: the shared task list the todo tools use (``None``: the session's own)."""
+    ``task_list``: the shared task list the todo tools use (``None``: the session's own).
+    ``max_turn_tokens``: this turn's token cap, instead of ``settings.max_turn_tokens``."""
     user = prompt[-1]
     assert isinstance(user, UserEvent)
     await session.load()
@@ -162,7 +164,7 @@ async def run_turn(
             for block in tool_uses:  # a provider that does not announce its tool calls
                 if str(block.get("id", "")) not in announced:
                     emit(ToolCallStarted(str(block.get("id", "")), str(block.get("name", ""))))
-            cap = settings.max_turn_tokens
+            cap = max_turn_tokens if max_turn_tokens is not None else settings.max_turn_tokens
             if cap is not None and turn_tokens(usage) + turn_tokens(done.usage) > cap:
                 # the next call's input alone (this call's input and output, and more) would
                 # pass the cap: stop now, answering the pending tool calls without running them

@@ -105,14 +105,7 @@ class AgentOptions:
                 raise TypeError(f"{name} must be an int, not {type(value).__name__}")
             if value < 1:
                 raise ValueError(f"{name} must be at least 1, not {value}")
-        if self.max_turn_tokens is not None:
-            value = self.max_turn_tokens
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise TypeError(
-                    f"max_turn_tokens must be an int or None, not {type(value).__name__}"
-                )
-            if value < 1:
-                raise ValueError(f"max_turn_tokens must be at least 1, not {value}")
+        check_max_turn_tokens(self.max_turn_tokens)
         object.__setattr__(self, "approvals", _check_approvals(self.approvals))
         for name in ("on_approval", "on_input", "on_background"):
             value = getattr(self, name)
@@ -140,6 +133,16 @@ def check_option_names(names: Iterable[str]) -> None:
             close = difflib.get_close_matches(name, OPTION_NAMES, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise TypeError(f"unknown agent option {name!r}{hint}")
+
+
+def check_max_turn_tokens(value: object) -> None:
+    """``max_turn_tokens`` is ``None`` or an int >= 1 (``TypeError``/``ValueError``)."""
+    if value is None:
+        return
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"max_turn_tokens must be an int or None, not {type(value).__name__}")
+    if value < 1:
+        raise ValueError(f"max_turn_tokens must be at least 1, not {value}")
 
 
 def _check_type(name: str, value: object, kind: type | tuple[type, ...]) -> None:

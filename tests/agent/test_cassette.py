@@ -21,7 +21,12 @@ from lite_agent_jupyter import (
     create_lite_agent,
     tool,
 )
-from lite_agent_jupyter.agent.results import AgentEvent, TurnFinished, UsageUpdate
+from lite_agent_jupyter.agent.results import (
+    AgentEvent,
+    ToolCallFinished,
+    TurnFinished,
+    UsageUpdate,
+)
 from lite_agent_jupyter.checkpoint.events import InterruptedEvent, ToolResultEvent
 from lite_agent_jupyter.providers import (
     ReplayProvider,
@@ -457,3 +462,18 @@ async def test_usage_totals_per_session_and_cost_estimate(make_agent: MakeAgent)
     assert total.calls == 3 and total.usage.input_tokens == 1300
     with pytest.raises(TypeError, match="Price"):
         await agent.usage("first", prices={"scripted": 3.0})  # type: ignore[dict-item]
+
+
+async def test_a_budget_for_one_turn_overrides_the_option(make_agent: MakeAgent) -> None:
+    agent = make_agent(model=scripted([looping_turn] * 5 + ["done"]), approvals="allow")
+    with pytest.raises(ValueError, match="max_turn_tokens"):
+        await agent.send("go", max_turn_tokens=-5)
+    result = await agent.send("go", max_turn_tokens=2000)
+    assert (result.stop_reason, result.model_calls) == ("budget", 1)
+    events = []
+    async for event in agent.run("again", max_turn_tokens=3500):
+        events.append(event)
+    finished = [e for e in events if isinstance(e, ToolCallFinished)]
+    assert finished[-1].is_error and "budget" in finished[-1].output
+    assert isinstance(events[-1], TurnFinished) and events[-1].result.stop_reason == "budget"
+    assert events[-1].result.model_calls == 3  # 1100, 2200, 3300 used; 4400 > 3500
