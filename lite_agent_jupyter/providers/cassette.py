@@ -170,6 +170,29 @@ def _message_text(message: dict[str, Any], normaliser: Normaliser) -> str:
     return normaliser.normalise(text)
 
 
+def _for_matching(message: Any) -> Any:
+    """``message`` as a key sees it: tool results without their content and error flag.
+
+    What a tool returned depends on the folder's state (a file already there, the clock, a
+    slower machine), not on the conversation; the model's side is what a cassette replays.
+    So a lesson replays in a folder where it already ran once, and in class.
+    """
+    if not isinstance(message, dict) or message.get("role") != "user":
+        return message
+    content = message.get("content")
+    if not isinstance(content, list) or not any(
+        isinstance(b, dict) and b.get("type") == "tool_result" for b in content
+    ):
+        return message
+    blocks = [
+        {"type": "tool_result", "tool_use_id": b.get("tool_use_id")}
+        if isinstance(b, dict) and b.get("type") == "tool_result"
+        else b
+        for b in content
+    ]
+    return {**message, "content": blocks}
+
+
 @dataclass(slots=True)
 class _Canonical:
     """A request in its normalised JSON form: each part's text and hash, and the key."""
@@ -180,7 +203,7 @@ class _Canonical:
     tools: str
     tools_hash: str
     messages: list[tuple[str, str]]
-    """``(hash, text)`` of each message."""
+    """``(hash, text)`` of each message, as stored."""
 
 
 class _Keyer:
@@ -196,7 +219,7 @@ class _Keyer:
 
     def __init__(self, normaliser: Normaliser) -> None:
         self.normaliser = normaliser
-        self._messages: dict[int, tuple[object, str, str]] = {}
+        self._messages: dict[int, tuple[object, str, str, str]] = {}
         self._tools: tuple[object, str, str] | None = None
         self._system: tuple[str | None, str] | None = None
 
@@ -223,19 +246,24 @@ class _Keyer:
             system_text = normaliser.normalise(_dumps(system))
             self._system = (request.system, system_text)
         previous = self._messages
-        current: dict[int, tuple[object, str, str]] = {}
+        current: dict[int, tuple[object, str, str, str]] = {}
         messages: list[tuple[str, str]] = []
+        keys: list[str] = []
         for message in request.messages:
             hit = previous.get(id(message))
             if hit is None or hit[0] is not message:
                 text = _message_text(message, normaliser)
-                hit = (message, _digest(text), text)
+                digest = _digest(text)
+                matching = _for_matching(message)
+                key_digest = (
+                    digest if matching is message else _digest(_message_text(matching, normaliser))
+                )
+                hit = (message, digest, text, key_digest)
             current[id(message)] = hit
             messages.append((hit[1], hit[2]))
+            keys.append(hit[3])
         self._messages = current
-        key = _digest(
-            "\x00".join((_dumps(request.model), system_text, tools_hash, *(h for h, _ in messages)))
-        )
+        key = _digest("\x00".join((_dumps(request.model), system_text, tools_hash, *keys)))
         return _Canonical(key, request.model, system_text, tools_text, tools_hash, messages)
 
 
@@ -690,7 +718,7 @@ class ReplayProvider:
             "model": canonical.model,
             "system": json.loads(canonical.system),
             "tools": json.loads(canonical.tools),
-            "messages": [json.loads(text) for _, text in canonical.messages],
+            "messages": [_for_matching(json.loads(text)) for _, text in canonical.messages],
         }
         best = max(self._order, key=lambda r: _closeness(request, self._expand(r.request)))
         nearest = self._expand(best.request)
@@ -723,11 +751,14 @@ class ReplayProvider:
         )
 
     def _expand(self, request: dict[str, Any]) -> dict[str, Any]:
-        """A recorded request with its tool list and messages looked up by hash."""
+        """A recorded request with its tool list and messages looked up by hash (messages as a
+        key sees them)."""
         return {
             **request,
             "tools": self._tools.get(str(request.get("tools"))),
-            "messages": [self._messages.get(str(h)) for h in request.get("messages") or ()],
+            "messages": [
+                _for_matching(self._messages.get(str(h))) for h in request.get("messages") or ()
+            ],
         }
 
 
@@ -797,10 +828,11 @@ def _message_lines(message: Any) -> list[str]:
         elif kind == "tool_use":
             lines.append(f"[tool_use {block.get('name')} {_dumps(block.get('input'))}]")
         elif kind == "tool_result":
-            content = block.get("content")
-            text = content if isinstance(content, str) else _dumps(content)
             lines.append(f"[tool_result {block.get('tool_use_id')}]")
-            lines.extend(text.splitlines())
+            content = block.get("content")
+            if content is not None:
+                text = content if isinstance(content, str) else _dumps(content)
+                lines.extend(text.splitlines())
         else:
             lines.append(_dumps(block))
     return lines

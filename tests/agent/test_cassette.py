@@ -477,3 +477,27 @@ async def test_a_budget_for_one_turn_overrides_the_option(make_agent: MakeAgent)
     assert finished[-1].is_error and "budget" in finished[-1].output
     assert isinstance(events[-1], TurnFinished) and events[-1].result.stop_reason == "budget"
     assert events[-1].result.model_calls == 3  # 1100, 2200, 3300 used; 4400 > 3500
+
+
+async def test_tool_results_do_not_break_a_replay_in_a_folder_where_it_already_ran(
+    workdir: Path, tmp_path: Path
+) -> None:
+    """Rehearse, then replay in the same folder: the file is already there, so write_file
+    answers "no change" instead of "created"; the model's side still replays."""
+    cassette = tmp_path / "c.jsonl"
+    model = record(
+        scripted([reply("Writing.", [call("write_file", path="a.txt", content="hi")]), "Done."]),
+        cassette,
+    )
+    agent = new_agent(model, workdir, tmp_path / "s1")
+    await agent.send("write a.txt")
+    await agent.close()
+    agent = new_agent(replay(cassette, speed=0), workdir, tmp_path / "s2")
+    try:
+        result = await agent.send("write a.txt")
+        events = await agent.checkpointer.read("lesson")
+    finally:
+        await agent.close()
+    assert result.text == "Done."
+    outputs = [e.content for e in events if isinstance(e, ToolResultEvent)]
+    assert "no change" in str(outputs[0])  # not what was recorded ("created ..."), yet replayed
