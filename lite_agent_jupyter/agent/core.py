@@ -32,7 +32,7 @@ from ..checkpoint.events import (
 from ..checkpoint.memory import memory_checkpointer
 from ..checkpoint.protocol import Checkpointer, SessionInfo, new_session_id, validate_session_id
 from ..errors import AgentClosedError, SessionBusyError, SessionsDisabledError
-from ..providers.base import HoldsSecrets, Provider, WorkdirAware
+from ..providers.base import AgentBound, HoldsSecrets, Provider
 from ..redact import MIN_SECRET_CHARS, Redactor, env_secrets
 from ..storage import Blobs, MemoryBlobStore, Storage
 from ..tools import Tool, ToolContext, default_tools, tool
@@ -138,8 +138,6 @@ class LiteAgent:
         else:
             self.blobs = MemoryBlobStore()
         self.model = model = options.model
-        if isinstance(model, WorkdirAware):  # e.g. a cassette normalising this folder's path
-            model.bind_workdir(workdir)
         self.on_input = on_input = options.on_input
         self.on_background = options.on_background
         self.background_results: list[LiteAgentResult] = []
@@ -147,6 +145,8 @@ class LiteAgent:
 
         self.redactor = redactor_for(model, options.secret_env)
         """Replaces every known secret value (see :mod:`lite_agent_jupyter.redact`)."""
+        if isinstance(model, AgentBound):  # e.g. a cassette: this folder's path, these secrets
+            model.bind_agent(workdir, self.redactor)
         all_tools = [*(default_tools() if options.builtin_tools else ()), *options.tools]
         if on_input is not None:
             all_tools.append(self._ask_user_tool())

@@ -8,6 +8,7 @@ cassette that ``replay()`` serves offline. A third-party provider implements :cl
 
 from .anthropic import AnthropicProvider, anthropic
 from .base import (
+    AgentBound,
     MessageDone,
     ModelRequest,
     Provider,
@@ -15,7 +16,6 @@ from .base import (
     TextDelta,
     ToolUseStarted,
     Usage,
-    WorkdirAware,
 )
 from .cassette import RecordingProvider, ReplayProvider, record, replay
 from .scripted import (
@@ -32,6 +32,7 @@ from .scripted import (
 
 __all__ = [
     "NO_MORE_TURNS",
+    "AgentBound",
     "AnthropicProvider",
     "MessageDone",
     "ModelRequest",
@@ -46,7 +47,6 @@ __all__ = [
     "ToolUseStarted",
     "Turn",
     "Usage",
-    "WorkdirAware",
     "anthropic",
     "call",
     "estimate_tokens",

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from ..abort import AbortSignal
+from ..redact import Redactor
 
 
 @dataclass(slots=True)
@@ -125,15 +126,17 @@ class Provider(Protocol):
 
 
 @runtime_checkable
-class WorkdirAware(Protocol):
-    """An optional provider capability: told the agent's workdir when the agent is created.
+class AgentBound(Protocol):
+    """Optional: a provider told, when an agent is created on it, the agent's workdir and its
+    redactor (the package's one redaction point).
 
-    The cassette providers use it to normalise the workdir's absolute path, so a cassette
-    recorded in one folder replays in another.
+    The cassette providers use them to normalise the workdir's absolute path (so a cassette
+    recorded in one folder replays in another) and to keep secrets out of the cassette.
     """
 
-    def bind_workdir(self, workdir: Path) -> None:
-        """Remember ``workdir`` (absolute); called once by each agent using this provider."""
+    def bind_agent(self, workdir: Path, redactor: Redactor) -> None:
+        """Remember ``workdir`` (absolute) and ``redactor``; called by each agent created on
+        this provider."""
 
 
 @runtime_checkable

@@ -44,7 +44,9 @@ from typing import Any, Final
 
 from ..abort import AbortSignal
 from ..errors import CassetteError, CassetteMismatchError
+from ..redact import Redactor, env_secrets
 from .base import (
+    HoldsSecrets,
     MessageDone,
     ModelRequest,
     Provider,
@@ -71,8 +73,8 @@ CASSETTE_VERSION: Final = 1
 _FILE_MODE: Final = 0o600
 _DIFF_LINES: Final = 24
 """At most this many lines of diff in a mismatch error."""
-_SECRET_ENV: Final = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
-_REDACTED: Final = "[redacted]"
+_KEY_ENV: Final = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+"""Redacted even before an agent binds its own redactor (which knows these too)."""
 
 
 # --------------------------------------------------------------------------- normalisation
@@ -84,13 +86,15 @@ class Normaliser:
     The values replaced, longest first: the workdir (as given and resolved), the Python
     environment's prefix, the home folder, the temporary folder, the host name. Operates on
     JSON text (each value in its JSON-escaped form), so a whole request is normalised with a
-    few ``str.replace`` calls instead of a walk over its structure. The values of the API key
-    environment variables, should a tool have printed one, become ``[redacted]``.
+    few ``str.replace`` calls instead of a walk over its structure. Secrets go first, through
+    the package's one redaction point (:class:`~lite_agent_jupyter.redact.Redactor`: the
+    agent's, which knows the provider's key and the ``secret_env`` values).
     """
 
-    __slots__ = ("_back", "_forward", "workdir")
+    __slots__ = ("_back", "_forward", "redactor", "workdir")
 
-    def __init__(self, workdir: Path | str | None = None) -> None:
+    def __init__(self, workdir: Path | str | None = None, redactor: Redactor | None = None) -> None:
+        self.redactor = redactor if redactor is not None else Redactor(env_secrets(_KEY_ENV))
         self.workdir = Path(workdir) if workdir is not None else Path.cwd()
         values: list[tuple[str, str]] = []
         for raw in {str(self.workdir), str(self.workdir.resolve())}:
@@ -103,11 +107,7 @@ class Normaliser:
             values.append(("⟨host⟩", host))
         usable = [(ph, v) for ph, v in values if len(v) >= 4 and v.strip("/\\")]
         usable.sort(key=lambda pair: len(pair[1]), reverse=True)
-        secrets = [os.environ.get(name, "") for name in _SECRET_ENV]
-        self._forward = [
-            *((_json_text(v), _REDACTED) for v in secrets if len(v) >= 8),
-            *((_json_text(v), ph) for ph, v in usable),
-        ]
+        self._forward = [(_json_text(v), ph) for ph, v in usable]
         seen: set[str] = set()
         back: list[tuple[str, str]] = []
         for placeholder, value in usable:  # the longest value of each placeholder
@@ -117,7 +117,9 @@ class Normaliser:
         self._back = back
 
     def normalise(self, json_text: str) -> str:
-        """``json_text`` with this machine's values replaced by placeholders."""
+        """``json_text`` with secrets redacted and this machine's values replaced by
+        placeholders."""
+        json_text = self.redactor.text(json_text)
         for value, placeholder in self._forward:
             if value in json_text:
                 json_text = json_text.replace(value, placeholder)
@@ -426,16 +428,23 @@ class RecordingProvider:
         self.calls = 0
         """Calls recorded so far by this object."""
         self._pinned = workdir is not None
-        self._keyer = _Keyer(Normaliser(workdir))
+        self._workdir = workdir
+        self._keyer = _Keyer(
+            Normaliser(workdir, Redactor([*self.secret_values(), *env_secrets(_KEY_ENV)]))
+        )
         self._writer = _CassetteWriter(self.path)
 
     def __repr__(self) -> str:
         return f"RecordingProvider({self.inner!r}, path={str(self.path)!r})"
 
-    def bind_workdir(self, workdir: Path) -> None:
-        """Normalise ``workdir`` (called by the agent; an explicit ``workdir=`` wins)."""
-        if not self._pinned:
-            self._keyer = _Keyer(Normaliser(workdir))
+    def bind_agent(self, workdir: Path, redactor: Redactor) -> None:
+        """Normalise ``workdir`` and redact with the agent's redactor (called by the agent;
+        an explicit ``workdir=`` wins)."""
+        self._keyer = _Keyer(Normaliser(self._workdir if self._pinned else workdir, redactor))
+
+    def secret_values(self) -> tuple[str, ...]:
+        """The wrapped provider's secrets, so the agent's redactor knows them."""
+        return self.inner.secret_values() if isinstance(self.inner, HoldsSecrets) else ()
 
     async def stream(
         self, request: ModelRequest, signal: AbortSignal
@@ -574,6 +583,7 @@ class ReplayProvider:
         self.fallback_calls = 0
         """Calls handed to the fallback provider."""
         self._pinned = workdir is not None
+        self._workdir = workdir
         self._keyer = _Keyer(Normaliser(workdir))
         self._calls: dict[str, _Recorded] = {}
         self._order: list[_Recorded] = []
@@ -614,10 +624,11 @@ class ReplayProvider:
         """Distinct requests in the cassette."""
         return len(self._order)
 
-    def bind_workdir(self, workdir: Path) -> None:
-        """Normalise ``workdir`` (called by the agent; an explicit ``workdir=`` wins)."""
+    def bind_agent(self, workdir: Path, redactor: Redactor) -> None:
+        """Normalise ``workdir`` and redact with the agent's redactor (called by the agent;
+        an explicit ``workdir=`` wins)."""
+        self._keyer = _Keyer(Normaliser(self._workdir if self._pinned else workdir, redactor))
         if not self._pinned:
-            self._keyer = _Keyer(Normaliser(workdir))
             for recorded in self._order:  # answers are localised again for the new folder
                 for answer in recorded.answers:
                     answer.decoded = None
@@ -699,6 +710,11 @@ class ReplayProvider:
         if not self.strict and self.fallback is not None:
             return await self.fallback.count_tokens(request)
         return estimate_tokens(request)
+
+    def secret_values(self) -> tuple[str, ...]:
+        """The fallback provider's secrets, so the agent's redactor knows them."""
+        fallback = self.fallback
+        return fallback.secret_values() if isinstance(fallback, HoldsSecrets) else ()
 
     async def aclose(self) -> None:
         """Close the fallback provider, if any."""

@@ -501,3 +501,28 @@ async def test_tool_results_do_not_break_a_replay_in_a_folder_where_it_already_r
     assert result.text == "Done."
     outputs = [e.content for e in events if isinstance(e, ToolResultEvent)]
     assert "no change" in str(outputs[0])  # not what was recorded ("created ..."), yet replayed
+
+
+async def test_the_cassette_redacts_with_the_agents_redactor(
+    workdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A secret named in ``secret_env`` stays out of the cassette, even in the model's own
+    answer (a scripted model that "knows" it), and the wrapped provider's key is known."""
+    token = "tok-0123456789abcdef"
+    monkeypatch.setenv("LESSON_DB_TOKEN", token)
+    cassette = tmp_path / "c.jsonl"
+    inner = scripted([f"The token is {token}."])
+    agent = new_agent(
+        record(inner, cassette), workdir, tmp_path / "s", secret_env=["LESSON_DB_TOKEN"]
+    )
+    try:
+        result = await agent.send("what is the token?")
+    finally:
+        await agent.close()
+    assert result.text == "The token is [REDACTED]."  # the agent redacts what it shows
+    text = cassette.read_text(encoding="utf-8")
+    assert token not in text and "The token is [REDACTED]." in text
+    from lite_agent_jupyter.providers import anthropic
+
+    wrapped = record(anthropic(api_key="sk-ant-wrapped-key-0123456789"), tmp_path / "d.jsonl")
+    assert "sk-ant-wrapped-key-0123456789" in wrapped.secret_values()
