@@ -103,6 +103,8 @@ async def run_turn(
     user = prompt[-1]
     assert isinstance(user, UserEvent)
     await session.load()
+    if settings.tracker is not None:  # hand edits since the last scan go before the prompt
+        await settings.tracker.before(session, start=False)
     checkpoint = session.head
     await session.append(prompt)
     emit(TurnStarted(session.session_id, checkpoint, user.origin))

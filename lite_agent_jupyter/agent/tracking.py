@@ -3,11 +3,13 @@
 Around every call of a tool of kind ``"shell"`` (the built-in ``bash``, and any tool that
 declares it may change files that way) the agent scans the workdir (``tools/scan.py``):
 
-* **before** the call, changes since the last scan are not the command's. For a file this
-  session already has snapshots of, a content different from the one it last recorded is a
-  hand edit (or another program's): it is recorded as the new known state, a
-  ``file_snapshot`` with ``extra={"tool": "outside"}``, so a restore never takes it for the
-  agent's work and the three-way conflict check compares against it;
+* **before** the call, and at the start of every prompt (before the prompt is written, so
+  the edit lands before that prompt's checkpoint), changes since the last scan are not the
+  command's. For a file this session already has snapshots of, a content different from the
+  one it last recorded is a hand edit (or another program's): it is recorded as the new
+  known state, a ``file_snapshot`` with ``extra={"tool": "outside"}``, so a restore never
+  takes it for the agent's work (restoring to that prompt keeps it) and the three-way
+  conflict check compares against it;
 * **after** the call, every file created, changed or deleted gets a ``file_snapshot`` event
   (``extra={"tool": <tool name>}``), with the content from before the command as ``before``;
   a background command is scanned when it ends, under the call that started it.
@@ -116,10 +118,13 @@ class FileTracker:
     def close(self) -> None:
         self.scanner.close()
 
-    async def before(self, session: SessionLog) -> None:
+    async def before(self, session: SessionLog, *, start: bool = True) -> None:
         """Catch up before a call: changes since the last scan are recorded as outside edits
-        where they contradict what ``session`` last recorded."""
+        where they contradict what ``session`` last recorded. ``start=False`` (used at the
+        start of every prompt): do nothing until a shell call made the first scan."""
         async with self._lock:
+            if not start and not self._started:
+                return
             delta = await asyncio.to_thread(self.scanner.scan)
             if not self._started:  # the baseline: remember every file's content
                 self._started = True

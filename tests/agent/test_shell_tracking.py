@@ -12,7 +12,7 @@ from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
 
 from lite_agent_jupyter import FileChanged, LiteAgent
 from lite_agent_jupyter.agent.tracking import OUTSIDE, snapshot_source
-from lite_agent_jupyter.checkpoint.events import FileSnapshotEvent
+from lite_agent_jupyter.checkpoint.events import FileSnapshotEvent, UserEvent
 
 MakeAgent = Callable[..., LiteAgent]
 
@@ -106,6 +106,10 @@ async def test_hand_edits_become_the_known_state(
     assert outside.tool_use_id is None
     assert outside.before == snaps[0].after
     assert await content(agent, outside.after) == b"by hand"
+    # recorded when the second prompt started, before it: its checkpoint includes the edit
+    events = await agent.checkpointer.read(agent.session_id)
+    [look] = [e for e in events if isinstance(e, UserEvent) and e.content == "look"]
+    assert outside.seq == look.seq - 1
     assert "changed by this command, recorded for checkpoint restore: none" in (
         last_tool_result(fake_anthropic)
     )
