@@ -107,7 +107,13 @@ class AgentClosedError(LiteAgentError):
 
 
 class RestoreConflictError(LiteAgentError):
-    """A restore would overwrite changes made outside the agent; nothing was changed."""
+    """A restore (or its undo) would overwrite changes made outside the agent, or the log
+    moved meanwhile; nothing was changed. ``paths`` lists every conflicting file (empty when
+    the conflict is the log's)."""
+
+    def __init__(self, message: str, *, paths: tuple[str, ...] = ()) -> None:
+        self.paths = paths
+        super().__init__(message)
 
 
 class ToolError(LiteAgentError):

@@ -5,6 +5,7 @@ from .compact import Compaction, CompactProgress, CompactResult
 from .core import LiteAgent, create_lite_agent
 from .notices import Subscription
 from .options import DEFAULT_MODEL_NAME, AgentOptions
+from .restore import Checkpoint, FileAction, RestorePlan, RestoreResult
 from .results import (
     AgentEvent,
     ApprovalDecided,
@@ -37,16 +38,20 @@ __all__ = [
     "BackgroundNotice",
     "BackgroundTurnFinished",
     "BackgroundTurnStarted",
+    "Checkpoint",
     "CompactProgress",
     "CompactResult",
     "Compaction",
     "Decision",
+    "FileAction",
     "FileChanged",
     "InputRequest",
     "LiteAgent",
     "LiteAgentResult",
     "Price",
     "Prices",
+    "RestorePlan",
+    "RestoreResult",
     "Subscription",
     "TextDelta",
     "ToolCallFinished",

@@ -63,6 +63,7 @@ from .options import (
     check_max_turn_tokens,
     check_option_names,
 )
+from .restore import Checkpoint, RestorePlan, Restorer, RestoreResult
 from .results import (
     AgentEvent,
     BackgroundEvent,
@@ -186,6 +187,7 @@ class LiteAgent:
         self._compactions: weakref.WeakSet[Compaction] = weakref.WeakSet()
         self._auto_compactions: dict[Compaction, asyncio.Task[None]] = {}
         self._storage_ready = False
+        self._restorer = Restorer(self.checkpointer, self.blobs, self.workdir, self.storage)
 
     # -- current session ---------------------------------------------------------------
 
@@ -286,6 +288,8 @@ class LiteAgent:
             try:
                 async with session.turn_lock:
                     turn.controller.signal.raise_if_aborted()
+                    if self.sessions_enabled and await self._restorer.recover(session_id):
+                        session.invalidate()
                     result = await run_turn(
                         self._settings,
                         session,
@@ -511,6 +515,79 @@ class LiteAgent:
             info.id: usage_totals(await self.checkpointer.read(info.id), prices)
             for info in await self.checkpointer.list()
         }
+
+    # -- time travel (see restore.py) ----------------------------------------------------
+
+    async def list_checkpoints(self, session_id: str | None = None) -> list[Checkpoint]:
+        """One :class:`Checkpoint` per user prompt of the session (default: the current
+        one), oldest first: ``seq`` to pass to :meth:`restore`, the prompt, its time and
+        the files changed from there on. Reads the backend's mark index, not the log."""
+        sid = self._time_travel("list_checkpoints", session_id)
+        return await self._restorer.list_checkpoints(sid)
+
+    async def preview_restore(self, session_id: str, seq: int) -> RestorePlan:
+        """What :meth:`restore` would do now, per file with diffs; changes nothing."""
+        sid = self._time_travel("preview_restore", session_id)
+        return await self._restorer.preview(sid, seq)
+
+    async def restore(
+        self,
+        session_id: str,
+        seq: int,
+        *,
+        files: bool = True,
+        conversation: bool = True,
+        force: bool = False,
+    ) -> RestoreResult:
+        """Rewind the session to checkpoint ``seq`` (0: before its first prompt): the files
+        the agent changed since, and (``conversation=True``) the conversation. Refuses with
+        :class:`RestoreConflictError` if a file was changed outside the agent (unless
+        ``force=True``) or the log moved meanwhile; undoable with :meth:`undo_restore`.
+        Makes ``session_id`` current."""
+        sid = self._time_travel("restore", session_id)
+        async with self._idle(sid):
+            result = await self._restorer.restore(
+                sid, seq, files=files, conversation=conversation, force=force
+            )
+        self._session_id = sid
+        return result
+
+    async def undo_restore(self, session_id: str, *, force: bool = False) -> RestoreResult:
+        """Undo the newest restore of the session still undoable: files and conversation
+        exactly as before it. Several restores undo newest first."""
+        sid = self._time_travel("undo_restore", session_id)
+        async with self._idle(sid):
+            result = await self._restorer.undo(sid, force=force)
+        self._session_id = sid
+        return result
+
+    def _time_travel(self, what: str, session_id: str | None) -> str:
+        self._check_open()
+        if not self.sessions_enabled:
+            raise SessionsDisabledError(
+                f"{what} needs persistent sessions, but this agent was created with "
+                "sessions=False (memory only): no file snapshots or checkpoints are kept, so "
+                "there is nothing to list or restore"
+            )
+        return self._session_id if session_id is None else validate_session_id(session_id)
+
+    @contextlib.asynccontextmanager
+    async def _idle(self, session_id: str) -> AsyncIterator[None]:
+        """Hold the session's turn lock (no turn starts meanwhile); refuse if one runs."""
+        if any(
+            turn.session_id == session_id and turn.task is not None and not turn.task.done()
+            for turn in self._turns
+        ):
+            raise SessionBusyError(
+                f"session {session_id!r} has a turn running; wait for it (or cancel it) first"
+            )
+        self._ensure_storage()
+        session = self._log(session_id)
+        async with session.turn_lock:
+            try:
+                yield
+            finally:
+                session.invalidate()
 
     async def _referenced_hashes(self) -> set[str]:
         """Blob hashes referenced by any remaining session or archived log tail."""

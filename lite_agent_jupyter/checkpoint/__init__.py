@@ -40,10 +40,14 @@ from .file import FileCheckpointer, LogRepairedWarning, file_checkpointer
 from .fold import fold
 from .memory import MemoryCheckpointer, memory_checkpointer
 from .protocol import (
+    MARK_KINDS,
     Checkpointer,
+    MarkIndex,
     SessionInfo,
     checkpoint_stats,
+    mark_kind,
     new_session_id,
+    read_marks,
     validate_session_id,
 )
 from .sqlite import SQLiteCheckpointer, sqlite_checkpointer
@@ -68,6 +72,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "EVENT_TYPES",
     "EVENT_VERSION",
+    "MARK_KINDS",
     "AssistantEvent",
     "BackgroundCompletedEvent",
     "Checkpointer",
@@ -77,6 +82,7 @@ __all__ = [
     "FileSnapshotEvent",
     "InterruptedEvent",
     "LogRepairedWarning",
+    "MarkIndex",
     "MemoryCheckpointer",
     "SQLiteCheckpointer",
     "SessionInfo",
@@ -91,10 +97,12 @@ __all__ = [
     "fold",
     "from_dict",
     "is_checkpoint",
+    "mark_kind",
     "memory_checkpointer",
     "new_session_id",
     "postgres_checkpointer",
     "prompt_text",
+    "read_marks",
     "sqlite_checkpointer",
     "to_dict",
     "validate_session_id",

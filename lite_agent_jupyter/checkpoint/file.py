@@ -5,6 +5,8 @@ nothing of agents (it stores :mod:`.events` lines) and nothing of the storage ro
 handed a directory, usually ``Storage.sessions_dir``)::
 
     <directory>/<id>.jsonl          the log: one event per line, line n holds seq n
+    <directory>/<id>.marks          the session's mark index: copies of its checkpoint, compaction
+                                    and file_snapshot lines (see "Marks" below)
     <directory>/.index.jsonl        title and turn count of every session, for list()
     <directory>/.locks/<id>.lock    the file lock of a session (and .index.lock)
 
@@ -51,6 +53,14 @@ index is derived data: list() compacts it when it has grown, and rebuilds it fro
 (with a warning) if it is damaged. A crash between a log write and its index record can leave
 a session's turn count one short until its next truncate.
 
+Marks. ``read_marks`` (the :class:`~.protocol.MarkIndex` capability: what
+``list_checkpoints``, ``restore`` and a resume need) reads ``<id>.marks``, a copy of the log's
+mark lines, never the log. It is written *ahead* of the log, under the same lock, so it is
+never missing a mark the log holds; lines it may hold beyond the log's head (a crash between
+the two writes, a torn log line, a truncate cut short) are ignored by readers and cut by the
+next append before it adds its own. A log without a ``.marks`` file (written by an older
+release) gets one, rebuilt from the log, on its first ``read_marks``.
+
 Platform: POSIX (``os.pread``, ``flock`` through filelock, fsync of folders).
 
 Blocking: no call ever blocks the event loop waiting for another process. Locks are tried
@@ -68,7 +78,7 @@ import re
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -82,11 +92,13 @@ from ..storage import FILE_MODE, ensure_private_dir
 from ._blocking import POLL_SECONDS, Gate, ThreadGate, run_gated
 from .events import Event, UserEvent, encode, from_dict, is_checkpoint, loads, now_iso
 from .protocol import (
+    MARK_KINDS,
     SESSION_ID_PATTERN,
     SessionInfo,
     check_head,
     check_truncate,
     checkpoint_stats,
+    mark_kind,
     validate_session_id,
 )
 
@@ -97,6 +109,7 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 LOG_SUFFIX = ".jsonl"
+MARKS_SUFFIX = ".marks"
 INDEX_NAME = ".index.jsonl"
 LOCKS_DIR = ".locks"
 
@@ -105,6 +118,12 @@ _SCAN_WINDOW = 1 << 16
 _LOCK_POLL = 0.001
 _SEQ_PREFIX = re.compile(rb'\{"v":\d+,"seq":(\d+)[,}]')
 _CHECKPOINT_MARK = b'"checkpoint":true'
+_ENVELOPE_TYPE = re.compile(rb'\{"v":\d+,"seq":(\d+),"ts":"[^"]*","type":"([a-z_]+)"')
+_KIND_OF_TYPE = {
+    b"user": "checkpoint",
+    b"compaction": "compaction",
+    b"file_snapshot": "file_snapshot",
+}
 _OPEN_READ = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
 _OPEN_RDWR_APPEND = os.O_RDWR | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
 
@@ -181,6 +200,8 @@ class _Session:
     guard: ThreadGate
     lock: _FileGate
     known: _Known | None = None
+    marks_known: tuple[int, int, int, int] | None = None
+    """``(ino, size, mtime_ns, last seq)`` of the ``.marks`` file as this object left it."""
 
 
 class _Tail(NamedTuple):
@@ -319,6 +340,21 @@ class FileCheckpointer:
             return known.head
         return await self._locked(session, lambda: self._head_locked(path, session))
 
+    async def read_marks(
+        self, session_id: str, *, after: int = 0, kinds: Collection[str] | None = None
+    ) -> list[Event]:
+        """The :class:`~.protocol.MarkIndex` capability, from ``<id>.marks`` (see the
+        module docstring): checkpoints, compactions and file snapshots with ``seq > after``."""
+        validate_session_id(session_id)
+        self._check_open()
+        wanted = MARK_KINDS if kinds is None else frozenset(kinds)
+        path = self._path(session_id)
+        if _stat(path) is None:
+            return []
+        session = self._session(session_id)
+        data, head = await self._locked(session, lambda: self._marks_locked(session_id, session))
+        return _decode_marks(path, data, after, head, wanted)
+
     async def list(self) -> list[SessionInfo]:
         self._check_open()
         logs: list[tuple[int, str]] = []
@@ -439,6 +475,8 @@ class FileCheckpointer:
                 return head
             ts = now_iso()
             lines = [encode(event, seq=head + i, ts=ts) for i, event in enumerate(events, 1)]
+            marked = [lines[i] for i, event in enumerate(events) if mark_kind(event) is not None]
+            self._write_marks(session_id, session, head, marked, fresh=fd < 0)
             lines.append("")
             data = "\n".join(lines).encode("utf-8")
             if fd < 0:
@@ -520,6 +558,7 @@ class FileCheckpointer:
                 self._index_append({"id": session_id, "reset": True, "title": None, "turns": 0})
                 _unlink(path)
                 session.known = None
+                self._cut_marks(session_id, session, 0)
                 return
             end = _line_offset(path, fd, to_seq + 1, tail.end)
             kept = _pread_all(fd, end, 0)
@@ -531,8 +570,100 @@ class FileCheckpointer:
         os.utime(path, ns=(now, now))
         st = os.stat(path)
         session.known = _Known(st.st_ino, st.st_size, st.st_mtime_ns, to_seq)
+        self._cut_marks(session_id, session, to_seq)
         title, turns = _checkpoints_in(path, kept)
         self._index_append({"id": session_id, "reset": True, "title": title, "turns": turns})
+
+    # -- the mark index (``<id>.marks``) ---------------------------------------------------------
+
+    def _marks_path(self, session_id: str) -> str:
+        return self._prefix + session_id + MARKS_SUFFIX
+
+    def _write_marks(
+        self, session_id: str, session: _Session, head: int, lines: Sequence[str], *, fresh: bool
+    ) -> None:
+        """Before a batch goes to the log: cut marks beyond ``head``, then add the batch's.
+
+        ``fresh`` (the log does not exist yet) starts a new ``.marks`` file. A log whose
+        ``.marks`` file is missing gets none here: ``read_marks`` rebuilds it from the log.
+        """
+        path = self._marks_path(session_id)
+        data = "".join(line + "\n" for line in lines).encode("utf-8")
+        flags = _OPEN_RDWR_APPEND | (os.O_CREAT | os.O_TRUNC if fresh else 0)
+        try:
+            fd = os.open(path, flags, FILE_MODE)
+        except FileNotFoundError:
+            session.marks_known = None
+            return
+        try:
+            st = os.fstat(fd)
+            known = session.marks_known
+            if known is not None and known[:3] == (st.st_ino, st.st_size, st.st_mtime_ns):
+                last = known[3]
+            else:
+                last = _last_mark_seq(fd, st.st_size)
+            changed = bool(data)
+            if last > head:
+                size = _marks_end(fd, st.st_size, head)
+                os.ftruncate(fd, size)
+                last, changed = head, True
+            else:
+                size = st.st_size
+            if data:
+                _write_all(fd, data, size)
+                last = head + len(lines)  # an upper bound is enough: only "> head" matters
+            if changed:
+                if self.durable:
+                    os.fsync(fd)
+                st = os.fstat(fd)
+            session.marks_known = (st.st_ino, st.st_size, st.st_mtime_ns, last)
+        finally:
+            os.close(fd)
+
+    def _cut_marks(self, session_id: str, session: _Session, to_seq: int) -> None:
+        """After a truncate: drop the marks beyond ``to_seq`` (a crash before this is
+        harmless, see the module docstring)."""
+        path = self._marks_path(session_id)
+        session.marks_known = None
+        if to_seq == 0:
+            _unlink(path)
+            return
+        try:
+            fd = os.open(path, os.O_RDWR | getattr(os, "O_CLOEXEC", 0))
+        except FileNotFoundError:
+            return
+        try:
+            size = os.fstat(fd).st_size
+            end = _marks_end(fd, size, to_seq)
+            if end != size:
+                os.ftruncate(fd, end)
+                if self.durable:
+                    os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def _marks_locked(self, session_id: str, session: _Session) -> tuple[bytes, int]:
+        """``(the .marks file's bytes, the log's head)``, rebuilding a missing file."""
+        path = self._path(session_id)
+        try:
+            fd = os.open(path, _OPEN_READ)
+        except FileNotFoundError:
+            return b"", 0
+        try:
+            tail = self._tail(path, session, fd, os.fstat(fd))
+            marks_path = self._marks_path(session_id)
+            try:
+                with open(marks_path, "rb") as f:
+                    return f.read(), tail.head
+            except FileNotFoundError:
+                pass
+            data = _pread_all(fd, tail.end, 0)
+        finally:
+            os.close(fd)
+        rebuilt = _mark_lines(path, data)
+        atomic_write(marks_path, rebuilt, mode=FILE_MODE, durable=self.durable)
+        session.marks_known = None
+        return rebuilt, tail.head
 
     def _delete_locked(self, session_id: str, session: _Session, lock_path: str) -> None:
         path = self._path(session_id)
@@ -541,7 +672,9 @@ class FileCheckpointer:
             # never a deleted session's turns credited to a later one of the same id.
             self._index_append({"id": session_id, "reset": True, "title": None, "turns": 0})
             _unlink(path)
+        _unlink(self._marks_path(session_id))
         session.known = None
+        session.marks_known = None
         # Last, while we still hold it: a waiter on the old lock file sees it unlinked and
         # retries on a fresh one, so the lock never has two holders.
         _unlink(lock_path)
@@ -921,3 +1054,96 @@ def _fold_index(data: bytes) -> tuple[dict[str, tuple[str | None, int]], int]:
             first = current[0] if current[0] is not None else title
             table[session_id] = (first, current[1] + turns)
     return table, len(records)
+
+
+# -- helpers: the mark index ------------------------------------------------------------------
+
+
+def _last_mark_seq(fd: int, size: int) -> int:
+    """The seq of the last line of a ``.marks`` file (a torn last line counts as beyond any
+    head, so it is cut); 0 when empty."""
+    if size == 0:
+        return 0
+    if os.pread(fd, 1, size - 1) != b"\n":
+        return 1 << 62
+    start = _last_newline(fd, size - 1) + 1
+    line = _pread_all(fd, size - 1 - start, start)
+    try:
+        return _seq_of(line)
+    except ValueError:
+        return 1 << 62
+
+
+def _marks_end(fd: int, size: int, head: int) -> int:
+    """The offset just past the last complete ``.marks`` line whose seq is ``<= head``."""
+    data = _pread_all(fd, size, 0)
+    end = 0
+    pos = 0
+    while True:
+        newline = data.find(b"\n", pos)
+        if newline < 0:
+            return end
+        try:
+            seq = _seq_of(data[pos:newline])
+        except ValueError:
+            return end
+        if seq > head:
+            return end
+        end = pos = newline + 1
+
+
+def _mark_lines(path: str, data: bytes) -> bytes:
+    """The mark lines of a log's complete lines (for a rebuild of its ``.marks`` file)."""
+    out: list[bytes] = []
+    pos = 0
+    while pos < len(data):
+        newline = data.find(b"\n", pos)
+        if newline < 0:
+            break
+        line = data[pos : newline + 1]
+        match = _ENVELOPE_TYPE.match(line)
+        kind = _KIND_OF_TYPE.get(match.group(2)) if match is not None else None
+        if match is None or kind == "checkpoint":  # decode only what needs it
+            try:
+                event = from_dict(loads(line[:-1].decode("utf-8")))
+            except ValueError as exc:
+                raise CorruptLogError(path, data.count(b"\n", 0, pos) + 1, str(exc)) from exc
+            kind = mark_kind(event)
+        if kind is not None:
+            out.append(line)
+        pos = newline + 1
+    return b"".join(out)
+
+
+def _decode_marks(
+    path: str, data: bytes, after: int, head: int, kinds: Collection[str]
+) -> list[Event]:
+    """Decode the ``.marks`` lines with ``after < seq <= head`` of the wanted kinds."""
+    events: list[Event] = []
+    marks_path = path[: -len(LOG_SUFFIX)] + MARKS_SUFFIX
+    every = kinds >= MARK_KINDS if isinstance(kinds, frozenset) else False
+    pos = 0
+    while True:
+        newline = data.find(b"\n", pos)
+        if newline < 0:
+            break
+        line = data[pos:newline]
+        pos = newline + 1
+        match = _ENVELOPE_TYPE.match(line)
+        try:
+            seq = int(match.group(1)) if match is not None else _seq_of(line)
+        except ValueError as exc:
+            raise CorruptLogError(marks_path, data.count(b"\n", 0, pos), str(exc)) from exc
+        if seq <= after:
+            continue
+        if seq > head:
+            break
+        if not every and match is not None and _KIND_OF_TYPE.get(match.group(2)) not in kinds:
+            continue
+        try:
+            event = from_dict(loads(line.decode("utf-8")))
+        except ValueError as exc:
+            raise CorruptLogError(marks_path, data.count(b"\n", 0, pos), str(exc)) from exc
+        if mark_kind(event) in kinds:
+            events.append(event)
+    return events

@@ -9,12 +9,20 @@ makes it safe to share between event loops on different threads.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from .events import Event, decode, encode, now_iso
-from .protocol import SessionInfo, check_head, check_truncate, checkpoint_stats, validate_session_id
+from .protocol import (
+    MARK_KINDS,
+    SessionInfo,
+    check_head,
+    check_truncate,
+    checkpoint_stats,
+    mark_kind,
+    validate_session_id,
+)
 
 
 @dataclass(slots=True)
@@ -23,6 +31,8 @@ class _Session:
     mtime: datetime = field(default_factory=lambda: datetime.now(UTC))
     title: str | None = None
     turns: int = 0
+    marks: list[tuple[int, str]] = field(default_factory=list)
+    """``(seq, kind)`` of every mark (see ``MarkIndex``), ascending."""
 
 
 class MemoryCheckpointer:
@@ -47,6 +57,10 @@ class MemoryCheckpointer:
             if session is None:
                 session = self._sessions[session_id] = _Session()
             session.lines.extend(lines)
+            for seq, event in enumerate(events, head + 1):
+                kind = mark_kind(event)
+                if kind is not None:
+                    session.marks.append((seq, kind))
             session.mtime = datetime.now(UTC)
             title, checkpoints = checkpoint_stats(events)
             if session.title is None:
@@ -59,6 +73,24 @@ class MemoryCheckpointer:
         with self._lock:
             session = self._sessions.get(session_id)
             lines = session.lines[max(after, 0) :] if session else []
+        return [decode(line) for line in lines]
+
+    async def read_marks(
+        self, session_id: str, *, after: int = 0, kinds: Collection[str] | None = None
+    ) -> list[Event]:
+        """The :class:`~.protocol.MarkIndex` capability: checkpoints, compactions and file
+        snapshots with ``seq > after``, from a list of their positions kept on append."""
+        validate_session_id(session_id)
+        wanted = MARK_KINDS if kinds is None else kinds
+        with self._lock:
+            session = self._sessions.get(session_id)
+            if session is None:
+                return []
+            lines = [
+                session.lines[seq - 1]
+                for seq, kind in session.marks
+                if seq > after and kind in wanted
+            ]
         return [decode(line) for line in lines]
 
     async def head(self, session_id: str) -> int:
@@ -97,6 +129,7 @@ class MemoryCheckpointer:
                 del self._sessions[session_id]
                 return
             del session.lines[to_seq:]
+            session.marks = [(seq, kind) for seq, kind in session.marks if seq <= to_seq]
             session.title, session.turns = checkpoint_stats(
                 [decode(line) for line in session.lines]
             )

@@ -45,7 +45,7 @@ import hashlib
 import json
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC
 from typing import Any, LiteralString, TypeVar
@@ -64,7 +64,15 @@ from ..errors import (
 )
 from ..storage import blob_hash
 from .events import EVENT_VERSION, Event, decode, encode, is_checkpoint, now_iso
-from .protocol import SessionInfo, check_head, check_truncate, checkpoint_stats, validate_session_id
+from .protocol import (
+    MARK_KINDS,
+    SessionInfo,
+    check_head,
+    check_truncate,
+    checkpoint_stats,
+    mark_kind,
+    validate_session_id,
+)
 from .url import redact_url
 
 __all__ = [
@@ -519,6 +527,11 @@ class PostgresCheckpointer:
         self._sql_read = q(
             "SELECT seq, body FROM {schema}.events WHERE session_id = %s AND seq > %s ORDER BY seq"
         )
+        self._sql_marks = q(
+            "SELECT seq, body FROM {schema}.events WHERE session_id = %s AND seq > %s"
+            ' AND (anchor OR strpos(body, \'"type":"file_snapshot"\') > 0'
+            ' OR strpos(body, \'"type":"compaction"\') > 0) ORDER BY seq'
+        )
         self._sql_list = q(
             "SELECT id, mtime, title_json, turns, head FROM {schema}.sessions"
             " WHERE head > 0 ORDER BY mtime DESC, id"
@@ -627,6 +640,31 @@ class PostgresCheckpointer:
                     f"{self._where}[{session_id}]", seq, f"event carries seq {event.seq}"
                 )
             out.append(event)
+        return out
+
+    async def read_marks(
+        self, session_id: str, *, after: int = 0, kinds: Collection[str] | None = None
+    ) -> list[Event]:
+        """The :class:`~.protocol.MarkIndex` capability: the server filters the session's
+        rows (the ``anchor`` column, the type in the envelope) and sends only the marks;
+        what it sends is decoded and checked again (a prompt quoting an envelope is not a
+        mark)."""
+        validate_session_id(session_id)
+        wanted = MARK_KINDS if kinds is None else frozenset(kinds)
+
+        async def op(conn: Conn, attempt: _Attempt) -> list[tuple[int, str]]:
+            cur = await conn.execute(self._sql_marks, (session_id, max(after, 0)))
+            return await cur.fetchall()
+
+        rows = await self._db.run(op, what=f"marks of session {session_id!r}")
+        out: list[Event] = []
+        for seq, body in rows:
+            try:
+                event = decode(body)
+            except ValueError as exc:
+                raise CorruptLogError(f"{self._where}[{session_id}]", seq, str(exc)) from exc
+            if mark_kind(event) in wanted:
+                out.append(event)
         return out
 
     async def head(self, session_id: str) -> int:

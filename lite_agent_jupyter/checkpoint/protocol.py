@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 from ..errors import CheckpointConflictError, InvalidSessionIdError
 from .events import Event
@@ -143,3 +143,63 @@ def checkpoint_stats(events: Sequence[Event]) -> tuple[str | None, int]:
                 assert isinstance(event, UserEvent)
                 title = prompt_text(event)[:SESSION_TITLE_CHARS]
     return title, count
+
+
+# -- optional capability: an index of marks ------------------------------------------------
+
+MarkKind = Literal["checkpoint", "compaction", "file_snapshot"]
+MARK_KINDS: frozenset[str] = frozenset({"checkpoint", "compaction", "file_snapshot"})
+"""The kinds of events a backend's mark index keeps."""
+
+
+def mark_kind(event: Event) -> MarkKind | None:
+    """Which mark ``event`` is: a prompt checkpoint (``"checkpoint"``), a compaction or a file
+    snapshot; ``None`` for every other event."""
+    from .events import CompactionEvent, FileSnapshotEvent, is_checkpoint
+
+    if isinstance(event, FileSnapshotEvent):
+        return "file_snapshot"
+    if isinstance(event, CompactionEvent):
+        return "compaction"
+    if is_checkpoint(event):
+        return "checkpoint"
+    return None
+
+
+@runtime_checkable
+class MarkIndex(Protocol):
+    """Optional capability: a per-session index of the events time travel needs.
+
+    ``list_checkpoints``/``restore`` need the prompt checkpoints and file snapshots, and a resume
+    needs the latest compaction; none of them should decode a whole log to find them. A
+    backend offering this keeps the index with every append, truncate and delete (in the same
+    lock or transaction), so it is never out of step with the log.
+    """
+
+    async def read_marks(
+        self, session_id: str, *, after: int = 0, kinds: Collection[str] | None = None
+    ) -> list[Event]:
+        """The marks with ``seq > after``, ascending, of the given ``kinds`` (all of
+        :data:`MARK_KINDS` when ``None``). Unknown session: ``[]``. Costs what it returns
+        (plus, at most, a scan of the index - never a decode of the log)."""
+        ...
+
+
+async def read_marks(
+    checkpointer: Checkpointer,
+    session_id: str,
+    *,
+    after: int = 0,
+    kinds: Collection[str] | None = None,
+) -> list[Event]:
+    """``checkpointer.read_marks(...)`` when the backend has a mark index, else the same
+    answer from a full read (for third-party backends without one: correct, but it costs
+    the whole log)."""
+    wanted = MARK_KINDS if kinds is None else frozenset(kinds)
+    unknown = wanted - MARK_KINDS
+    if unknown:
+        raise ValueError(f"unknown mark kinds {sorted(unknown)}; known: {sorted(MARK_KINDS)}")
+    if isinstance(checkpointer, MarkIndex):
+        return await checkpointer.read_marks(session_id, after=after, kinds=wanted)
+    validate_session_id(session_id)
+    return [e for e in await checkpointer.read(session_id, after=after) if mark_kind(e) in wanted]

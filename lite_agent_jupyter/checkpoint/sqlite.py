@@ -3,11 +3,16 @@
 Owns the schema, its numbered migrations and every SQL statement of the backend; knows
 nothing of agents (it stores :mod:`.events` lines verbatim, as ``TEXT``).
 
-Schema (version 1, kept in ``PRAGMA user_version``)::
+Schema (version 2, kept in ``PRAGMA user_version``)::
 
     sessions (id PK, head, mtime, title, turns, created)    WITHOUT ROWID, index on mtime
-    events   (id PK, session_id, seq, anchor, data)        UNIQUE (session_id, seq),
-                                                            partial index on anchors
+    events   (id PK, session_id, seq, mark, data)          UNIQUE (session_id, seq),
+                                                            partial indexes on checkpoints, marks
+
+``mark`` says which mark an event is (0 none, 1 a prompt checkpoint, 2 a compaction, 3 a file
+snapshot; migration 2 renamed version 1's ``anchor`` flag and filled it in for older rows):
+``read_marks`` (the :class:`~.protocol.MarkIndex` capability) reads the marks through a
+partial index, never the whole session.
 
 Why ``events`` keeps a rowid rather than being clustered on ``(session_id, seq)`` (WITHOUT
 ROWID): a WITHOUT ROWID row longer than ~1,000 bytes (4 KB pages) spills into an overflow
@@ -44,7 +49,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
@@ -56,8 +61,16 @@ from ..errors import (
 )
 from ..storage import FILE_MODE, ensure_private_dir
 from ._blocking import Cancelled, ThreadGate, WouldBlock, run_gated
-from .events import Event, encode, from_dict, is_checkpoint, loads, now_iso
-from .protocol import SessionInfo, check_head, check_truncate, checkpoint_stats, validate_session_id
+from .events import Event, encode, from_dict, loads, now_iso
+from .protocol import (
+    MARK_KINDS,
+    SessionInfo,
+    check_head,
+    check_truncate,
+    checkpoint_stats,
+    mark_kind,
+    validate_session_id,
+)
 
 __all__ = ["SCHEMA_VERSION", "SQLiteCheckpointer", "sqlite_checkpointer"]
 
@@ -88,6 +101,15 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
         )""",
         "CREATE INDEX events_anchors ON events (session_id, seq) WHERE anchor = 1",
     ),
+    2: (
+        "ALTER TABLE events RENAME COLUMN anchor TO mark",
+        "UPDATE events SET mark = 2 WHERE mark = 0 AND json_extract(data, '$.type') = 'compaction'",
+        "UPDATE events SET mark = 3 WHERE mark = 0"
+        " AND json_extract(data, '$.type') = 'file_snapshot'",
+        "DROP INDEX events_anchors",
+        "CREATE INDEX events_checkpoints ON events (session_id, seq) WHERE mark = 1",
+        "CREATE INDEX events_marks ON events (session_id, seq) WHERE mark > 0",
+    ),
 }
 """Numbered migrations: never edit a released one; add the next number."""
 
@@ -97,7 +119,7 @@ _BUSY_SLICE_MS = 50
 """How long one busy-wait of a worker lasts before it checks for cancellation again."""
 
 _SQL_HEAD = "SELECT head FROM sessions WHERE id = ?"
-_SQL_INSERT = "INSERT INTO events (session_id, seq, anchor, data) VALUES (?, ?, ?, ?)"
+_SQL_INSERT = "INSERT INTO events (session_id, seq, mark, data) VALUES (?, ?, ?, ?)"
 _SQL_ADVANCE = (
     "UPDATE sessions SET head = head + ?, mtime = ?, title = coalesce(title, ?),"
     " turns = turns + ? WHERE id = ? RETURNING head"
@@ -110,7 +132,11 @@ _SQL_LIST = "SELECT id, mtime, title, turns, head FROM sessions WHERE head > 0 O
 _SQL_DELETE_EVENTS = "DELETE FROM events WHERE session_id = ?"
 _SQL_DELETE_SESSION = "DELETE FROM sessions WHERE id = ?"
 _SQL_CUT = "DELETE FROM events WHERE session_id = ? AND seq > ?"
-_SQL_ANCHORS = "SELECT seq, data FROM events WHERE session_id = ? AND anchor = 1 ORDER BY seq"
+_SQL_ANCHORS = "SELECT seq, data FROM events WHERE session_id = ? AND mark = 1 ORDER BY seq"
+_SQL_MARKS = (
+    "SELECT seq, mark, data FROM events WHERE session_id = ? AND seq > ? AND mark > 0 ORDER BY seq"
+)
+_MARK_CODES = {"checkpoint": 1, "compaction": 2, "file_snapshot": 3}
 _SQL_RETITLE = "UPDATE sessions SET head = ?, mtime = ?, title = ?, turns = ? WHERE id = ?"
 
 
@@ -270,9 +296,9 @@ class SQLiteCheckpointer:
     ) -> int:
         validate_session_id(session_id)
         events = list(events)
-        flags = [1 if is_checkpoint(event) else 0 for event in events]
-        anchors = sum(flags)
-        title = checkpoint_stats(events)[0] if anchors else None
+        flags = [_MARK_CODES.get(mark_kind(event) or "", 0) for event in events]
+        turns = flags.count(1)
+        title = checkpoint_stats(events)[0] if turns else None
         count = len(events)
 
         def op(conn: sqlite3.Connection) -> int:
@@ -283,11 +309,11 @@ class SQLiteCheckpointer:
             now = time.time()
             conn.execute("BEGIN IMMEDIATE")
             # Move the head first (one statement reads and writes it); a conflict rolls back.
-            row = conn.execute(_SQL_ADVANCE, (count, now, title, anchors, session_id)).fetchone()
+            row = conn.execute(_SQL_ADVANCE, (count, now, title, turns, session_id)).fetchone()
             if row is None:
                 head = 0
                 check_head(session_id, expected_head, head)
-                conn.execute(_SQL_CREATE, (session_id, count, now, title, anchors, now))
+                conn.execute(_SQL_CREATE, (session_id, count, now, title, turns, now))
             else:
                 head = row[0] - count
                 check_head(session_id, expected_head, head)
@@ -337,6 +363,29 @@ class SQLiteCheckpointer:
                 )
             events.append(event)
             expected += 1
+        return events
+
+    async def read_marks(
+        self, session_id: str, *, after: int = 0, kinds: Collection[str] | None = None
+    ) -> list[Event]:
+        """The :class:`~.protocol.MarkIndex` capability: the rows the ``events_marks``
+        partial index points at (checkpoints, compactions, file snapshots) with ``seq > after``."""
+        validate_session_id(session_id)
+        codes = {_MARK_CODES[kind] for kind in (MARK_KINDS if kinds is None else kinds)}
+        rows: list[tuple[int, int, str]] = await self._run(
+            lambda conn: conn.execute(_SQL_MARKS, (session_id, max(after, 0))).fetchall()
+        )
+        events: list[Event] = []
+        for seq, code, data in rows:
+            if code not in codes:
+                continue
+            try:
+                event = from_dict(loads(data))
+            except ValueError as exc:
+                raise CorruptLogError(
+                    self._where(session_id), seq, f"undecodable event: {exc}"
+                ) from exc
+            events.append(event)
         return events
 
     async def head(self, session_id: str) -> int:

@@ -77,7 +77,13 @@ async def test_layout_and_private_modes(fstore: FileCheckpointer, directory: Pat
     assert mode(log) == 0o600
     assert mode(directory / ".locks" / f"{S}.lock") == 0o600
     assert mode(directory / ".index.jsonl") == 0o600
-    assert sorted(p.name for p in directory.iterdir()) == [".index.jsonl", ".locks", f"{S}.jsonl"]
+    assert mode(directory / f"{S}.marks") == 0o600
+    assert sorted(p.name for p in directory.iterdir()) == [
+        ".index.jsonl",
+        ".locks",
+        f"{S}.jsonl",
+        f"{S}.marks",
+    ]
     # The log is plain JSONL, one event per line, seq first after v.
     raw = log.read_text()
     assert raw.endswith("\n") and raw.startswith('{"v":1,"seq":1,')

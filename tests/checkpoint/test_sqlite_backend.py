@@ -8,9 +8,15 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from checkpoint_kit import batch, expect_line, finish, prompt, spawn, tell
+from checkpoint_kit import batch, expect_line, finish, prompt, spawn, tell, user
 
 from lite_agent_jupyter.checkpoint import sqlite as sqlite_module
+from lite_agent_jupyter.checkpoint.events import (
+    CompactionEvent,
+    FileSnapshotEvent,
+    encode,
+    now_iso,
+)
 from lite_agent_jupyter.checkpoint.sqlite import (
     SCHEMA_VERSION,
     SQLiteCheckpointer,
@@ -68,13 +74,13 @@ async def test_schema_and_modes(sstore: SQLiteCheckpointer, db: Path) -> None:
     for suffix in ("", "-wal", "-shm"):
         assert mode(Path(str(db) + suffix)) == 0o600, suffix
     conn = raw(db)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 1
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     assert tables == {"sessions", "events"}
     indexes = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
-    assert {"sessions_mtime", "events_anchors"} <= indexes
-    row = conn.execute("SELECT session_id, seq, anchor, data FROM events").fetchone()
+    assert {"sessions_mtime", "events_checkpoints", "events_marks"} <= indexes
+    row = conn.execute("SELECT session_id, seq, mark, data FROM events").fetchone()
     assert row[:3] == (S, 1, 1) and row[3].startswith('{"v":1,"seq":1,')
     conn.close()
 
@@ -181,24 +187,46 @@ async def test_sync_checkpoints_the_wal(sstore: SQLiteCheckpointer, db: Path) ->
     conn.close()
 
 
-async def test_migrations_run_in_order_on_an_old_database(
-    db: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A database of version 1 opened by a release with a migration 2: upgraded in place, in
-    one transaction, data kept."""
-    old = sqlite_checkpointer(db)
-    await old.append(S, [prompt("kept")])
-    await old.close()
-    monkeypatch.setitem(
-        sqlite_module._MIGRATIONS, 2, ("ALTER TABLE sessions ADD COLUMN note TEXT",)
+async def test_migration_2_indexes_the_marks_of_an_old_database(db: Path) -> None:
+    """A database of version 1 opened by this release: upgraded in place, in one
+    transaction, data kept, and its compactions and file snapshots found by read_marks."""
+    events = [
+        prompt("kept"),
+        FileSnapshotEvent(path="a.txt", before=None, after="0" * 64),
+        CompactionEvent(summary="s", through_seq=2),
+        user("background"),
+    ]
+    db.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(db)
+    for statement in sqlite_module._MIGRATIONS[1]:  # a database as version 1 left it
+        conn.execute(statement)
+    conn.execute("PRAGMA user_version = 1")
+    conn.execute(
+        "INSERT INTO sessions (id, head, mtime, title, turns, created) VALUES (?, 4, 0, ?, 1, 0)",
+        (S, "kept"),
     )
-    monkeypatch.setattr(sqlite_module, "SCHEMA_VERSION", 2)
+    for seq, event in enumerate(events, 1):
+        conn.execute(
+            "INSERT INTO events (session_id, seq, anchor, data) VALUES (?, ?, ?, ?)",
+            (S, seq, int(seq == 1), encode(event, seq=seq, ts=now_iso())),
+        )
+    conn.commit()
+    conn.close()
     new = sqlite_checkpointer(db)
-    assert await new.head(S) == 1
+    assert await new.head(S) == 4
     (info,) = await new.list()
     assert info.title == "kept"
+    marks = await new.read_marks(S)
+    assert [(e.seq, e.type) for e in marks] == [
+        (1, "user"),
+        (2, "file_snapshot"),
+        (3, "compaction"),
+    ]
+    assert [e.seq for e in await new.read_marks(S, kinds={"compaction"})] == [3]
     await new.close()
     conn = raw(db)
     assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
-    assert "note" in {row[1] for row in conn.execute("PRAGMA table_info(sessions)")}
+    assert "mark" in {row[1] for row in conn.execute("PRAGMA table_info(events)")}
+    names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+    assert "events_marks" in names
     conn.close()

@@ -1,0 +1,60 @@
+"""A child process that runs one restore and stops itself (SIGSTOP) halfway, for the parent to
+SIGKILL: a real process killed mid-restore.
+
+    python restore_child.py CONFIG_JSON
+
+CONFIG_JSON: {"workdir", "root", "namespace", "session_id", "seq", "stop_after": "file" |
+"log"}. ``file``: stop after the first file was replaced (the other files and the log not
+yet); ``log``: stop right after the log was truncated (before the journal is cleared). The
+stop is this test program wrapping the functions the restore calls; the library has no hook.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from lite_agent_jupyter import Storage, create_lite_agent
+from lite_agent_jupyter.agent import restore as restore_module
+from lite_agent_jupyter.providers import scripted
+
+
+def stop() -> None:
+    os.kill(os.getpid(), signal.SIGSTOP)
+
+
+async def main(config: dict[str, Any]) -> None:
+    agent = create_lite_agent(
+        model=scripted([]),
+        workdir=config["workdir"],
+        storage=Storage(config["root"], config["namespace"]),
+    )
+    if config["stop_after"] == "file":
+        real_write = restore_module.atomic_write
+
+        def write_then_stop(path: Path, data: bytes, **kw: Any) -> None:
+            real_write(path, data, **kw)
+            stop()
+
+        restore_module.atomic_write = write_then_stop  # type: ignore[assignment]
+    else:
+        checkpointer = agent.checkpointer
+        real_truncate = checkpointer.truncate
+
+        async def truncate_then_stop(session_id: str, to_seq: int, **kw: Any) -> None:
+            await real_truncate(session_id, to_seq, **kw)
+            stop()
+
+        checkpointer.truncate = truncate_then_stop  # type: ignore[method-assign]
+    async with agent:
+        await agent.restore(config["session_id"], config["seq"])
+    sys.exit("the restore finished without being stopped")
+
+
+if __name__ == "__main__":
+    asyncio.run(main(json.loads(sys.argv[1])))

@@ -1,0 +1,478 @@
+"""Time travel end to end: the real ``anthropic`` client against the fake Messages API server
+drives the file tools; then ``list_checkpoints``, ``preview_restore``, ``restore`` and
+``undo_restore`` must give back exactly the bytes and existence of every file and exactly the
+message list the model sees next."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
+
+from lite_agent_jupyter import (
+    LiteAgent,
+    RestoreConflictError,
+    SessionsDisabledError,
+    Storage,
+    UnknownCheckpointError,
+)
+from lite_agent_jupyter.agent import restore as restore_module
+from lite_agent_jupyter.checkpoint.fold import fold
+from lite_agent_jupyter.errors import InvalidSessionIdError
+
+MakeAgent = Callable[..., LiteAgent]
+Files = dict[str, bytes]
+
+BIN_1 = bytes(range(256)) * 4
+BIN_2 = b"\x89PNG\r\n\x1a\n" + bytes(range(255, -1, -1)) * 3
+PROMPTS = ["create the files", "edit them", "delete some"]
+RESTORE_CHILD = Path(__file__).with_name("restore_child.py")
+
+
+def state(workdir: Path) -> Files:
+    """Every file of the workdir (relative path -> bytes), temp files included."""
+    return {
+        p.relative_to(workdir).as_posix(): p.read_bytes()
+        for p in sorted(workdir.rglob("*"))
+        if p.is_file()
+    }
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def script_three_prompts(server: FakeAnthropicServer) -> None:
+    """Prompt 1 creates a text and a binary file and edits a file the user had; prompt 2
+    edits both and creates another; prompt 3 deletes two and edits the third."""
+    write = "write_file"
+    server.script(
+        FakeReply(
+            "Creating.",
+            tool_calls=[
+                FakeToolCall(write, {"path": "src/a.txt", "content": "alpha\nbeta\n"}),
+                FakeToolCall(
+                    write, {"path": "data.bin", "content": b64(BIN_1), "encoding": "base64"}
+                ),
+                FakeToolCall(
+                    "edit_file", {"path": "notes.md", "old_string": "v0", "new_string": "v1"}
+                ),
+            ],
+        ),
+        "Created src/a.txt and data.bin.",
+        FakeReply(
+            "Editing.",
+            tool_calls=[
+                FakeToolCall(
+                    "edit_file", {"path": "src/a.txt", "old_string": "beta", "new_string": "BETA"}
+                ),
+                FakeToolCall(
+                    write, {"path": "data.bin", "content": b64(BIN_2), "encoding": "base64"}
+                ),
+                FakeToolCall(write, {"path": "b.txt", "content": "bee\n"}),
+            ],
+        ),
+        "Edited.",
+        FakeReply(
+            "Deleting.",
+            tool_calls=[
+                FakeToolCall("delete_file", {"path": "src/a.txt"}),
+                FakeToolCall("delete_file", {"path": "data.bin"}),
+                FakeToolCall(
+                    "edit_file", {"path": "b.txt", "old_string": "bee", "new_string": "B"}
+                ),
+            ],
+        ),
+        "Deleted.",
+    )
+
+
+async def three_prompts(
+    agent: LiteAgent, server: FakeAnthropicServer, workdir: Path
+) -> tuple[list[Files], list[list[dict[str, Any]]]]:
+    """Run the three prompts; return the workdir before each prompt and after the last
+    (``states[k]`` = the state at checkpoint k), and the messages of each prompt's first
+    model request (what the model saw at that checkpoint, plus the prompt)."""
+    script_three_prompts(server)
+    states = [state(workdir)]
+    seen = []
+    for prompt in PROMPTS:
+        first = len(server.message_requests)
+        result = await agent.send(prompt)
+        assert not result.stop_reason or result.stop_reason == "end_turn"
+        seen.append(without_cache_marks(server.message_requests[first].body["messages"]))
+        states.append(state(workdir))
+    return states, seen
+
+
+@pytest.fixture
+def project(workdir: Path) -> Path:
+    (workdir / "notes.md").write_text("notes v0\n")
+    (workdir / "keep.txt").write_text("never touched by the agent\n")
+    return workdir
+
+
+def without_cache_marks(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A request's messages without the ``cache_control`` breakpoints the provider adds."""
+    return [
+        {
+            **m,
+            "content": [{k: v for k, v in b.items() if k != "cache_control"} for b in m["content"]],
+        }
+        for m in messages
+    ]
+
+
+async def next_messages(agent: LiteAgent, session_id: str | None = None) -> list[dict[str, Any]]:
+    """The messages the model would be sent next (before the next prompt)."""
+    return fold(await agent.checkpointer.read(session_id or agent.session_id))
+
+
+async def test_checkpoints_restore_each_and_undo_in_reverse(
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    project: Path,
+) -> None:
+    agent = make_agent(model=claude(), approvals="allow")
+    states, seen = await three_prompts(agent, fake_anthropic, project)
+    sid = agent.session_id
+    assert states[3] == {
+        "notes.md": b"notes v1\n",
+        "keep.txt": states[0]["keep.txt"],
+        "b.txt": b"B\n",
+    }
+
+    checkpoints = await agent.list_checkpoints()
+    assert [c.prompt for c in checkpoints] == PROMPTS
+    assert checkpoints[0].seq == 0
+    assert checkpoints[0].files == ("b.txt", "data.bin", "notes.md", "src/a.txt")
+    assert checkpoints[1].files == ("b.txt", "data.bin", "src/a.txt")
+    assert checkpoints[2].files == ("b.txt", "data.bin", "src/a.txt")
+    assert checkpoints[0].ts < checkpoints[1].ts < checkpoints[2].ts
+    seqs = [c.seq for c in checkpoints]
+
+    # preview: per file the action, diffs for text, a summary for binary; nothing changes
+    plan = await agent.preview_restore(sid, seqs[1])
+    actions = {f.path: f for f in plan.files}
+    assert {p: f.action for p, f in actions.items()} == {
+        "src/a.txt": "recreate",
+        "data.bin": "recreate",
+        "b.txt": "delete",
+    }
+    assert actions["src/a.txt"].diff is not None and "+alpha\n" in actions["src/a.txt"].diff
+    assert actions["data.bin"].diff is None and "binary" in actions["data.bin"].summary
+    assert actions["b.txt"].diff is not None and "-B\n" in actions["b.txt"].diff
+    assert plan.conflicts == () and plan.events_cut > 0
+    assert state(project) == states[3]
+
+    history = await next_messages(agent)
+    # restore to each checkpoint in turn, newest first: exact files, exact conversation
+    for k in (2, 1, 0):
+        result = await agent.restore(sid, seqs[k])
+        assert result.conversation_restored
+        assert state(project) == states[k], k
+        assert await next_messages(agent) == seen[k][:-1], k
+        assert await agent.checkpointer.head(sid) == seqs[k]
+    # the last step (checkpoint 1 -> 0): notes.md rewritten, the two new files deleted
+    assert result.restored == ("notes.md",)
+    assert set(result.deleted) == {"src/a.txt", "data.bin"}
+    assert result.skipped == () and result.conflicts == ()
+
+    # undo them in reverse order
+    for k in (1, 2):
+        await agent.undo_restore(sid)
+        assert state(project) == states[k], k
+        assert await next_messages(agent) == seen[k][:-1], k
+    undone = await agent.undo_restore(sid)
+    assert state(project) == states[3]
+    assert await next_messages(agent) == history
+    assert undone.conversation_restored
+    with pytest.raises(UnknownCheckpointError):
+        await agent.undo_restore(sid)
+
+    # what the model is sent after a restore is what it was sent at that checkpoint
+    for k in (2, 1, 0):
+        await agent.restore(sid, seqs[k])
+        fake_anthropic.script("ok")
+        await agent.send(PROMPTS[k])
+        assert without_cache_marks(fake_anthropic.message_requests[-1].body["messages"]) == seen[k]
+        assert state(project) == states[k]
+    assert [c.prompt for c in await agent.list_checkpoints(sid)] == [PROMPTS[0]]
+
+
+async def test_a_fresh_agent_in_another_process_view_restores_too(
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    project: Path,
+) -> None:
+    """Checkpoints and undo records live in the store: a new agent (cold caches) lists,
+    restores and undoes a session another agent wrote."""
+    writer = make_agent(model=claude(), approvals="allow")
+    states, _ = await three_prompts(writer, fake_anthropic, project)
+    sid = writer.session_id
+    await writer.close()
+    fresh = make_agent(model=claude())
+    assert fresh.session_id != sid
+    checkpoints = await fresh.list_checkpoints(sid)
+    await fresh.restore(sid, checkpoints[1].seq)
+    assert fresh.session_id == sid  # restore makes the session current
+    assert state(project) == states[1]
+    other = make_agent(model=claude())
+    await other.undo_restore(sid)
+    assert state(project) == states[3]
+
+
+async def test_outside_edit_is_a_conflict_then_force(
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    project: Path,
+) -> None:
+    agent = make_agent(model=claude(), approvals="allow")
+    states, _ = await three_prompts(agent, fake_anthropic, project)
+    sid = agent.session_id
+    seqs = [c.seq for c in await agent.list_checkpoints()]
+    (project / "b.txt").write_text("my own edit\n")  # the user, by hand
+    (project / "src").mkdir(exist_ok=True)
+    (project / "src" / "a.txt").write_text("recreated by hand\n")
+    before = state(project)
+    head = await agent.checkpointer.head(sid)
+
+    plan = await agent.preview_restore(sid, seqs[1])
+    assert plan.conflicts == ("src/a.txt", "b.txt")
+    assert {f.path: f.action for f in plan.files}["b.txt"] == "conflict"
+    with pytest.raises(RestoreConflictError) as caught:
+        await agent.restore(sid, seqs[1])
+    assert set(caught.value.paths) == {"src/a.txt", "b.txt"}
+    assert "b.txt" in str(caught.value) and "src/a.txt" in str(caught.value)
+    assert state(project) == before  # nothing changed
+    assert await agent.checkpointer.head(sid) == head
+
+    result = await agent.restore(sid, seqs[1], force=True)
+    assert set(result.conflicts) == {"src/a.txt", "b.txt"}
+    assert state(project) == states[1]
+    # the undo brings the hand edits back too
+    await agent.undo_restore(sid)
+    assert state(project) == before
+
+
+async def test_files_only_and_conversation_only(
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    project: Path,
+) -> None:
+    agent = make_agent(model=claude(), approvals="allow")
+    states, seen = await three_prompts(agent, fake_anthropic, project)
+    sid = agent.session_id
+    seqs = [c.seq for c in await agent.list_checkpoints()]
+    history = await next_messages(agent)
+
+    result = await agent.restore(sid, seqs[2], conversation=False)
+    assert not result.conversation_restored
+    assert set(result.restored) == {"src/a.txt", "data.bin", "b.txt"}
+    assert state(project) == states[2]
+    fake_anthropic.script("I see the files were rewound.")
+    await agent.send("what changed?")
+    sent = without_cache_marks(fake_anthropic.message_requests[-1].body["messages"])
+    told = json.dumps(sent[-1]["content"])
+    assert "restored these files" in told and "src/a.txt" in told and "data.bin" in told
+    assert sent[: len(history)] == history  # the conversation itself is kept
+
+    agent2 = make_agent(model=claude(), approvals="allow")
+    await agent2.restore(sid, seqs[1], files=False)
+    assert state(project) == states[2]  # files untouched
+    assert await next_messages(agent2) == seen[1][:-1]
+    assert len(await agent2.list_checkpoints(sid)) == 1
+
+
+async def test_bad_ids_and_seqs(
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    project: Path,
+) -> None:
+    agent = make_agent(model=claude(), approvals="allow")
+    await three_prompts(agent, fake_anthropic, project)
+    sid = agent.session_id
+    before = state(project)
+    seqs = [c.seq for c in await agent.list_checkpoints()]
+    for bad in (seqs[1] + 1, -1, 10_000, "3"):
+        with pytest.raises(UnknownCheckpointError):
+            await agent.restore(sid, bad)  # type: ignore[arg-type]
+        with pytest.raises(UnknownCheckpointError):
+            await agent.preview_restore(sid, bad)  # type: ignore[arg-type]
+    for bad_id in ("../x", "", "a/b", "x\0"):
+        with pytest.raises(InvalidSessionIdError):
+            await agent.restore(bad_id, 0)
+        with pytest.raises(InvalidSessionIdError):
+            await agent.list_checkpoints(bad_id)
+    assert await agent.list_checkpoints("never-used") == []
+    with pytest.raises(UnknownCheckpointError):
+        await agent.undo_restore(sid)
+    assert state(project) == before
+
+
+async def test_sessions_false_refuses_time_travel(
+    make_agent: MakeAgent, claude: Callable[..., Any], storage: Storage
+) -> None:
+    agent = make_agent(model=claude(), sessions=False)
+    calls = [
+        agent.list_checkpoints(),
+        agent.preview_restore(agent.session_id, 0),
+        agent.restore(agent.session_id, 0),
+        agent.undo_restore(agent.session_id),
+    ]
+    for call in calls:
+        with pytest.raises(SessionsDisabledError, match="sessions=False"):
+            await call
+    assert not storage.root.exists()
+
+
+async def test_a_restore_racing_a_writer_in_another_process_changes_nothing(
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    project: Path,
+    storage: Storage,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    agent = make_agent(model=claude(), approvals="allow")
+    await three_prompts(agent, fake_anthropic, project)
+    sid = agent.session_id
+    seqs = [c.seq for c in await agent.list_checkpoints()]
+    before = state(project)
+    head = await agent.checkpointer.head(sid)
+    writer = (
+        "import asyncio, sys\n"
+        "from lite_agent_jupyter.checkpoint import file_checkpointer, UserEvent\n"
+        "async def main():\n"
+        "    cp = file_checkpointer(sys.argv[1])\n"
+        "    await cp.append(sys.argv[2], [UserEvent(content='from elsewhere', checkpoint=True)])\n"
+        "asyncio.run(main())\n"
+    )
+    real_write = restore_module.atomic_write
+    calls = []
+
+    def write_then_race(path: Path, data: bytes, **kw: Any) -> None:
+        real_write(path, data, **kw)
+        if not calls:  # after the first file: another process appends to the session
+            subprocess.run(
+                [sys.executable, "-c", writer, str(storage.base / "sessions"), sid],
+                check=True,
+                timeout=60,
+            )
+        calls.append(path)
+
+    monkeypatch.setattr(restore_module, "atomic_write", write_then_race)
+    with pytest.raises(RestoreConflictError, match="written by someone else"):
+        await agent.restore(sid, seqs[0])
+    assert len(calls) >= 1
+    assert state(project) == before  # every file put back
+    events = await agent.checkpointer.read(sid)
+    assert events[-1].seq == head + 1 and "from elsewhere" in json.dumps(events[-1].content)  # type: ignore[attr-defined]
+    assert not list((storage.base / "archive").glob(f"{sid}.restore-*"))
+    assert not (storage.base / "archive" / f"{sid}.journal.json").exists()
+    monkeypatch.undo()
+    with pytest.raises(UnknownCheckpointError):
+        await agent.undo_restore(sid)
+
+
+def run_killed_child(config: dict[str, Any], stop_after: str) -> None:
+    """Run a restore in a child process that stops itself at ``stop_after`` and is then
+    SIGKILLed: a real process killed mid-restore."""
+    config = {**config, "stop_after": stop_after}
+    child = subprocess.Popen([sys.executable, str(RESTORE_CHILD), json.dumps(config)])
+    _, status = os.waitpid(child.pid, os.WUNTRACED)
+    assert os.WIFSTOPPED(status), "the child finished instead of stopping mid-restore"
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait(timeout=30)
+    assert child.returncode == -signal.SIGKILL
+
+
+@pytest.mark.parametrize("stop_after", ["file", "log"])
+async def test_a_restore_killed_halfway_is_recovered_on_the_next_call(
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    project: Path,
+    storage: Storage,
+    stop_after: str,
+) -> None:
+    agent = make_agent(model=claude(), approvals="allow")
+    states, seen = await three_prompts(agent, fake_anthropic, project)
+    sid = agent.session_id
+    seqs = [c.seq for c in await agent.list_checkpoints()]
+    head = await agent.checkpointer.head(sid)
+    history = await next_messages(agent)
+    await agent.close()
+    config = {
+        "workdir": str(project),
+        "root": str(storage.root),
+        "namespace": storage.namespace,
+        "session_id": sid,
+        "seq": seqs[1],
+    }
+    run_killed_child(config, stop_after)
+    journal = storage.base / "archive" / f"{sid}.journal.json"
+    assert journal.exists()
+    if stop_after == "file":  # one file written, the others and the log not yet
+        assert state(project) not in (states[3], states[1])
+
+    fresh = make_agent(model=claude(), approvals="allow")
+    checkpoints = await fresh.list_checkpoints(sid)  # the next call on the session recovers
+    assert not journal.exists()
+    if stop_after == "file":  # rolled back: as before the restore, no undo record
+        assert state(project) == states[3]
+        assert await fresh.checkpointer.head(sid) == head
+        assert await next_messages(fresh, sid) == history
+        assert len(checkpoints) == 3
+        with pytest.raises(UnknownCheckpointError):
+            await fresh.undo_restore(sid)
+    else:  # the log was changed: the restore is completed, and undoable
+        assert state(project) == states[1]
+        assert await next_messages(fresh, sid) == seen[1][:-1]
+        assert len(checkpoints) == 1
+        await fresh.undo_restore(sid)
+        assert state(project) == states[3]
+        assert await next_messages(fresh, sid) == history
+
+
+async def test_a_turn_after_a_killed_restore_recovers_first(
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    project: Path,
+    storage: Storage,
+) -> None:
+    agent = make_agent(model=claude(), approvals="allow")
+    states, _ = await three_prompts(agent, fake_anthropic, project)
+    sid = agent.session_id
+    seqs = [c.seq for c in await agent.list_checkpoints()]
+    history = await next_messages(agent)
+    await agent.close()
+    config = {
+        "workdir": str(project),
+        "root": str(storage.root),
+        "namespace": storage.namespace,
+        "session_id": sid,
+        "seq": seqs[0],
+    }
+    run_killed_child(config, "file")
+    fresh = make_agent(model=claude(), session_id=sid)
+    fake_anthropic.script("fine")
+    await fresh.send("are we ok?")
+    assert state(project) == states[3]
+    sent = without_cache_marks(fake_anthropic.message_requests[-1].body["messages"])
+    assert sent[:-1] == history
