@@ -225,27 +225,23 @@ class Restorer:
 
     # -- planning --------------------------------------------------------------------------
 
-    async def _plan(
-        self, session_id: str, seq: int
-    ) -> tuple[int, list[_FilePlan], list[FileSnapshotEvent]]:
-        """``(head, per-file plans, the snapshots after seq)``; validates ``seq``."""
+    async def _plan(self, session_id: str, seq: int) -> tuple[int, list[_FilePlan], list[Event]]:
+        """``(head, per-file plans, the events after seq)``; validates ``seq``.
+
+        Reads only the tail after ``seq`` (what a restore changes): a checkpoint's prompt is
+        the first event after it, and the tail holds every snapshot to undo."""
         if type(seq) is not int or seq < 0:
             raise UnknownCheckpointError(f"{seq!r} is not a checkpoint seq (an integer >= 0)")
-        head = await self.checkpointer.head(session_id)
-        marks = await read_marks(
-            self.checkpointer, session_id, kinds=("checkpoint", "file_snapshot")
-        )
-        if seq != 0 and not any(
-            isinstance(e, UserEvent) and is_checkpoint(e) and e.seq - 1 == seq for e in marks
-        ):
-            valid = [e.seq - 1 for e in marks if isinstance(e, UserEvent)]
+        tail = await self.checkpointer.read(session_id, after=seq)
+        if seq != 0 and not (tail and is_checkpoint(tail[0]) and tail[0].seq == seq + 1):
+            marks = await read_marks(self.checkpointer, session_id, kinds=("checkpoint",))
+            valid = [0, *(e.seq - 1 for e in marks if e.seq > 1)]
             raise UnknownCheckpointError(
                 f"session {session_id!r} has no checkpoint {seq}; its checkpoints are "
-                f"{valid or 'none'} (0 is always valid: before the first prompt)"
+                f"{valid} (0 is always valid: before the first prompt)"
             )
-        if seq > head:
-            raise UnknownCheckpointError(f"seq {seq} is beyond the session's head ({head})")
-        snapshots = [e for e in marks if isinstance(e, FileSnapshotEvent) and e.seq > seq]
+        head = tail[-1].seq if tail else seq
+        snapshots = [e for e in tail if isinstance(e, FileSnapshotEvent)]
         first: dict[str, FileSnapshotEvent] = {}
         last: dict[str, FileSnapshotEvent] = {}
         for snap in snapshots:
@@ -269,7 +265,7 @@ class Restorer:
             else:
                 action = "rewrite"
             plans.append(_FilePlan(path, target, new, disk, disk_hash, action))
-        return head, plans, snapshots
+        return head, plans, tail
 
     def _resolve(self, path: str) -> Path:
         """The absolute path of a snapshotted file, refusing anything outside the workdir or
@@ -309,7 +305,7 @@ class Restorer:
         validate_session_id(session_id)
         async with self._locked(session_id):
             await self._recover_locked(session_id)
-            head, plans, _ = await self._plan(session_id, seq)
+            head, plans, tail = await self._plan(session_id, seq)
             if not files:
                 plans = []
             conflicts = [p.path for p in plans if p.action == "conflict"]
@@ -330,13 +326,8 @@ class Restorer:
                 old_hashes[plan.path] = (
                     await self.blobs.put(plan.disk) if plan.disk is not None else None
                 )
-            tail = await self.checkpointer.read(session_id, after=seq) if conversation else []
-            if conversation and (tail[-1].seq if tail else seq) != head:
-                raise RestoreConflictError(
-                    f"session {session_id!r} moved while the restore was prepared; nothing "
-                    "was changed",
-                    paths=(),
-                )
+            if not conversation:
+                tail = []
             log_op = "none"
             notice: UserEvent | None = None
             if conversation and head > seq:
@@ -345,6 +336,10 @@ class Restorer:
                 log_op, head_after = "notice", head + 1
             else:
                 head_after = head
+            if not todo and log_op == "none":  # already there: nothing to do or undo
+                return RestoreResult(
+                    (), (), tuple(p.path for p in plans), (), conversation_restored=conversation
+                )
             record = self._next_record(session_id)
             journal = {
                 "op": "restore",

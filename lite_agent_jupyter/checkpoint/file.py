@@ -571,7 +571,11 @@ class FileCheckpointer:
         st = os.stat(path)
         session.known = _Known(st.st_ino, st.st_size, st.st_mtime_ns, to_seq)
         self._cut_marks(session_id, session, to_seq)
-        title, turns = _checkpoints_in(path, kept)
+        try:  # recount from the (small) mark index rather than the kept log
+            with open(self._marks_path(session_id), "rb") as f:
+                title, turns = _checkpoints_in(self._marks_path(session_id), f.read())
+        except FileNotFoundError:
+            title, turns = _checkpoints_in(path, kept)
         self._index_append({"id": session_id, "reset": True, "title": title, "turns": turns})
 
     # -- the mark index (``<id>.marks``) ---------------------------------------------------------

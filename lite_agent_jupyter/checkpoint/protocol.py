@@ -25,7 +25,7 @@ from datetime import datetime
 from typing import Literal, Protocol, runtime_checkable
 
 from ..errors import CheckpointConflictError, InvalidSessionIdError
-from .events import Event
+from .events import CompactionEvent, Event, FileSnapshotEvent, UserEvent, is_checkpoint
 
 SESSION_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
 
@@ -155,13 +155,12 @@ MARK_KINDS: frozenset[str] = frozenset({"checkpoint", "compaction", "file_snapsh
 def mark_kind(event: Event) -> MarkKind | None:
     """Which mark ``event`` is: a prompt checkpoint (``"checkpoint"``), a compaction or a file
     snapshot; ``None`` for every other event."""
-    from .events import CompactionEvent, FileSnapshotEvent, is_checkpoint
-
-    if isinstance(event, FileSnapshotEvent):
+    cls = type(event)
+    if cls is FileSnapshotEvent:
         return "file_snapshot"
-    if isinstance(event, CompactionEvent):
+    if cls is CompactionEvent:
         return "compaction"
-    if is_checkpoint(event):
+    if cls is UserEvent and is_checkpoint(event):
         return "checkpoint"
     return None
 
