@@ -11,6 +11,12 @@ Why a cache: every model call needs the whole conversation; re-reading and re-fo
 each time would make every call cost grow with the session's length. The cache keeps the
 events and their fold (:class:`~lite_agent_jupyter.checkpoint.fold.Folder`) up to date as
 events are appended, so a call costs what the turn added.
+
+The cache holds the **live context** only: the events from the latest compaction's
+``through_seq`` on (the compaction's summary stands for everything before). A backend with a
+mark index (:class:`~lite_agent_jupyter.checkpoint.protocol.MarkIndex`) finds that compaction
+without decoding the log, so resuming a huge, compacted session costs what the model will see,
+not the session's history. Code that needs the whole history reads the checkpointer.
 """
 
 from __future__ import annotations
@@ -18,9 +24,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from ..checkpoint.events import Event, now_iso, stamped, to_dict
+from ..checkpoint.events import CompactionEvent, Event, now_iso, stamped, to_dict
 from ..checkpoint.fold import Folder
-from ..checkpoint.protocol import Checkpointer
+from ..checkpoint.protocol import Checkpointer, MarkIndex
 from ..errors import CheckpointConflictError
 from ..redact import Redactor
 
@@ -46,7 +52,7 @@ class SessionLog:
     async def load(self) -> None:
         """Catch up with the store: read what was appended since we last looked."""
         if not self._loaded:
-            self._replace(await self.checkpointer.read(self.session_id))
+            self._replace(await self._read_live())
             self._loaded = True
             return
         # one read from our last event on: it proves the log still holds what we cached
@@ -56,7 +62,22 @@ class SessionLog:
         elif tail and _same(tail[0], self.events[-1]):
             self._extend(tail[1:])
         else:  # truncated (and perhaps re-grown) elsewhere, e.g. by a restore
-            self._replace(await self.checkpointer.read(self.session_id))
+            self._replace(await self._read_live())
+
+    async def _read_live(self) -> list[Event]:
+        """The events from the latest compaction's ``through_seq`` on (all without one)."""
+        checkpointer, sid = self.checkpointer, self.session_id
+        if isinstance(checkpointer, MarkIndex):
+            marks = await checkpointer.read_marks(sid, kinds=("compaction",))
+            latest = marks[-1] if marks else None
+            if isinstance(latest, CompactionEvent):
+                return await checkpointer.read(sid, after=latest.through_seq)
+            return await checkpointer.read(sid)
+        events = await checkpointer.read(sid)
+        latest = next((e for e in reversed(events) if isinstance(e, CompactionEvent)), None)
+        if latest is not None:
+            events = [e for e in events if e.seq > latest.through_seq]
+        return events
 
     def _replace(self, events: list[Event]) -> None:
         self.events = events

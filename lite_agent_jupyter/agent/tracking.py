@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..checkpoint.events import Event, FileSnapshotEvent
+from ..checkpoint.protocol import read_marks
 from ..storage import Blobs, FileBlobStore
 from ..tools.scan import DEFAULT_MAX_FILE_SIZE, WorkdirScanner
 from .session import SessionLog
@@ -136,7 +137,7 @@ class FileTracker:
             for path in delta.deleted:
                 self.hashes.pop(path, None)
             changed = {**new, **dict.fromkeys(delta.deleted)}
-            known = _known_states(session, changed)
+            known = await _known_states(session, changed)
             events: list[Event] = []
             for path, now in changed.items():
                 if path in known and known[path] != now:
@@ -258,12 +259,14 @@ def _snapshot(
     )
 
 
-def _known_states(session: SessionLog, paths: Iterable[str]) -> dict[str, str | None]:
+async def _known_states(session: SessionLog, paths: Iterable[str]) -> dict[str, str | None]:
     """The content hash ``session`` last recorded for each of ``paths`` it has snapshots of
-    (``None``: recorded as deleted)."""
+    (``None``: recorded as deleted). Read from the backend's mark index (the session cache
+    holds only the live context, not every snapshot since the session began)."""
     wanted = set(paths)
     known: dict[str, str | None] = {}
-    for event in reversed(session.events):
+    snapshots = await read_marks(session.checkpointer, session.session_id, kinds=("file_snapshot",))
+    for event in reversed(snapshots):
         if isinstance(event, FileSnapshotEvent) and event.path in wanted:
             known.setdefault(event.path, event.after)
             if len(known) == len(wanted):

@@ -194,3 +194,53 @@ async def test_the_full_history_stays_readable_after_compaction(
     prompts = [e for e in events if isinstance(e, UserEvent)]
     assert [p.content for p in prompts] == ["what is the answer?", "my favourite colour is blue"]
     assert events[-1].seq == result.through_seq + 1
+
+
+class CountingReads:
+    """A checkpointer that records what each ``read`` asked for (delegating everything)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.reads: list[int] = []
+
+    async def read(self, session_id: str, *, after: int = 0) -> list[Any]:
+        self.reads.append(after)
+        return list(await self.inner.read(session_id, after=after))
+
+    async def read_marks(self, session_id: str, **options: Any) -> list[Any]:
+        return list(await self.inner.read_marks(session_id, **options))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+@pytest.mark.parametrize("backend", ["file", "sqlite", "memory"])
+async def test_resume_reads_only_the_live_context(
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    backend_url_for: Callable[[str], str],
+    backend: str,
+) -> None:
+    from lite_agent_jupyter import checkpointer_from_url
+
+    checkpointer = checkpointer_from_url(backend_url_for(backend))
+    try:
+        agent = make_agent(model=claude(), checkpointer=checkpointer)
+        await two_turns(agent, fake_anthropic)
+        fake_anthropic.script("the summary")
+        result = await agent.compact()
+        fake_anthropic.script("after the summary")
+        await agent.send("one more")
+
+        counting = CountingReads(checkpointer)
+        fresh = make_agent(model=claude(), checkpointer=counting, session_id=agent.session_id)
+        fake_anthropic.script("resumed")
+        await fresh.send("still there?")
+        assert counting.reads == [result.through_seq]  # never the whole log
+        sent = fake_anthropic.message_requests[-1].body["messages"]
+        assert sent[0]["content"][0]["text"] == SUMMARY_PREFIX + "the summary"
+        assert [m["role"] for m in sent] == ["user", "assistant", "user"]
+        assert sent[-1]["content"][-1]["text"] == "still there?"
+    finally:
+        await checkpointer.close()
