@@ -68,7 +68,7 @@ class SessionLog:
         """The events from the latest compaction's ``through_seq`` on (all without one)."""
         checkpointer, sid = self.checkpointer, self.session_id
         if isinstance(checkpointer, MarkIndex):
-            marks = await checkpointer.read_marks(sid, kinds=("compaction",))
+            marks = await checkpointer.read_marks(sid, kinds=("compaction",), last=1)
             latest = marks[-1] if marks else None
             if isinstance(latest, CompactionEvent):
                 return await checkpointer.read(sid, after=latest.through_seq)

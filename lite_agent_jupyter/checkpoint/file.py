@@ -110,6 +110,7 @@ T = TypeVar("T")
 
 LOG_SUFFIX = ".jsonl"
 MARKS_SUFFIX = ".marks"
+_MARKS_CHUNK = 64 * 1024
 INDEX_NAME = ".index.jsonl"
 LOCKS_DIR = ".locks"
 
@@ -341,10 +342,16 @@ class FileCheckpointer:
         return await self._locked(session, lambda: self._head_locked(path, session))
 
     async def read_marks(
-        self, session_id: str, *, after: int = 0, kinds: Collection[str] | None = None
+        self,
+        session_id: str,
+        *,
+        after: int = 0,
+        kinds: Collection[str] | None = None,
+        last: int | None = None,
     ) -> list[Event]:
         """The :class:`~.protocol.MarkIndex` capability, from ``<id>.marks`` (see the
-        module docstring): checkpoints, compactions and file snapshots with ``seq > after``."""
+        module docstring): checkpoints, compactions and file snapshots with ``seq > after``;
+        with ``last``, the file is read backwards from its end until ``last`` are found."""
         validate_session_id(session_id)
         self._check_open()
         wanted = MARK_KINDS if kinds is None else frozenset(kinds)
@@ -352,8 +359,71 @@ class FileCheckpointer:
         if _stat(path) is None:
             return []
         session = self._session(session_id)
+        if last is not None:
+            found = await self._locked(
+                session, lambda: self._last_marks_locked(session_id, after, wanted, last)
+            )
+            if found is not None:
+                return found
         data, head = await self._locked(session, lambda: self._marks_locked(session_id, session))
-        return _decode_marks(path, data, after, head, wanted)
+        marks = _decode_marks(path, data, after, head, wanted)
+        return marks if last is None else marks[-last:]
+
+    def _last_marks_locked(
+        self, session_id: str, after: int, wanted: frozenset[str], last: int
+    ) -> list[Event] | None:
+        """The newest ``last`` marks of ``wanted`` with ``seq > after``, reading ``.marks``
+        backwards in chunks; ``None`` when there is no ``.marks`` file (the caller rebuilds)."""
+        path = self._path(session_id)
+        try:
+            fd = os.open(path, _OPEN_READ)
+        except FileNotFoundError:
+            return []
+        try:
+            head = self._tail(path, self._session(session_id), fd, os.fstat(fd)).head
+        finally:
+            os.close(fd)
+        marks_path = self._marks_path(session_id)
+        try:
+            marks_fd = os.open(marks_path, _OPEN_READ)
+        except FileNotFoundError:
+            return None
+        found: list[Event] = []
+        try:
+            end = os.fstat(marks_fd).st_size
+            carry = b""
+            while end > 0 and len(found) < last:
+                start = max(0, end - _MARKS_CHUNK)
+                chunk = _pread_all(marks_fd, end - start, start) + carry
+                lines = chunk.split(b"\n")
+                carry = lines[0] if start > 0 else b""  # maybe cut: finished by the next chunk
+                complete = lines[1:] if start > 0 else lines
+                for line in reversed(complete):
+                    if not line:
+                        continue
+                    match = _ENVELOPE_TYPE.match(line)
+                    try:
+                        seq = int(match.group(1)) if match is not None else _seq_of(line)
+                    except ValueError as exc:
+                        raise CorruptLogError(marks_path, None, str(exc)) from exc
+                    if seq > head:
+                        continue  # a mark beyond the log's head (cut on the next append)
+                    if seq <= after:
+                        return found[::-1]
+                    if match is not None and _KIND_OF_TYPE.get(match.group(2)) not in wanted:
+                        continue
+                    try:
+                        event = from_dict(loads(line.decode("utf-8")))
+                    except ValueError as exc:
+                        raise CorruptLogError(marks_path, None, str(exc)) from exc
+                    if mark_kind(event) in wanted:
+                        found.append(event)
+                        if len(found) == last:
+                            break
+                end = start
+        finally:
+            os.close(marks_fd)
+        return found[::-1]
 
     async def list(self) -> list[SessionInfo]:
         self._check_open()

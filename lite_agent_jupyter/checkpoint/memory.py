@@ -76,7 +76,12 @@ class MemoryCheckpointer:
         return [decode(line) for line in lines]
 
     async def read_marks(
-        self, session_id: str, *, after: int = 0, kinds: Collection[str] | None = None
+        self,
+        session_id: str,
+        *,
+        after: int = 0,
+        kinds: Collection[str] | None = None,
+        last: int | None = None,
     ) -> list[Event]:
         """The :class:`~.protocol.MarkIndex` capability: checkpoints, compactions and file
         snapshots with ``seq > after``, from a list of their positions kept on append."""
@@ -91,6 +96,8 @@ class MemoryCheckpointer:
                 for seq, kind in session.marks
                 if seq > after and kind in wanted
             ]
+        if last is not None:
+            lines = lines[-last:]
         return [decode(line) for line in lines]
 
     async def head(self, session_id: str) -> int:

@@ -643,7 +643,12 @@ class PostgresCheckpointer:
         return out
 
     async def read_marks(
-        self, session_id: str, *, after: int = 0, kinds: Collection[str] | None = None
+        self,
+        session_id: str,
+        *,
+        after: int = 0,
+        kinds: Collection[str] | None = None,
+        last: int | None = None,
     ) -> list[Event]:
         """The :class:`~.protocol.MarkIndex` capability: the server filters the session's
         rows (the ``anchor`` column, the type in the envelope) and sends only the marks;
@@ -665,7 +670,7 @@ class PostgresCheckpointer:
                 raise CorruptLogError(f"{self._where}[{session_id}]", seq, str(exc)) from exc
             if mark_kind(event) in wanted:
                 out.append(event)
-        return out
+        return out if last is None else out[-last:]
 
     async def head(self, session_id: str) -> int:
         validate_session_id(session_id)

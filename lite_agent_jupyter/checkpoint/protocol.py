@@ -176,11 +176,18 @@ class MarkIndex(Protocol):
     """
 
     async def read_marks(
-        self, session_id: str, *, after: int = 0, kinds: Collection[str] | None = None
+        self,
+        session_id: str,
+        *,
+        after: int = 0,
+        kinds: Collection[str] | None = None,
+        last: int | None = None,
     ) -> list[Event]:
         """The marks with ``seq > after``, ascending, of the given ``kinds`` (all of
-        :data:`MARK_KINDS` when ``None``). Unknown session: ``[]``. Costs what it returns
-        (plus, at most, a scan of the index - never a decode of the log)."""
+        :data:`MARK_KINDS` when ``None``); with ``last``, only the newest ``last`` of them.
+        Unknown session: ``[]``. Costs what it returns (plus, at most, a scan of the index -
+        never a decode of the log); with ``last``, a scan from the end back to the marks
+        returned (a resume asks for the latest compaction: ``kinds=("compaction",), last=1``)."""
         ...
 
 
@@ -190,15 +197,19 @@ async def read_marks(
     *,
     after: int = 0,
     kinds: Collection[str] | None = None,
+    last: int | None = None,
 ) -> list[Event]:
     """``checkpointer.read_marks(...)`` when the backend has a mark index, else the same
     answer from a full read (for third-party backends without one: correct, but it costs
     the whole log)."""
+    if last is not None and (isinstance(last, bool) or not isinstance(last, int) or last < 1):
+        raise ValueError(f"last must be a positive int or None, not {last!r}")
     wanted = MARK_KINDS if kinds is None else frozenset(kinds)
     unknown = wanted - MARK_KINDS
     if unknown:
         raise ValueError(f"unknown mark kinds {sorted(unknown)}; known: {sorted(MARK_KINDS)}")
     if isinstance(checkpointer, MarkIndex):
-        return await checkpointer.read_marks(session_id, after=after, kinds=wanted)
+        return await checkpointer.read_marks(session_id, after=after, kinds=wanted, last=last)
     validate_session_id(session_id)
-    return [e for e in await checkpointer.read(session_id, after=after) if mark_kind(e) in wanted]
+    marks = [e for e in await checkpointer.read(session_id, after=after) if mark_kind(e) in wanted]
+    return marks if last is None else marks[-last:]

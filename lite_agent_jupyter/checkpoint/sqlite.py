@@ -136,6 +136,10 @@ _SQL_ANCHORS = "SELECT seq, data FROM events WHERE session_id = ? AND mark = 1 O
 _SQL_MARKS = (
     "SELECT seq, mark, data FROM events WHERE session_id = ? AND seq > ? AND mark > 0 ORDER BY seq"
 )
+_SQL_LAST_MARKS = (
+    "SELECT seq, mark, data FROM events WHERE session_id = ? AND seq > ? AND mark > 0"
+    " AND mark IN ({codes}) ORDER BY seq DESC LIMIT ?"
+)
 _MARK_CODES = {"checkpoint": 1, "compaction": 2, "file_snapshot": 3}
 _SQL_RETITLE = "UPDATE sessions SET head = ?, mtime = ?, title = ?, turns = ? WHERE id = ?"
 
@@ -366,15 +370,26 @@ class SQLiteCheckpointer:
         return events
 
     async def read_marks(
-        self, session_id: str, *, after: int = 0, kinds: Collection[str] | None = None
+        self,
+        session_id: str,
+        *,
+        after: int = 0,
+        kinds: Collection[str] | None = None,
+        last: int | None = None,
     ) -> list[Event]:
         """The :class:`~.protocol.MarkIndex` capability: the rows the ``events_marks``
         partial index points at (checkpoints, compactions, file snapshots) with ``seq > after``."""
         validate_session_id(session_id)
         codes = {_MARK_CODES[kind] for kind in (MARK_KINDS if kinds is None else kinds)}
-        rows: list[tuple[int, int, str]] = await self._run(
-            lambda conn: conn.execute(_SQL_MARKS, (session_id, max(after, 0))).fetchall()
-        )
+        if last is None:
+            rows: list[tuple[int, int, str]] = await self._run(
+                lambda conn: conn.execute(_SQL_MARKS, (session_id, max(after, 0))).fetchall()
+            )
+        else:  # newest first through the partial index, stopping at ``last``
+            query = _SQL_LAST_MARKS.format(codes=",".join("?" * len(codes)))
+            params = (session_id, max(after, 0), *sorted(codes), last)
+            rows = await self._run(lambda conn: conn.execute(query, params).fetchall())
+            rows.reverse()
         events: list[Event] = []
         for seq, code, data in rows:
             if code not in codes:
