@@ -1,0 +1,166 @@
+"""Shell edits are rewound: three prompts that create, edit and delete text and binary files,
+through ``bash`` (``sed -i``, ``rm``, a redirect) and the file tools; restore to each
+checkpoint gives exactly the bytes and existence of every file and the message list the model
+sees next; undo brings everything back; a compaction does not hide history from a restore; a
+hand edit between prompts is kept as the known state. Real bash, the real ``anthropic``
+client against the fake Messages API server."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
+
+from lite_agent_jupyter import LiteAgent
+from lite_agent_jupyter.checkpoint.fold import SUMMARY_PREFIX
+
+MakeAgent = Callable[..., LiteAgent]
+BINARY = bytes(range(256)) * 4
+
+
+def calls(*items: tuple[str, dict[str, Any]]) -> FakeReply:
+    return FakeReply(tool_calls=[FakeToolCall(name, args) for name, args in items])
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+PROMPTS = [
+    (
+        "create the files",
+        calls(
+            ("write_file", {"path": "notes.txt", "content": "one\ntwo\nthree\n"}),
+            ("bash", {"command": "printf '\\x00\\x01\\x02' > data.bin && mkdir -p sub"}),
+        ),
+    ),
+    (
+        "edit with the shell",
+        calls(
+            (
+                "bash",
+                {
+                    "command": "sed -i s/two/TWO/ notes.txt && rm data.bin "
+                    "&& echo made > sub/out.txt && head -c 1024 /dev/urandom > sub/r.bin"
+                },
+            ),
+        ),
+    ),
+    (
+        "tidy up",
+        calls(
+            ("delete_file", {"path": "sub/out.txt"}),
+            ("bash", {"command": "echo appended >> notes.txt && rm -r sub"}),
+        ),
+    ),
+]
+
+
+async def run_prompts(
+    agent: LiteAgent, fake: FakeAnthropicServer, workdir: Path
+) -> list[dict[str, bytes]]:
+    """Send the three prompts; the workdir's state before each one."""
+    states = []
+    for prompt, reply in PROMPTS:
+        states.append(tree(workdir))
+        fake.script(reply, f"done: {prompt}")
+        await agent.send(prompt)
+    states.append(tree(workdir))
+    return states
+
+
+async def messages_after_restore(agent: LiteAgent, fake: FakeAnthropicServer) -> list[Any]:
+    fake.script("next")
+    await agent.send("what now?")
+    return list(fake.message_requests[-1].body["messages"])
+
+
+async def test_restore_each_checkpoint_then_undo(
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    workdir: Path,
+) -> None:
+    (workdir / "keep.txt").write_text("untouched")
+    (workdir / "seed.bin").write_bytes(BINARY)
+    agent = make_agent(model=claude(), approvals="allow")
+    states = await run_prompts(agent, fake_anthropic, workdir)
+    assert "sub/r.bin" not in states[3] and "data.bin" in states[1]
+    checkpoints = await agent.list_checkpoints()
+    assert [c.prompt for c in checkpoints] == [p for p, _ in PROMPTS]
+    final = tree(workdir)
+    sid = agent.session_id
+
+    for index in (2, 1, 0):  # files: restore, then undo, at each checkpoint
+        result = await agent.restore(sid, checkpoints[index].seq)
+        assert result.conversation_restored and not result.conflicts
+        assert tree(workdir) == states[index], f"files at checkpoint {index}"
+        await agent.undo_restore(sid)
+        assert tree(workdir) == final
+
+    requests = list(fake_anthropic.message_requests)
+    for index in (2, 1, 0):  # the conversation: what the model sees next
+        [asked] = [r for r in requests if _last_text(r.body) == PROMPTS[index][0]]
+        await agent.restore(sid, checkpoints[index].seq)
+        assert tree(workdir) == states[index]
+        sent = await messages_after_restore(agent, fake_anthropic)
+        assert sent[:-1] == asked.body["messages"][:-1]
+        assert _last_text({"messages": sent}) == "what now?"
+
+
+def _last_text(body: dict[str, Any]) -> str:
+    content = body["messages"][-1]["content"]
+    if isinstance(content, str):
+        return content
+    return "".join(b.get("text", "") for b in content if b.get("type") == "text")
+
+
+async def test_restore_before_a_compaction_brings_the_history_back(
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    workdir: Path,
+) -> None:
+    agent = make_agent(model=claude(), approvals="allow")
+    states = await run_prompts(agent, fake_anthropic, workdir)
+    fake_anthropic.script("everything so far, summarised")
+    await agent.compact()
+    sent = await messages_after_restore(agent, fake_anthropic)
+    assert sent[0]["content"][0]["text"].startswith(SUMMARY_PREFIX)
+
+    checkpoints = await agent.list_checkpoints()
+    await agent.restore(agent.session_id, checkpoints[1].seq)
+    assert tree(workdir) == states[1]
+    sent = await messages_after_restore(agent, fake_anthropic)
+    texts = [str(m["content"]) for m in sent]
+    assert not any(SUMMARY_PREFIX in t for t in texts)
+    assert "create the files" in texts[0]
+
+
+async def test_a_hand_edit_between_prompts_is_kept_by_a_restore_to_the_next_prompt(
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    workdir: Path,
+) -> None:
+    agent = make_agent(model=claude(), approvals="allow")
+    fake_anthropic.script(calls(("bash", {"command": "echo v1 > a.txt"})), "ok")
+    await agent.send("write v1")
+    (workdir / "a.txt").write_text("by hand\n")
+    fake_anthropic.script(calls(("bash", {"command": "echo v2 > a.txt"})), "ok")
+    await agent.send("write v2")
+    assert (workdir / "a.txt").read_text() == "v2\n"
+
+    checkpoints = await agent.list_checkpoints()
+    plan = await agent.preview_restore(agent.session_id, checkpoints[1].seq)
+    assert not plan.conflicts
+    await agent.restore(agent.session_id, checkpoints[1].seq)
+    assert (workdir / "a.txt").read_text() == "by hand\n"  # the state before "write v2"
+    await agent.restore(agent.session_id, checkpoints[0].seq)
+    assert not (workdir / "a.txt").exists()
