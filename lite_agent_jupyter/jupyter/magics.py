@@ -746,3 +746,45 @@ def _key(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
     magics._api_key = key
     magics._key_version += 1
     print("key set for this kernel (memory only); the next %%agent cell uses it")
+
+
+@subcommand(
+    "compact",
+    "Summarise the conversation so far to free context (raw events stay; restore undoes it).",
+    arg("instructions", nargs="*", help="what the summary should keep (free text)"),
+)
+def _compact(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
+    magics.require_agent()
+    instructions = " ".join(args.instructions).strip() or None
+    bar = _ProgressOutput(magics.in_kernel)
+    result = magics.runner.facade.compact(instructions, on_progress=bar.step)
+    bar.finish(render.compact_text(result))
+
+
+class _ProgressOutput:
+    """A progress bar: one display updated in place in a notebook, a line per stage in a
+    terminal."""
+
+    def __init__(self, rich: bool) -> None:
+        self.rich = rich
+        self.display_id = f"lite-agent-progress-{uuid.uuid4().hex}"
+        self.shown = False
+
+    def _show(self, text: str) -> None:
+        if not self.rich:
+            print(text, flush=True)
+            return
+        from IPython import display as ipd
+
+        bundle = {"text/plain": text, "text/markdown": f"`{text}`"}
+        show: Any = ipd.update_display if self.shown else ipd.display
+        show(bundle, raw=True, display_id=self.display_id)
+        self.shown = True
+
+    def step(self, progress: Any) -> None:
+        self._show(render.progress_text(progress.stage, progress.before, progress.after))
+
+    def finish(self, text: str) -> None:
+        if self.rich:
+            self._show(render.progress_text("done", None, None))
+        print(text)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from ..agent import LiteAgentResult, ToolCallFinished, ToolCallInput, ToolCallStarted
+from ..agent import CompactResult, LiteAgentResult, ToolCallFinished, ToolCallInput, ToolCallStarted
 from ..checkpoint.protocol import SessionInfo
 
 RESULT_PREVIEW = 1500
@@ -234,3 +234,27 @@ def key_value_text(pairs: Iterable[tuple[str, object]]) -> str:
     pairs = list(pairs)
     width = max((len(k) for k, _ in pairs), default=0)
     return "\n".join(f"{k.ljust(width)}  {v}" for k, v in pairs)
+
+
+COMPACT_STAGES = ("start", "measure", "summarize", "persist", "done")
+
+
+def progress_text(stage: str, before: int | None, after: int | None, width: int = 20) -> str:
+    """``[##########----------] summarize (12,345 tokens before)``."""
+    done = COMPACT_STAGES.index(stage) + 1 if stage in COMPACT_STAGES else 0
+    filled = width * done // len(COMPACT_STAGES)
+    text = f"[{'#' * filled}{'-' * (width - filled)}] {stage}"
+    if before is not None:
+        text += f" ({before:,} tokens before"
+        text += f", {after:,} after)" if after is not None else ")"
+    return text
+
+
+def compact_text(result: CompactResult) -> str:
+    if not result.compacted:
+        return "Nothing to compact yet (the session is empty)."
+    return (
+        f"Compacted session {short_id(result.session_id)}…: {result.before:,} -> "
+        f"{result.after:,} tokens; events up to seq {result.through_seq} are now a summary "
+        "(the raw events stay: a restore to an earlier checkpoint undoes this)."
+    )

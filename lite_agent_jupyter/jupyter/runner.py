@@ -31,7 +31,14 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ..abort import AbortSignal
-from ..agent import AgentEvent, ApprovalRequest, LiteAgent, LiteAgentResult
+from ..agent import (
+    AgentEvent,
+    ApprovalRequest,
+    CompactProgress,
+    CompactResult,
+    LiteAgent,
+    LiteAgentResult,
+)
 from ..checkpoint.protocol import SessionInfo
 from ..errors import AgentClosedError, SessionBusyError
 
@@ -327,6 +334,57 @@ class AgentFacade:
         with self._runner.lock:
             self._idle(session_id)
             self.call(lambda a: a.delete_session(session_id))
+
+    def compact(
+        self,
+        instructions: str | None = None,
+        *,
+        session_id: str | None = None,
+        on_progress: Callable[[CompactProgress], object] | None = None,
+    ) -> CompactResult:
+        """Compact a session (default: the current one), blocking; ``on_progress`` is called
+        on *this* thread with each stage. The session counts as busy meanwhile. A
+        KeyboardInterrupt cancels it (nothing is written before its ``persist`` stage)."""
+        runner = self._runner
+        with runner.lock:
+            agent = runner.agent()
+            sid = session_id or agent.session_id
+            runner.claim(sid)
+        steps: queue.SimpleQueue[CompactProgress] = queue.SimpleQueue()
+        ended = threading.Event()
+
+        async def go() -> CompactProgress | None:
+            try:
+                last = None
+                async for step in agent.compact(instructions, session_id=sid):
+                    steps.put(step)
+                    last = step
+                return last
+            finally:
+                ended.set()
+
+        try:
+            future = runner.submit(go())
+            try:
+                while not (ended.is_set() and steps.empty()):
+                    with contextlib.suppress(queue.Empty):
+                        step = steps.get(timeout=0.05)
+                        if on_progress is not None:
+                            on_progress(step)
+                last = future.result()
+            except KeyboardInterrupt:
+                future.cancel()
+                ended.wait(30)
+                raise
+        finally:
+            runner.release(sid)
+        if last is None or last.stage == "cancelled":
+            raise KeyboardInterrupt("compaction cancelled")
+        if last.stage == "error":
+            assert last.error is not None
+            raise last.error
+        assert last.result is not None
+        return last.result
 
 
 class AsyncAgentFacade:

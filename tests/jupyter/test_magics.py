@@ -335,3 +335,21 @@ def test_variable_tools_only_for_exposed_names(
     assert "rows: list len 3" in texts[0] and "secret" not in texts[0]
     assert "length: 3" in texts[1]
     assert "not exposed" in texts[2]
+
+
+def test_compact_shows_progress_and_the_next_cell_sees_the_summary(
+    agent_kernel: Kernel, fake_anthropic: FakeAnthropicServer
+) -> None:
+    fake_anthropic.script("One.", "Two.", "SUMMARY: the user likes the number 42.", "Three.")
+    agent_kernel.run("%%agent\nI like 42").check()
+    agent_kernel.run("%%agent\nremember it").check()
+    compacted = agent_kernel.run("%agent compact keep the numbers").check()
+    assert "[####################] done" in compacted.plain
+    assert len(compacted.displays) == 1 and compacted.display_messages >= 3
+    assert "Compacted session" in compacted.stream_text and "tokens" in compacted.stream_text
+    summarize = fake_anthropic.message_requests[2].body
+    assert "keep the numbers" in json.dumps(summarize)
+    agent_kernel.run("%%agent\nand now?").check()
+    after = json.dumps(fake_anthropic.message_requests[3].messages)
+    assert "the user likes the number 42" in after
+    assert "I like 42" not in after
