@@ -57,7 +57,7 @@ def overhead(kernel: Kernel, server: FakeAnthropicServer, cells: int) -> tuple[f
         timed(kernel, "_ = await bare.send('warm up')")
     magic, bare = [], []
     for i in range(cells):
-        magic.append(timed(kernel, f"%%agent --quiet\nquestion {i}"))
+        magic.append(timed(kernel, f"%%agent\nquestion {i}"))
         bare.append(timed(kernel, f"_ = await bare.send('question {i}')"))
     return statistics.median(magic), statistics.median(bare)
 

@@ -455,7 +455,7 @@ class LiteAgentMagics(Magics):
                 try:
                     item = stream.get(timeout=wait)
                 except queue.Empty:
-                    if dirty and not quiet:
+                    if dirty:
                         out.update()
                         last, dirty = time.monotonic(), False
                     continue
@@ -486,9 +486,11 @@ class LiteAgentMagics(Magics):
                     continue
                 else:
                     continue
+                if quiet:
+                    continue  # shown once, at the end
                 dirty = True
                 now = time.monotonic()
-                if not quiet and now - last >= interval:
+                if now - last >= interval:
                     out.update()
                     last, dirty = now, False
         except KeyboardInterrupt:

@@ -353,3 +353,55 @@ def test_compact_shows_progress_and_the_next_cell_sees_the_summary(
     after = json.dumps(fake_anthropic.message_requests[3].messages)
     assert "the user likes the number 42" in after
     assert "I like 42" not in after
+
+
+def test_the_open_notebook_is_not_edited_unless_allowed(
+    start_kernel: StartKernel,
+    fake_env: dict[str, str | None],
+    tmp_path: Path,
+    fake_anthropic: FakeAnthropicServer,
+) -> None:
+    folder = tmp_path / "nb"
+    folder.mkdir()
+    notebook = folder / "analysis.ipynb"
+    notebook.write_text("{}")
+    kernel = start_kernel(folder, {**fake_env, "JPY_SESSION_NAME": str(notebook)})
+    kernel.run(SETUP).check()
+    edit = FakeToolCall("write_file", {"path": "analysis.ipynb", "content": "overwritten"})
+    fake_anthropic.script(
+        FakeReply("", tool_calls=[edit]), "Refused.", FakeReply("", tool_calls=[edit]), "Written."
+    )
+    kernel.run("%%agent\nrewrite the notebook").check()
+    assert notebook.read_text() == "{}"
+    refusal = fake_anthropic.message_requests[1].messages[-1]["content"][0]
+    assert refusal["is_error"] and "open in this kernel" in json.dumps(refusal["content"])
+    kernel.run("%config LiteAgentMagics.allow_notebook_edits = True").check()
+    kernel.run("%%agent\nrewrite it anyway").check()
+    assert notebook.read_text() == "overwritten"
+
+
+def test_delete_and_resume_by_prefix(
+    agent_kernel: Kernel, fake_anthropic: FakeAnthropicServer
+) -> None:
+    fake_anthropic.script("First.", "Second.")
+    first = _session_of(agent_kernel.run("%%agent\nfirst session").check())
+    second = _session_of(agent_kernel.run("%%agent --new\nsecond session").check())
+    resumed = agent_kernel.run(f"%agent resume {first[:6]}").check().stream_text
+    assert f"resumed session {first}" in resumed
+    refused = agent_kernel.run(f"%agent delete {second}")
+    assert "add --yes" in refused.text  # no stdin here: it cannot ask
+    agent_kernel.run(f"%agent delete {second} --yes").check()
+    listed = agent_kernel.run("%agent sessions").check().stream_text
+    assert first in listed and second not in listed
+    usage = agent_kernel.run("%agent restore").text
+    assert "usage" in usage.lower() or "unknown subcommand" in usage
+
+
+def test_quiet_shows_the_answer_once(
+    agent_kernel: Kernel, fake_anthropic: FakeAnthropicServer
+) -> None:
+    fake_anthropic.script(FakeReply("A quiet answer in many small pieces.", text_chunk=2))
+    cell = agent_kernel.run("%%agent --quiet\nquietly").check()
+    assert cell.display_messages == 1
+    assert "A quiet answer in many small pieces." in cell.markdown
+    assert "%agent restore" in cell.plain
