@@ -790,3 +790,50 @@ class _ProgressOutput:
         if self.rich:
             self._show(render.progress_text("done", None, None))
         print(text)
+
+
+@subcommand(
+    "checkpoints", "The prompts of the current session: `%agent restore SEQ` rewinds to one."
+)
+def _checkpoints(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
+    magics.require_agent()
+    facade = magics.runner.facade
+    print(render.checkpoints_text(facade.list_checkpoints(facade.session_id)))
+
+
+@subcommand(
+    "restore",
+    "Rewind files and conversation to checkpoint SEQ (see %agent checkpoints).",
+    arg("seq", type=int, help="the checkpoint (the number in a footer's %agent restore N)"),
+    arg("--files-only", action="store_true", help="rewind the files, keep the conversation"),
+    arg("--conversation-only", action="store_true", help="rewind the conversation only"),
+    arg(
+        "--preview", action="store_true", help="show what would change (with diffs); change nothing"
+    ),
+    arg("--force", action="store_true", help="overwrite files changed outside the agent"),
+)
+def _restore(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
+    if args.files_only and args.conversation_only:
+        raise UsageError("%agent restore: --files-only and --conversation-only exclude each other")
+    magics.require_agent()
+    facade = magics.runner.facade
+    sid = facade.session_id
+    if args.preview:
+        print(render.plan_text(facade.preview_restore(sid, args.seq)))
+        return
+    result = facade.restore(
+        sid,
+        args.seq,
+        files=not args.conversation_only,
+        conversation=not args.files_only,
+        force=args.force,
+    )
+    print(render.restore_text(result, args.seq))
+
+
+@subcommand("undo", "Undo the last restore of the current session (files and conversation).")
+def _undo(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
+    magics.require_agent()
+    facade = magics.runner.facade
+    result = facade.undo_restore(facade.session_id)
+    print(render.restore_text(result, None))

@@ -18,7 +18,16 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from ..agent import CompactResult, LiteAgentResult, ToolCallFinished, ToolCallInput, ToolCallStarted
+from ..agent import (
+    Checkpoint,
+    CompactResult,
+    LiteAgentResult,
+    RestorePlan,
+    RestoreResult,
+    ToolCallFinished,
+    ToolCallInput,
+    ToolCallStarted,
+)
 from ..checkpoint.protocol import SessionInfo
 
 RESULT_PREVIEW = 1500
@@ -258,3 +267,63 @@ def compact_text(result: CompactResult) -> str:
         f"{result.after:,} tokens; events up to seq {result.through_seq} are now a summary "
         "(the raw events stay: a restore to an earlier checkpoint undoes this)."
     )
+
+
+def checkpoints_text(checkpoints: Sequence[Checkpoint]) -> str:
+    """The ``%agent checkpoints`` table, oldest first, with the command for each."""
+    if not checkpoints:
+        return "No checkpoints yet: each %%agent prompt makes one."
+    rows = [("seq", "when", "prompt", "files changed after it", "rewind with")]
+    for cp in checkpoints:
+        files = ", ".join(cp.files[:4]) + (f" (+{len(cp.files) - 4})" if len(cp.files) > 4 else "")
+        rows.append(
+            (
+                str(cp.seq),
+                _when(cp.ts),
+                _clip(cp.prompt.replace("\n", " "), 50),
+                files or "-",
+                f"%agent restore {cp.seq}",
+            )
+        )
+    return _table(rows)
+
+
+def plan_text(plan: RestorePlan) -> str:
+    """What ``%agent restore SEQ`` would do, per file, with diffs."""
+    lines = [
+        f"Restore of session {short_id(plan.session_id)}… to checkpoint {plan.seq} "
+        f"(head {plan.head}): {plan.events_cut} events would be cut from the conversation."
+    ]
+    if not plan.files:
+        lines.append("No file would change.")
+    for action in plan.files:
+        lines.append(f"  {action.action:<9} {action.path}  {action.summary}")
+        if action.diff:
+            lines.extend("      " + line for line in action.diff.rstrip().splitlines()[:40])
+    if plan.conflicts:
+        lines.append(
+            "Changed outside the agent since (restore refuses unless --force): "
+            + ", ".join(plan.conflicts)
+        )
+    lines.append("Nothing was changed (preview).")
+    return "\n".join(lines)
+
+
+def restore_text(result: RestoreResult, seq: int | None) -> str:
+    what = "Undid the last restore" if seq is None else f"Restored checkpoint {seq}"
+    parts = [
+        f"{len(result.restored)} file(s) rewritten" if result.restored else "",
+        f"{len(result.deleted)} deleted" if result.deleted else "",
+        f"{len(result.skipped)} skipped" if result.skipped else "",
+        "conversation put back" if result.conversation_restored else "conversation kept",
+    ]
+    text = f"{what}: " + ", ".join(p for p in parts if p) + "."
+    for path in (*result.restored, *result.deleted):
+        text += f"\n  {path}"
+    if result.conflicts:
+        text += "\nOverwritten although changed outside the agent (--force): " + ", ".join(
+            result.conflicts
+        )
+    if seq is not None:
+        text += "\n`%agent undo` puts everything back as it was before this restore."
+    return text

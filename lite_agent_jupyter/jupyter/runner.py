@@ -34,10 +34,13 @@ from ..abort import AbortSignal
 from ..agent import (
     AgentEvent,
     ApprovalRequest,
+    Checkpoint,
     CompactProgress,
     CompactResult,
     LiteAgent,
     LiteAgentResult,
+    RestorePlan,
+    RestoreResult,
 )
 from ..checkpoint.protocol import SessionInfo
 from ..errors import AgentClosedError, SessionBusyError
@@ -334,6 +337,35 @@ class AgentFacade:
         with self._runner.lock:
             self._idle(session_id)
             self.call(lambda a: a.delete_session(session_id))
+
+    def list_checkpoints(self, session_id: str | None = None) -> list[Checkpoint]:
+        return self.call(lambda a: a.list_checkpoints(session_id))
+
+    def preview_restore(self, session_id: str, seq: int) -> RestorePlan:
+        return self.call(lambda a: a.preview_restore(session_id, seq))
+
+    def restore(
+        self,
+        session_id: str,
+        seq: int,
+        *,
+        files: bool = True,
+        conversation: bool = True,
+        force: bool = False,
+    ) -> RestoreResult:
+        """Rewind ``session_id`` to checkpoint ``seq`` (and make it current)."""
+        with self._runner.lock:
+            self._idle(session_id)
+            return self.call(
+                lambda a: a.restore(
+                    session_id, seq, files=files, conversation=conversation, force=force
+                )
+            )
+
+    def undo_restore(self, session_id: str, *, force: bool = False) -> RestoreResult:
+        with self._runner.lock:
+            self._idle(session_id)
+            return self.call(lambda a: a.undo_restore(session_id, force=force))
 
     def compact(
         self,

@@ -405,3 +405,50 @@ def test_quiet_shows_the_answer_once(
     assert cell.display_messages == 1
     assert "A quiet answer in many small pieces." in cell.markdown
     assert "%agent restore" in cell.plain
+
+
+def test_checkpoints_restore_preview_and_undo(
+    agent_kernel: Kernel, fake_anthropic: FakeAnthropicServer, tmp_path: Path
+) -> None:
+    target = tmp_path / "work" / "settings.py"
+    fake_anthropic.script(
+        FakeReply(
+            "",
+            tool_calls=[
+                FakeToolCall("write_file", {"path": "settings.py", "content": "DEBUG = False\n"})
+            ],
+        ),
+        "Created.",
+        FakeReply(
+            "",
+            tool_calls=[
+                FakeToolCall(
+                    "edit_file",
+                    {"path": "settings.py", "old_string": "False", "new_string": "True"},
+                )
+            ],
+        ),
+        "Edited.",
+        "After the restore.",
+    )
+    agent_kernel.run("%%agent\ncreate settings").check()
+    second = agent_kernel.run("%%agent\nturn debug on").check()
+    assert target.read_text() == "DEBUG = True\n"
+    seq = int(re.search(r"%agent restore (\d+)", second.plain).group(1))  # type: ignore[union-attr]
+    listed = agent_kernel.run("%agent checkpoints").check().stream_text
+    assert "create settings" in listed and "turn debug on" in listed
+    assert f"%agent restore {seq}" in listed and "settings.py" in listed
+    preview = agent_kernel.run(f"%agent restore {seq} --preview").check().stream_text
+    assert "-DEBUG = True" in preview and "+DEBUG = False" in preview
+    assert target.read_text() == "DEBUG = True\n"
+    restored = agent_kernel.run(f"%agent restore {seq}").check().stream_text
+    assert "Restored checkpoint" in restored and "conversation put back" in restored
+    assert target.read_text() == "DEBUG = False\n"
+    agent_kernel.run("%agent undo").check()
+    assert target.read_text() == "DEBUG = True\n"
+    agent_kernel.run(f"%agent restore {seq}").check()
+    agent_kernel.run("%%agent\nwhere are we?").check()
+    messages = fake_anthropic.message_requests[-1].messages
+    assert "turn debug on" not in json.dumps(messages)
+    both = agent_kernel.run(f"%agent restore {seq} --files-only --conversation-only")
+    assert both.status == "error" and "exclude each other" in both.text
