@@ -27,6 +27,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Protocol
 
+import zstandard
+
 from .atomic import atomic_write
 from .errors import CorruptLogError, InvalidNamespaceError
 
@@ -170,6 +172,13 @@ class Storage:
 
 _RAW = b"R"
 _ZLIB = b"Z"
+_DELTA = b"D"
+DELTA_MIN_SIZE = 4096
+"""Contents smaller than this are never stored as a delta (zlib alone does as well)."""
+MAX_CHAIN = 16
+_RECENT_BYTES = 32 << 20
+_MAX_WINDOW_LOG = 27  # what a zstd decompressor accepts by default (128 MB)
+"""At most this many deltas between a blob and a full copy: a read decodes at most that many."""
 _HASH_PATTERN = re.compile(r"[0-9a-f]{64}")
 
 
@@ -184,8 +193,13 @@ class Blobs(Protocol):
     Async so a network backend (PostgreSQL) can implement it without blocking a loop.
     """
 
-    async def put(self, data: bytes) -> str:
-        """Store ``data`` if new; return its hash (:func:`blob_hash`)."""
+    async def put(self, data: bytes, *, base: str | None = None) -> str:
+        """Store ``data`` if new; return its hash (:func:`blob_hash`).
+
+        ``base``: the hash of a previous version of the same file (the snapshotter passes the
+        ``before`` of a change when it stores the ``after``). A store may keep ``data`` as a
+        delta against it; it must then keep ``base`` as long as ``data`` (see :meth:`bases`).
+        """
         ...
 
     async def get(self, digest: str) -> bytes:
@@ -202,6 +216,11 @@ class Blobs(Protocol):
         """Every stored hash (for garbage collection)."""
         ...
 
+    async def bases(self, digest: str) -> list[str]:
+        """The blobs ``digest`` is stored against (its delta base, that one's base, ...);
+        empty for a full copy. Collection must keep these as long as it keeps ``digest``."""
+        ...
+
 
 class MemoryBlobStore:
     """Blobs kept in a dict: for ``sessions=False``, where nothing may touch the disk."""
@@ -209,10 +228,13 @@ class MemoryBlobStore:
     def __init__(self) -> None:
         self._blobs: dict[str, bytes] = {}
 
-    async def put(self, data: bytes) -> str:
+    async def put(self, data: bytes, *, base: str | None = None) -> str:
         digest = blob_hash(data)
         self._blobs.setdefault(digest, bytes(data))
         return digest
+
+    async def bases(self, digest: str) -> list[str]:
+        return []
 
     async def get(self, digest: str) -> bytes:
         try:
@@ -234,9 +256,15 @@ class FileBlobStore:
     """Content-addressed, deduplicated storage of file contents (text or binary) on disk.
 
     A blob's name is the sha256 of its content, so storing the same content twice costs
-    nothing and a snapshot event stays small (a hash, not the file). Blobs are zlib-compressed
-    when that saves at least an eighth; a one-byte header says which. Every write is atomic
-    and fsynced: a snapshot must be on disk before the file it protects is touched.
+    nothing and a snapshot event stays small (a hash, not the file). A one-byte header says
+    how the content is kept: ``R`` raw, ``Z`` zlib (when that saves at least an eighth), or
+    ``D`` a delta: the 64-hex hash of a base blob (the previous version of the same file,
+    given as ``put(data, base=...)``) and a zstd frame compressed with the base's content as
+    its dictionary. A few changed lines of a 1 MB file then cost a few hundred bytes instead of
+    the whole file compressed again. A delta is used only when smaller than the zlib copy, and
+    chains stop at :data:`MAX_CHAIN` deltas (then a full copy), so a read decodes at most
+    that many. Every write is atomic and fsynced: a snapshot must be on disk before the file
+    it protects is touched. Every read checks the content against its hash.
     """
 
     def __init__(
@@ -244,29 +272,83 @@ class FileBlobStore:
     ) -> None:
         self.directory = Path(directory)
         self._on_create = on_create
+        self._recent: dict[str, bytes] = {}
+        self._recent_size = 0
+        """The last few contents put or read (a new version's base is usually one of them),
+        so storing a delta does not decode the base's chain again."""
 
     def _path(self, digest: str) -> Path:
         if _HASH_PATTERN.fullmatch(digest) is None:
             raise ValueError(f"not a blob hash: {digest!r}")
         return self.directory / digest[:2] / digest[2:]
 
-    def put_sync(self, data: bytes) -> str:
+    def put_sync(self, data: bytes, *, base: str | None = None) -> str:
         digest = blob_hash(data)
         path = self._path(digest)
         if path.exists():
+            self._remember(digest, data)
             return digest
         if self._on_create is not None:
             self._on_create()
         ensure_private_dir(path.parent)
-        payload = _RAW + data
-        if len(data) >= 64:
-            packed = zlib.compress(data, 6)
-            if len(packed) <= len(data) - len(data) // 8:  # compress only if it pays
-                payload = _ZLIB + packed
+        delta = None
+        if base is not None and base != digest and len(data) >= DELTA_MIN_SIZE:
+            delta = self._delta(data, base)
+        if delta is not None and len(delta) <= len(data) // 16:
+            payload = delta  # far smaller than any compression of the whole content
+        else:
+            payload = _RAW + data
+            if len(data) >= 64:
+                packed = zlib.compress(data, 6)
+                if len(packed) <= len(data) - len(data) // 8:  # compress only if it pays
+                    payload = _ZLIB + packed
+            if delta is not None and len(delta) < len(payload):
+                payload = delta
         write_private_file(path, payload)
+        self._remember(digest, data)
         return digest
 
+    def _remember(self, digest: str, data: bytes) -> None:
+        if len(data) < DELTA_MIN_SIZE or len(data) > _RECENT_BYTES // 4:
+            return
+        old = self._recent.pop(digest, None)
+        self._recent_size -= len(old) if old is not None else 0
+        self._recent[digest] = bytes(data)
+        self._recent_size += len(data)
+        while self._recent_size > _RECENT_BYTES:
+            self._recent_size -= len(self._recent.pop(next(iter(self._recent))))
+
+    def _delta(self, data: bytes, base: str) -> bytes | None:
+        """``data`` as a delta against ``base``, or None (no such base, chain too long)."""
+        try:
+            if len(self.bases_sync(base)) >= MAX_CHAIN:
+                return None
+            reference = self._recent.get(base) or self.get_sync(base)
+        except (KeyError, ValueError, CorruptLogError):
+            return None
+        # The window must span the base and the new content, and the match finder's tables
+        # must be large enough to index the whole base (zstd's defaults for a level drop most
+        # of a 1 MB dictionary: a few changed lines would cost 20 KB instead of 200 bytes).
+        window = max(17, (len(reference) + len(data)).bit_length())
+        if window > _MAX_WINDOW_LOG:
+            return None
+        params = zstandard.ZstdCompressionParameters.from_level(
+            1,
+            window_log=window,
+            hash_log=min(max(window - 2, 16), 22),
+            chain_log=min(max(window - 2, 16), 22),
+        )
+        compressor = zstandard.ZstdCompressor(
+            dict_data=_raw_dictionary(reference), compression_params=params
+        )
+        return _DELTA + base.encode("ascii") + compressor.compress(data)
+
     def get_sync(self, digest: str) -> bytes:
+        data = self._get(digest, 0)
+        self._remember(digest, data)
+        return data
+
+    def _get(self, digest: str, depth: int) -> bytes:
         path = self._path(digest)
         try:
             payload = path.read_bytes()
@@ -274,15 +356,47 @@ class FileBlobStore:
             raise KeyError(f"blob {digest} is missing from {self.directory}") from None
         header, body = payload[:1], payload[1:]
         try:
-            data = zlib.decompress(body) if header == _ZLIB else body
-        except zlib.error as exc:
+            if header == _DELTA:
+                base = body[:64].decode("ascii", "replace")
+                if depth > MAX_CHAIN or _HASH_PATTERN.fullmatch(base) is None:
+                    raise CorruptLogError(path, None, "blob has a bad delta base")
+                try:
+                    reference = self._get(base, depth + 1)
+                except KeyError:
+                    raise CorruptLogError(
+                        path, None, f"the delta base {base} of this blob is missing"
+                    ) from None
+                decompressor = zstandard.ZstdDecompressor(dict_data=_raw_dictionary(reference))
+                data = decompressor.decompress(body[64:])
+            else:
+                data = zlib.decompress(body) if header == _ZLIB else body
+        except (zlib.error, zstandard.ZstdError) as exc:
             raise CorruptLogError(path, None, f"blob does not decompress: {exc}") from exc
-        if header not in (_RAW, _ZLIB) or blob_hash(data) != digest:
+        if header not in (_RAW, _ZLIB, _DELTA) or blob_hash(data) != digest:
             raise CorruptLogError(path, None, "blob content does not match its hash")
         return data
 
-    async def put(self, data: bytes) -> str:
-        return self.put_sync(data)
+    def bases_sync(self, digest: str) -> list[str]:
+        """The delta chain under ``digest`` (reads one 65-byte header per link)."""
+        chain: list[str] = []
+        current = digest
+        while len(chain) <= MAX_CHAIN:
+            try:
+                with self._path(current).open("rb") as f:
+                    head = f.read(65)
+            except FileNotFoundError:
+                break
+            if head[:1] != _DELTA or len(head) < 65:
+                break
+            current = head[1:65].decode("ascii", "replace")
+            chain.append(current)
+        return chain
+
+    async def put(self, data: bytes, *, base: str | None = None) -> str:
+        return self.put_sync(data, base=base)
+
+    async def bases(self, digest: str) -> list[str]:
+        return self.bases_sync(digest)
 
     async def get(self, digest: str) -> bytes:
         return self.get_sync(digest)
@@ -306,3 +420,8 @@ class FileBlobStore:
                     digest = sub.name + blob.name
                     if _HASH_PATTERN.fullmatch(digest):
                         yield digest
+
+
+def _raw_dictionary(content: bytes) -> zstandard.ZstdCompressionDict:
+    """A zstd dictionary that is just ``content``: the delta base of a blob."""
+    return zstandard.ZstdCompressionDict(content, dict_type=zstandard.DICT_TYPE_RAWCONTENT)

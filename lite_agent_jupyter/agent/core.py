@@ -492,6 +492,8 @@ class LiteAgent:
                 leftover.unlink()
         if own:
             still_used = await self._referenced_hashes()
+            for digest in list(still_used):  # a kept delta keeps the blobs it is stored against
+                still_used.update(await self.blobs.bases(digest))
             for digest in own - still_used:
                 await self.blobs.delete(digest)
         if session_id == self._session_id:

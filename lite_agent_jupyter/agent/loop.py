@@ -327,7 +327,10 @@ def _snapshotter(
             except FileNotFoundError:
                 before = None
         before_hash = await settings.blobs.put(before) if before is not None else None
-        after_hash = await settings.blobs.put(after) if after is not None else None
+        # the new version is stored against the old one (a delta, where the store keeps them)
+        after_hash = (
+            await settings.blobs.put(after, base=before_hash) if after is not None else None
+        )
         try:
             relative = path.resolve().relative_to(settings.workdir.resolve()).as_posix()
         except ValueError:

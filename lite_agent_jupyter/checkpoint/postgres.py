@@ -792,7 +792,8 @@ class PostgresBlobStore:
             raise ValueError(f"not a blob hash: {digest!r}")
         return digest
 
-    async def put(self, data: bytes) -> str:
+    async def put(self, data: bytes, *, base: str | None = None) -> str:
+        """Store ``data`` (a full copy: ``base``, the previous version, is not used here)."""
         data = bytes(data)
         digest = blob_hash(data)
         if len(data) > _BIG_BLOB and await self.has(digest):
@@ -837,6 +838,10 @@ class PostgresBlobStore:
             await conn.execute(self._sql_delete, (digest,))
 
         await self._db.run(op, what=f"delete of blob {digest}")
+
+    async def bases(self, digest: str) -> list[str]:
+        """Always empty: this store keeps full copies, never deltas."""
+        return []
 
     async def hashes(self) -> list[str]:
         async def op(conn: Conn, attempt: _Attempt) -> list[str]:

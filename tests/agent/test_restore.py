@@ -476,3 +476,63 @@ async def test_a_turn_after_a_killed_restore_recovers_first(
     assert state(project) == states[3]
     sent = without_cache_marks(fake_anthropic.message_requests[-1].body["messages"])
     assert sent[:-1] == history
+
+
+async def test_versions_are_stored_as_deltas_and_survive_deleting_another_session(
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    project: Path,
+) -> None:
+    """A new version of a file is stored against its previous one; deleting the session
+    that wrote the base keeps it while another session's snapshots need it: that session
+    still restores exactly."""
+    rows = [f"{i},item {i},{i * 37 % 101}" for i in range(20_000)]
+    v1 = ("\n".join(rows) + "\n").encode()
+    (project / "data.csv").write_bytes(v1)
+    first, second = rows[5], rows[15_000]
+    edit = "edit_file"
+    fake_anthropic.script(
+        FakeReply(
+            "",
+            tool_calls=[
+                FakeToolCall(
+                    edit,
+                    {"path": "data.csv", "old_string": first + "\n", "new_string": first + ",x\n"},
+                )
+            ],
+        ),
+        "done",
+        FakeReply(
+            "",
+            tool_calls=[
+                FakeToolCall(
+                    edit,
+                    {
+                        "path": "data.csv",
+                        "old_string": second + "\n",
+                        "new_string": second + ",y\n",
+                    },
+                )
+            ],
+        ),
+        "done",
+    )
+    writer = make_agent(model=claude(), approvals="allow")
+    await writer.send("mark row 5")  # session A: v1 -> v2
+    v2 = (project / "data.csv").read_bytes()
+    other = make_agent(model=claude(), approvals="allow")
+    await other.send("mark row 15000")  # session B: v2 -> v3
+    (snap,) = [
+        e for e in await other.checkpointer.read(other.session_id) if e.type == "file_snapshot"
+    ]
+    assert await other.blobs.bases(snap.after) == [
+        snap.before,
+        *await other.blobs.bases(snap.before),
+    ]  # type: ignore[attr-defined]
+    assert len(await other.blobs.bases(snap.before)) == 1  # type: ignore[attr-defined]  # v2 on v1
+    await writer.delete_session(writer.session_id)
+    await other.restore(other.session_id, 0)
+    assert (project / "data.csv").read_bytes() == v2
+    await other.undo_restore(other.session_id)
+    assert (project / "data.csv").read_bytes() != v2

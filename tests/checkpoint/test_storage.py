@@ -11,6 +11,7 @@ import pytest
 
 from lite_agent_jupyter.errors import CorruptLogError, InvalidNamespaceError
 from lite_agent_jupyter.storage import (
+    MAX_CHAIN,
     FileBlobStore,
     MemoryBlobStore,
     Storage,
@@ -184,3 +185,63 @@ async def test_memory_blobs_touch_no_disk(tmp_path: Path) -> None:
     with pytest.raises(KeyError):
         await blobs.get(digest)
     assert list(tmp_path.iterdir()) == []
+
+
+def csv_versions(count: int) -> list[bytes]:
+    rows = [
+        f"{i},2026-01-{i % 28 + 1:02d},{i * 7 % 1000}.25,food,{i * 2654435761 % 2**32:x}"
+        for i in range(30_000)
+    ]
+    versions = [("\n".join(rows) + "\n").encode()]
+    for k in range(count):
+        for j in range(3):
+            i = (k * 7919 + j * 104729) % len(rows)
+            rows[i] += ",checked"
+        versions.append(("\n".join(rows) + "\n").encode())
+    return versions
+
+
+async def test_file_blobs_store_a_version_against_its_predecessor(tmp_path: Path) -> None:
+    """``put(data, base=previous)``: a few changed lines of a 1 MB file cost a small delta; a
+    read gives the exact bytes; chains stop at MAX_CHAIN; the delta names its base chain."""
+    store = FileBlobStore(tmp_path / "blobs")
+    versions = csv_versions(MAX_CHAIN + 3)
+    assert len(versions[0]) > 1_000_000
+    hashes = [await store.put(versions[0])]
+    for version in versions[1:]:
+        hashes.append(await store.put(version, base=hashes[-1]))
+    sizes = [store._path(h).stat().st_size for h in hashes]
+    assert sizes[0] > 100_000  # a full (zlib) copy
+    assert max(sizes[1 : MAX_CHAIN + 1]) < 2_000  # deltas
+    assert sizes[MAX_CHAIN + 1] > 100_000  # the chain is cut: a full copy again
+    assert await store.bases(hashes[3]) == [hashes[2], hashes[1], hashes[0]]
+    assert await store.bases(hashes[0]) == []
+    assert await store.bases(hashes[MAX_CHAIN + 1]) == []
+    assert len(await store.bases(hashes[MAX_CHAIN])) == MAX_CHAIN
+    fresh = FileBlobStore(tmp_path / "blobs")
+    for digest, version in zip(hashes, versions, strict=True):
+        assert await fresh.get(digest) == version
+    # a base that is missing or a wrong guess: a full copy, never an error
+    lone = await store.put(versions[0] + b"tail\n" * 1000, base="0" * 64)
+    assert await store.bases(lone) == []
+    assert await store.get(lone) == versions[0] + b"tail\n" * 1000
+    # small contents are never deltas
+    small = await store.put(b"x" * 100, base=hashes[0])
+    assert await store.bases(small) == []
+
+
+async def test_a_delta_whose_base_is_gone_is_reported(tmp_path: Path) -> None:
+    store = FileBlobStore(tmp_path / "blobs")
+    versions = csv_versions(1)
+    base = await store.put(versions[0])
+    top = await store.put(versions[1], base=base)
+    await store.delete(base)
+    with pytest.raises(CorruptLogError, match="delta base"):
+        await store.get(top)
+
+
+async def test_memory_blobs_accept_a_base(tmp_path: Path) -> None:
+    store = MemoryBlobStore()
+    digest = await store.put(b"abc" * 5000, base=await store.put(b"abd" * 5000))
+    assert await store.get(digest) == b"abc" * 5000
+    assert await store.bases(digest) == []
