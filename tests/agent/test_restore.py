@@ -26,7 +26,9 @@ from lite_agent_jupyter import (
     UnknownCheckpointError,
 )
 from lite_agent_jupyter.agent import restore as restore_module
+from lite_agent_jupyter.checkpoint.events import CompactionEvent
 from lite_agent_jupyter.checkpoint.fold import fold
+from lite_agent_jupyter.checkpoint.protocol import read_marks
 from lite_agent_jupyter.errors import InvalidSessionIdError
 
 MakeAgent = Callable[..., LiteAgent]
@@ -536,3 +538,34 @@ async def test_versions_are_stored_as_deltas_and_survive_deleting_another_sessio
     assert (project / "data.csv").read_bytes() == v2
     await other.undo_restore(other.session_id)
     assert (project / "data.csv").read_bytes() != v2
+
+
+async def test_restore_to_before_a_compaction_brings_the_full_history_back(
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    project: Path,
+) -> None:
+    """A compaction is one event (raw events kept): rewinding past it gives the model the
+    full conversation again; the mark index lists it."""
+    agent = make_agent(model=claude(), approvals="allow")
+    states, seen = await three_prompts(agent, fake_anthropic, project)
+    sid = agent.session_id
+    seqs = [c.seq for c in await agent.list_checkpoints()]
+    head = await agent.checkpointer.head(sid)
+    await agent.checkpointer.append(
+        sid,
+        [CompactionEvent(summary="They made files.", through_seq=head, before=900, after=12)],
+        expected_head=head,
+    )
+    assert [e.seq for e in await read_marks(agent.checkpointer, sid, kinds={"compaction"})] == [
+        head + 1
+    ]
+    compacted = await next_messages(agent)
+    assert len(compacted) == 1 and "They made files." in json.dumps(compacted)
+    await agent.restore(sid, seqs[2])
+    assert await next_messages(agent) == seen[2][:-1]
+    assert state(project) == states[2]
+    await agent.undo_restore(sid)
+    assert await next_messages(agent) == compacted
+    assert state(project) == states[3]
