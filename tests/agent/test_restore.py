@@ -569,3 +569,53 @@ async def test_restore_to_before_a_compaction_brings_the_full_history_back(
     await agent.undo_restore(sid)
     assert await next_messages(agent) == compacted
     assert state(project) == states[3]
+
+
+async def test_restore_rewinds_shell_edits_too(
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    project: Path,
+) -> None:
+    """A prompt whose changes are made by ``bash`` (``sed -i``, ``rm``, a redirect) between
+    two prompts of file tools: every checkpoint restores exactly, and undo too."""
+    command = "sed -i 's/alpha/ALPHA/' f.txt && rm g.bin && printf 'made by a redirect\\n' > h.txt"
+    fake_anthropic.script(
+        FakeReply(
+            "",
+            tool_calls=[
+                FakeToolCall("write_file", {"path": "f.txt", "content": "alpha\nbeta\n"}),
+                FakeToolCall(
+                    "write_file", {"path": "g.bin", "content": b64(BIN_1), "encoding": "base64"}
+                ),
+            ],
+        ),
+        "created",
+        FakeReply("", tool_calls=[FakeToolCall("bash", {"command": command})]),
+        "ran it",
+        FakeReply(
+            "",
+            tool_calls=[
+                FakeToolCall(
+                    "edit_file", {"path": "h.txt", "old_string": "made", "new_string": "MADE"}
+                )
+            ],
+        ),
+        "edited",
+    )
+    agent = make_agent(model=claude(), approvals="allow")
+    states = [state(project)]
+    for prompt in ("create", "shell", "edit"):
+        await agent.send(prompt)
+        states.append(state(project))
+    assert states[2]["f.txt"] == b"ALPHA\nbeta\n" and "g.bin" not in states[2]
+    assert states[2]["h.txt"] == b"made by a redirect\n"
+    sid = agent.session_id
+    checkpoints = await agent.list_checkpoints()
+    assert checkpoints[1].files == ("f.txt", "g.bin", "h.txt")
+    for k in (2, 1, 0):
+        await agent.restore(sid, checkpoints[k].seq)
+        assert state(project) == states[k], k
+    for k in (1, 2, 3):
+        await agent.undo_restore(sid)
+        assert state(project) == states[k], k
