@@ -161,6 +161,7 @@ def _cell_parser() -> _Parser:
     parser.add_argument("--memory", action="store_true", help="memory only from now on")
     parser.add_argument("--quiet", action="store_true", help="only the final answer")
     parser.add_argument("--no-interpolate", action="store_true", help="send {...} as written")
+    parser.add_argument("--max-tokens", type=int, metavar="N", help="token budget of this turn")
     return parser
 
 
@@ -227,6 +228,23 @@ class LiteAgentMagics(Magics):
     stream_interval = Float(
         0.05, help="Minimum seconds between two updates of a streaming answer."
     ).tag(config=True)
+    # teaching mode (jupyter/teach.py)
+    replay = Unicode(
+        "", help="A cassette (from %agent record) to answer from, offline; empty: live model."
+    ).tag(config=True)
+    replay_speed = Float(1.0, help="Replay pace vs the recording: 2 twice as fast, 0 instant.").tag(
+        config=True
+    )
+    replay_strict = Bool(
+        True, help="A request not in the cassette is an error; False: the live model answers."
+    ).tag(config=True)
+    max_turn_tokens = Int(
+        None, allow_none=True, help="Token cap of one turn (input + output of its model calls)."
+    ).tag(config=True)
+    prices = Dict(
+        help="Per-model prices per million tokens for %agent info's cost estimate, e.g. "
+        "{'claude-sonnet-4': {'input': 3.0, 'output': 15.0}}; no built-in table."
+    ).tag(config=True)
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         super().__init__(shell=shell, **kwargs)
@@ -239,6 +257,7 @@ class LiteAgentMagics(Magics):
         self._claude: tuple[int, Provider] | None = None
         self._continued = False
         self.location = self._locate()
+        self.teach = teach.TeachState()
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -273,8 +292,12 @@ class LiteAgentMagics(Magics):
         return None
 
     def build_model(self) -> Provider | None:
-        """The provider for the next agent: ``use_model``'s, else Claude if a key is known,
-        else ``None``."""
+        """The provider for the next agent: a replayed cassette, else the live model (recorded
+        while ``%agent record`` is on), else ``None``."""
+        return teach.choose_model(self, self.live_model())
+
+    def live_model(self) -> Provider | None:
+        """``use_model``'s provider, else Claude if a key is known, else ``None``."""
         if MODEL.provider is not None:
             return MODEL.provider
         if self.key_source() is None:
@@ -320,6 +343,7 @@ class LiteAgentMagics(Magics):
             self.storage_root,
             json.dumps(self.approvals, sort_keys=True),
             self.max_turns,
+            self.max_turn_tokens,
             self.system_prompt,
             tuple(self._exposed()),
             self.allow_notebook_edits,
@@ -362,6 +386,7 @@ class LiteAgentMagics(Magics):
             tools=tools,
             system_prompt=self.system_prompt,
             max_turns=self.max_turns,
+            max_turn_tokens=self.max_turn_tokens,
             approvals=self._approval_policy(),
             on_approval=approve,
         )
@@ -372,7 +397,7 @@ class LiteAgentMagics(Magics):
     def agent_cell(self, line: str, cell: str) -> None:
         """Send the cell to the agent and stream its answer here.
 
-        %%agent [--session ID] [--new] [--memory] [--quiet] [--no-interpolate]
+        %%agent [--session ID] [--new] [--memory] [--quiet] [--no-interpolate] [--max-tokens N]
 
         The next %%agent cell continues the same session. {var}, {In[n]}, {Out[n]} and
         {Err[n]} (the traceback of cell n) are filled in; other braces stay as they are.
@@ -382,6 +407,7 @@ class LiteAgentMagics(Magics):
           --memory          memory only from now on: nothing is written to disk
           --quiet           show only the final answer and the footer
           --no-interpolate  send {...} in the prompt as written
+          --max-tokens N    stop this turn before its model calls pass N tokens
         """
         try:
             args = _cell_parser().parse_args(shlex.split(line))
@@ -410,11 +436,20 @@ class LiteAgentMagics(Magics):
         elif args.session:
             agent.resume(args.session)
             self._continued = True
+        elif teach.take_fresh_start(self, continued=self._continued):
+            agent.clear()  # a cassette starts from an empty conversation
+            self._continued = True
         elif not self._continued:
             notes += self._continue_latest(agent)
-        if not getattr(agent.model, "is_real_model", True):
+        replaying = teach.top_note(agent.model)
+        if replaying is not None:
+            notes.append(replaying)
+        elif not getattr(agent.model, "is_real_model", True):
             notes.append("scripted model: a stand-in that replays a script, not a real model")
-        result = self._run_turn(agent, prompt, notes, quiet=args.quiet)
+        budget = args.max_tokens if args.max_tokens is not None else self.max_turn_tokens
+        if budget is not None and budget < 1:
+            raise UsageError("%%agent --max-tokens: a number of tokens >= 1")
+        result = self._run_turn(agent, prompt, notes, quiet=args.quiet, max_turn_tokens=budget)
         if result is not None:
             self.usage = self.usage + result.usage
             self.turns += 1
@@ -435,11 +470,18 @@ class LiteAgentMagics(Magics):
         ]
 
     def _run_turn(
-        self, agent: LiteAgent, prompt: str, notes: list[str], *, quiet: bool
+        self,
+        agent: LiteAgent,
+        prompt: str,
+        notes: list[str],
+        *,
+        quiet: bool,
+        max_turn_tokens: int | None = None,
     ) -> LiteAgentResult | None:
         view = render.TurnView(notes=list(notes))
         out = _NotebookOutput(view) if self.in_kernel else _TerminalOutput(view)
         real = bool(getattr(agent.model, "is_real_model", True))
+        before = teach.mark(agent.model)
         interval = max(0.0, float(self.stream_interval))
         result: LiteAgentResult | None = None
         error: BaseException | None = None
@@ -447,7 +489,7 @@ class LiteAgentMagics(Magics):
         last = 0.0
         stream: TurnStream | None = None
         try:
-            stream = self.runner.start_turn(agent, prompt)
+            stream = self.runner.start_turn(agent, prompt, max_turn_tokens=max_turn_tokens)
             while True:
                 wait = 0.25
                 if dirty:
@@ -503,7 +545,13 @@ class LiteAgentMagics(Magics):
             out.final()
             raise AgentInterrupted("the agent's turn was stopped; the session is intact") from None
         if result is not None:
-            view.finish(result, agent.options.model_name, real_model=real)
+            view.finish(
+                result,
+                agent.options.model_name,
+                real_model=real,
+                source=teach.source_note(agent.model, before),
+            )
+            view.status = teach.budget_status(result.stop_reason, max_turn_tokens) or view.status
         elif error is not None:
             view.status = _error_text(error)
         out.final()
@@ -707,6 +755,8 @@ def _info(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
         real = getattr(agent.model, "is_real_model", True)
         name = agent.options.model_name
         model = name if real else f"{name} (scripted, not a real model)"
+        if teach.top_note(agent.model) is not None:
+            model = f"{name} (replayed from a cassette, not a live model)"
     u = magics.usage
     rows: list[tuple[str, object]] = [
         ("model", model),
@@ -717,12 +767,13 @@ def _info(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
         ("found by", location.rule),
         ("workdir", magics._workdir().absolute()),
         (
-            "usage",
+            "this kernel",
             f"{magics.turns} prompts; tokens in {u.input_tokens:,} · out {u.output_tokens:,}"
             f" · cache read {u.cache_read_input_tokens:,} / write "
             f"{u.cache_creation_input_tokens:,}",
         ),
     ]
+    rows += teach.usage_rows(magics, agent)
     print(render.key_value_text(rows))
 
 
@@ -837,3 +888,6 @@ def _undo(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
     facade = magics.runner.facade
     result = facade.undo_restore(facade.session_id)
     print(render.restore_text(result, None))
+
+
+from . import teach  # noqa: E402  (registers %agent record/replay/live; uses the names above)

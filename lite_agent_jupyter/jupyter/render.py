@@ -131,8 +131,15 @@ class TurnView:
         line.output = event.output
         line.is_error = event.is_error
 
-    def finish(self, result: LiteAgentResult, model_name: str, *, real_model: bool) -> None:
-        self.footer = footer_text(result, model_name, real_model=real_model)
+    def finish(
+        self,
+        result: LiteAgentResult,
+        model_name: str,
+        *,
+        real_model: bool,
+        source: str | None = None,
+    ) -> None:
+        self.footer = footer_text(result, model_name, real_model=real_model, source=source)
 
     # -- output ------------------------------------------------------------------------
 
@@ -192,11 +199,15 @@ def tool_plain(line: ToolLine) -> str:
     return text + "\n"
 
 
-def footer_text(result: LiteAgentResult, model_name: str, *, real_model: bool) -> str:
+def footer_text(
+    result: LiteAgentResult, model_name: str, *, real_model: bool, source: str | None = None
+) -> str:
     """``in 1,234 · out 56 · cache 0/0 tok · claude-… · session 3f2a1b9c · checkpoint 12:
     %agent restore 12``."""
     u = result.usage
     model = model_name if real_model else f"{model_name} (scripted, not a real model)"
+    if source is not None:  # a cassette: "replayed from lesson.jsonl, not a live model"
+        model = f"{model_name} ({source})"
     parts = [
         f"tokens in {u.input_tokens:,} · out {u.output_tokens:,} · cache read "
         f"{u.cache_read_input_tokens:,} / write {u.cache_creation_input_tokens:,}",

@@ -228,15 +228,19 @@ class AgentRunner:
         prompt: str | Sequence[dict[str, Any]],
         *,
         session_id: str | None = None,
+        max_turn_tokens: int | None = None,
     ) -> TurnStream:
-        """Start a turn; its events (and approval asks) arrive in the returned stream."""
+        """Start a turn; its events (and approval asks) arrive in the returned stream.
+        ``max_turn_tokens``: this turn's token budget (else the agent's option)."""
         with self.lock:
             sid = session_id or agent.session_id
             self.claim(sid)
             stream = TurnStream(self, sid)
             self._asks[sid] = stream.events.put
         try:
-            stream._future = self.submit(self._pump(agent, prompt, session_id, stream))
+            stream._future = self.submit(
+                self._pump(agent, prompt, session_id, stream, max_turn_tokens)
+            )
         except BaseException:
             self.release(sid)
             raise
@@ -248,9 +252,12 @@ class AgentRunner:
         prompt: str | Sequence[dict[str, Any]],
         session_id: str | None,
         stream: TurnStream,
+        max_turn_tokens: int | None = None,
     ) -> None:
         try:
-            async for event in agent.run(prompt, session_id=session_id):
+            async for event in agent.run(
+                prompt, session_id=session_id, max_turn_tokens=max_turn_tokens
+            ):
                 stream.events.put(event)
         except asyncio.CancelledError:
             stream.events.put(TurnError(KeyboardInterrupt("interrupted")))

@@ -1,0 +1,246 @@
+"""Teaching mode in the notebook: ``%agent record PATH``, ``%agent replay PATH``, ``%agent live``.
+
+Owns where the kernel's agent gets its answers (the live model, the live model recording to
+a cassette, or a cassette replayed with no key and no network), what the ``replay`` settings
+of :class:`~.magics.LiteAgentMagics` mean, the note and footer that mark replayed answers,
+and the usage lines of ``%agent info`` (per session and per notebook, with a cost only from
+prices the user gives). The cassette format is ``providers/cassette.py``'s.
+
+A teacher records at home (``%agent record lesson.jsonl``, then the lesson's ``%%agent``
+cells with the real model) and replays in class (``%agent replay lesson.jsonl``, or
+``%config LiteAgentMagics.replay = "lesson.jsonl"`` in the first cell): the same cells get the
+same answers and make the same files, with no API key in the room.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from IPython.core.error import UsageError
+
+from ..agent import LiteAgent, Price, UsageTotals
+from ..providers import RecordingProvider, ReplayProvider, record, replay
+from ..providers.base import Provider
+from .magics import arg, subcommand
+
+if TYPE_CHECKING:
+    from .magics import LiteAgentMagics
+
+
+@dataclass
+class TeachState:
+    """The kernel's model source beyond the live model: a recording or a replay."""
+
+    record_path: Path | None = None
+    recorder: tuple[object, RecordingProvider] | None = None
+    player: tuple[object, ReplayProvider] | None = None
+    fresh: bool = False
+    """The next ``%%agent`` cell starts a new session (set by record and replay)."""
+
+
+def take_fresh_start(magics: LiteAgentMagics, *, continued: bool) -> bool:
+    """Whether the next turn must start a new session: right after ``%agent record`` or
+    ``%agent replay`` (and in a new kernel with ``replay`` set), so the recorded requests and
+    the replayed ones begin from the same empty conversation instead of continuing whatever
+    session the notebook's storage holds."""
+    state = magics.teach
+    fresh = state.fresh or (bool(magics.replay) and not continued)
+    state.fresh = False
+    return fresh
+
+
+def cassette_path(magics: LiteAgentMagics, value: str) -> Path:
+    """A cassette path as the user wrote it: relative to the notebook's folder."""
+    path = Path(value).expanduser()
+    return path if path.is_absolute() else magics.location.folder / path
+
+
+def choose_model(magics: LiteAgentMagics, live: Provider | None) -> Provider | None:
+    """The provider for the next turn: the replay if ``replay`` is set, else the live model
+    (wrapped by a recorder while recording), else ``None`` (no key)."""
+    state = magics.teach
+    if magics.replay:
+        path = cassette_path(magics, magics.replay)
+        fallback = None if magics.replay_strict else live
+        if not magics.replay_strict and fallback is None:
+            raise UsageError(
+                "LiteAgentMagics.replay_strict = False hands new requests to the live model, "
+                "but there is no API key (%agent key)"
+            )
+        replay_key = (path, float(magics.replay_speed), magics.replay_strict, id(fallback))
+        if state.player is None or state.player[0] != replay_key:
+            player = replay(
+                path,
+                speed=float(magics.replay_speed),
+                strict=magics.replay_strict,
+                fallback=fallback,
+            )
+            state.player = (replay_key, player)
+        return state.player[1]
+    if state.record_path is not None and live is not None:
+        record_key = (state.record_path, id(live))
+        if state.recorder is None or state.recorder[0] != record_key:
+            state.recorder = (record_key, record(live, state.record_path))
+        return state.recorder[1]
+    return live
+
+
+@dataclass(frozen=True)
+class ReplayMark:
+    """A replay's counters before a turn, to tell afterwards where its answers came from."""
+
+    served: int
+    fallback_calls: int
+
+
+def mark(model: Provider) -> ReplayMark | None:
+    if isinstance(model, ReplayProvider):
+        return ReplayMark(model.served, model.fallback_calls)
+    return None
+
+
+def source_note(model: Provider, before: ReplayMark | None) -> str | None:
+    """What the footer says about where a turn's answers came from (``None``: the default)."""
+    if isinstance(model, ReplayProvider):
+        name = model.path.name
+        live = model.fallback_calls - (before.fallback_calls if before else 0)
+        if live:
+            replayed = model.served - (before.served if before else 0)
+            return f"{replayed} answers replayed from {name}, {live} from the live model"
+        return f"replayed from {name}, not a live model"
+    if isinstance(model, RecordingProvider):
+        scripted = "" if model.is_real_model else "scripted, not a real model; "
+        return f"{scripted}recording to {model.path.name}"
+    return None
+
+
+def top_note(model: Provider) -> str | None:
+    """The note shown above a turn's answer, if any."""
+    if isinstance(model, ReplayProvider):
+        return (
+            f"replaying {model.path.name}: answers recorded earlier, no model is called "
+            "(`%agent live` for the live model)"
+        )
+    return None
+
+
+def budget_status(result_stop: str | None, cap: int | None) -> str | None:
+    if result_stop != "budget":
+        return None
+    limit = f" ({cap:,} tokens)" if cap else ""
+    return (
+        f"stopped: this turn's token budget{limit} would be passed by another model call; "
+        "the session is intact and the next %%agent cell continues it"
+    )
+
+
+# ------------------------------------------------------------------------ usage for %agent info
+
+
+def prices(magics: LiteAgentMagics) -> dict[str, Price] | None:
+    """``LiteAgentMagics.prices`` as :class:`Price` objects (``None`` when not set)."""
+    raw: dict[str, Any] = dict(magics.prices or {})
+    if not raw:
+        return None
+    out: dict[str, Price] = {}
+    for model, value in raw.items():
+        if not isinstance(value, dict):
+            raise UsageError(
+                f"LiteAgentMagics.prices[{model!r}]: expected a dict like "
+                "{'input': 3.0, 'output': 15.0} (per million tokens)"
+            )
+        try:
+            out[str(model)] = Price(**value)
+        except (TypeError, ValueError) as exc:
+            raise UsageError(f"LiteAgentMagics.prices[{model!r}]: {exc}") from None
+    return out
+
+
+def usage_rows(magics: LiteAgentMagics, agent: LiteAgent | None) -> list[tuple[str, object]]:
+    """``%agent info`` rows: where answers come from, this session's and this notebook's
+    usage (read from the logs, so they include earlier kernels)."""
+    rows: list[tuple[str, object]] = []
+    model = agent.model if agent is not None else None
+    if isinstance(model, ReplayProvider):
+        source = (
+            f"replaying {model.path} ({model.recorded_calls} recorded calls; served "
+            f"{model.served}, live {model.fallback_calls}; speed {model.speed:g})"
+        )
+    elif isinstance(model, RecordingProvider):
+        source = f"recording to {model.path} ({model.calls} calls so far)"
+    else:
+        source = "live model"
+    rows.append(("answers", source))
+    if agent is None:
+        return rows
+    given = prices(magics)
+    facade = magics.runner.facade
+    session: UsageTotals = facade.call(lambda a: a.usage(prices=given))
+    rows.append(("session usage", session.summary()))
+    if agent.sessions_enabled:
+        by_session: dict[str, UsageTotals] = facade.call(lambda a: a.usage_by_session(prices=given))
+        total = sum(by_session.values(), UsageTotals())
+        count = len(by_session)
+        rows.append(("notebook usage", f"{total.summary()} in {count} session{'s' * (count != 1)}"))
+    return rows
+
+
+# ------------------------------------------------------------------------ %agent subcommands
+
+
+@subcommand(
+    "record",
+    "Record every model answer to a cassette file (PATH) for %agent replay.",
+    arg("path", help="the cassette file (JSON lines), relative to the notebook's folder"),
+)
+def _record(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
+    path = cassette_path(magics, args.path)
+    magics.teach.record_path = path
+    magics.teach.fresh = True
+    magics.replay = ""
+    note = "" if magics.key_source() else " (no API key yet: %agent key, or set one)"
+    print(
+        f"recording: each model answer of the next %%agent cells is appended to {path}{note}. "
+        "No API key or header is saved. `%agent live` stops; "
+        f"`%agent replay {args.path}` plays it back. The next %%agent cell starts a new session."
+    )
+
+
+@subcommand(
+    "replay",
+    "Answer from a cassette recorded with %agent record: offline, no API key.",
+    arg("path", help="the cassette file, relative to the notebook's folder"),
+    arg("--speed", type=float, default=None, help="2 = twice as fast, 0 = instant"),
+    arg(
+        "--fallback",
+        action="store_true",
+        help="requests not in the cassette go to the live model instead of failing",
+    ),
+)
+def _replay(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
+    magics.teach.record_path = None
+    if args.speed is not None:
+        if args.speed < 0:
+            raise UsageError("%agent replay --speed: a number >= 0 (0: instant)")
+        magics.replay_speed = args.speed
+    magics.replay_strict = not args.fallback
+    magics.replay = args.path
+    magics.teach.fresh = True
+    player = choose_model(magics, magics.live_model() if args.fallback else None)
+    assert isinstance(player, ReplayProvider)
+    print(
+        f"replaying {player.path}: {player.recorded_calls} recorded model calls, no API key "
+        f"needed, speed {player.speed:g}; the next %%agent cell starts a new session. "
+        "`%agent live` goes back to the live model."
+    )
+
+
+@subcommand("live", "Stop recording or replaying: the live model answers again.")
+def _live(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
+    was = "replay" if magics.replay else ("recording" if magics.teach.record_path else None)
+    magics.teach.record_path = None
+    magics.replay = ""
+    print(f"live model from the next cell{f' ({was} stopped)' if was else ''}.")
