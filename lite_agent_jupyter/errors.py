@@ -63,12 +63,19 @@ class CorruptLogError(LiteAgentError):
     repaired with a warning on the next write.
     """
 
-    def __init__(self, path: str | Path, line: int | None, reason: str) -> None:
+    def __init__(
+        self, path: str | Path, line: int | None, reason: str, *, seq: int | None = None
+    ) -> None:
         self.path = str(path)
-        self.line = line
+        """The file, or the database and session (``<db>[<session id>]``)."""
+        self.line = line if line is not None else seq
+        """The 1-based line of a file log; in a database, the row's seq."""
+        self.seq = seq
+        """The seq expected where the damage is, when known."""
         self.reason = reason
         where = f"{self.path}:{line}" if line is not None else self.path
-        super().__init__(f"corrupt session log at {where}: {reason}")
+        at = f" at seq {seq}" if seq is not None else ""
+        super().__init__(f"corrupt session log at {where}{at}: {reason}")
 
 
 class InvalidEventError(LiteAgentError, ValueError):

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Literal
 
-from ..errors import InvalidEventError, UnsupportedVersionError
+from ..errors import CorruptLogError, InvalidEventError, UnsupportedVersionError
 
 EVENT_VERSION = 1
 """The envelope version this release writes and the newest it reads."""
@@ -299,6 +300,45 @@ def loads(line: str) -> Any:
         raise InvalidEventError("JSON nested too deeply") from None
     except TypeError:
         raise InvalidEventError(f"an event line must be text, not {type(line).__name__}") from None
+
+
+def decode_rows(
+    rows: Iterable[tuple[int, str]],
+    *,
+    after: int,
+    where: str,
+    line_of: Callable[[int], int | None] | None = None,
+) -> list[Event]:
+    """The one decoder of stored rows, used by every backend: ``rows`` are ``(seq, line)``
+    pairs read after seq ``after``, ascending.
+
+    Rules: the first row holds ``after + 1`` and each next one the seq after it (a gap, a
+    duplicate or a swap is corruption), and each line decodes to an event carrying that same
+    seq. A broken rule raises :class:`CorruptLogError` naming ``where`` and the seq (and,
+    via ``line_of(row index)``, the file line for a file log); newer event versions raise
+    :class:`UnsupportedVersionError`.
+    """
+    events: list[Event] = []
+    append = events.append
+    expected = after + 1
+    for index, (seq, line) in enumerate(rows):
+        reason = None
+        if seq != expected:
+            reason = f"seq {seq} where {expected} was expected"
+        else:
+            try:
+                event = from_dict(loads(line))
+            except ValueError as exc:
+                reason = f"undecodable event: {exc}"
+            else:
+                if event.seq == seq:
+                    append(event)
+                    expected += 1
+                    continue
+                reason = f"seq {event.seq} where {expected} was expected"
+        line_number = line_of(index) if line_of is not None else None
+        raise CorruptLogError(where, line_number, reason, seq=expected)
+    return events
 
 
 def stamped(event: Event, seq: int, ts: str) -> Event:

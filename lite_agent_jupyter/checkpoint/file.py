@@ -90,7 +90,15 @@ from ..atomic import atomic_write, fsync_dir, sweep_stale
 from ..errors import CheckpointerUnavailableError, CorruptLogError
 from ..storage import FILE_MODE, ensure_private_dir
 from ._blocking import POLL_SECONDS, Gate, ThreadGate, run_gated
-from .events import Event, UserEvent, encode, from_dict, is_checkpoint, loads, now_iso
+from .events import (
+    Event,
+    UserEvent,
+    decode_rows,
+    encode,
+    from_dict,
+    is_checkpoint,
+    now_iso,
+)
 from .protocol import (
     MARK_KINDS,
     SESSION_ID_PATTERN,
@@ -1043,37 +1051,35 @@ def _raise_first_corruption(path: str) -> None:
 
 def _decode_lines(path: str, data: bytes, first_seq: int, offset: int) -> list[Event]:
     """Decode complete lines read from byte ``offset`` of the log; the first holds
-    ``first_seq`` and seqs rise by one per line."""
+    ``first_seq`` (the rules are :func:`~.events.decode_rows`'s)."""
     if not data:
         return []
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         index = data.count(b"\n", 0, exc.start)
-        raise _corrupt(path, data, offset, index, f"undecodable event: {exc}") from exc
+        raise CorruptLogError(
+            path,
+            _line_at(path, data, offset, index),
+            f"undecodable event: {exc}",
+            seq=first_seq + index,
+        ) from exc
     lines = text.split("\n")
     lines.pop()  # data ends with a newline: the last piece is empty
-    events: list[Event] = []
-    append = events.append
-    seq = first_seq
-    for index, line in enumerate(lines):
-        try:
-            event = from_dict(loads(line))
-        except ValueError as exc:
-            raise _corrupt(path, data, offset, index, f"undecodable event: {exc}") from exc
-        if event.seq != seq:
-            raise _corrupt(path, data, offset, index, f"seq {event.seq} where {seq} was expected")
-        append(event)
-        seq += 1
-    return events
+    return decode_rows(
+        zip(range(first_seq, first_seq + len(lines)), lines, strict=True),
+        after=first_seq - 1,
+        where=path,
+        line_of=lambda index: _line_at(path, data, offset, index),
+    )
 
 
-def _corrupt(path: str, data: bytes, offset: int, index: int, reason: str) -> CorruptLogError:
+def _line_at(path: str, data: bytes, offset: int, index: int) -> int:
+    """The 1-based file line of the ``index``-th line of ``data`` (read from ``offset``)."""
     position = 0
     for _ in range(index):
         position = data.index(b"\n", position) + 1
-    line = index + 1 if offset == 0 else _line_number(path, offset + position)
-    return CorruptLogError(path, line, reason)
+    return index + 1 if offset == 0 else _line_number(path, offset + position)
 
 
 def _checkpoints_in(path: str, data: bytes) -> tuple[str | None, int]:

@@ -13,7 +13,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from .events import Event, decode, encode, now_iso
+from .events import Event, decode, decode_rows, encode, now_iso
 from .protocol import (
     MARK_KINDS,
     SessionInfo,
@@ -72,8 +72,9 @@ class MemoryCheckpointer:
         validate_session_id(session_id)
         with self._lock:
             session = self._sessions.get(session_id)
-            lines = session.lines[max(after, 0) :] if session else []
-        return [decode(line) for line in lines]
+            after = max(after, 0)
+            lines = session.lines[after:] if session else []
+        return decode_rows(enumerate(lines, after + 1), after=after, where=f"memory[{session_id}]")
 
     async def read_marks(
         self,

@@ -63,7 +63,7 @@ from ..errors import (
     UnsupportedVersionError,
 )
 from ..storage import blob_hash
-from .events import EVENT_VERSION, Event, decode, encode, is_checkpoint, now_iso
+from .events import EVENT_VERSION, Event, decode, decode_rows, encode, is_checkpoint, now_iso
 from .protocol import (
     MARK_KINDS,
     SessionInfo,
@@ -629,18 +629,7 @@ class PostgresCheckpointer:
             return await cur.fetchall()
 
         rows = await self._db.run(op, what=f"read of session {session_id!r}")
-        out: list[Event] = []
-        for seq, body in rows:
-            try:
-                event = decode(body)
-            except ValueError as exc:
-                raise CorruptLogError(f"{self._where}[{session_id}]", seq, str(exc)) from exc
-            if event.seq != seq:
-                raise CorruptLogError(
-                    f"{self._where}[{session_id}]", seq, f"event carries seq {event.seq}"
-                )
-            out.append(event)
-        return out
+        return decode_rows(rows, after=max(after, 0), where=f"{self._where}[{session_id}]")
 
     async def read_marks(
         self,
@@ -744,11 +733,9 @@ class PostgresCheckpointer:
         row = await cur.fetchone()
         if row is None:
             return None
-        try:
-            event = decode(row[1])
-        except ValueError as exc:
-            raise CorruptLogError(f"{self._where}[{session_id}]", row[0], str(exc)) from exc
-        title, _ = checkpoint_stats([event])
+        seq, body = row
+        events = decode_rows([(seq, body)], after=seq - 1, where=f"{self._where}[{session_id}]")
+        title, _ = checkpoint_stats(events)
         return title
 
     async def sync(self, session_id: str) -> None:

@@ -56,12 +56,11 @@ from typing import TypeVar
 
 from ..errors import (
     CheckpointerUnavailableError,
-    CorruptLogError,
     UnsupportedVersionError,
 )
 from ..storage import FILE_MODE, ensure_private_dir
 from ._blocking import Cancelled, ThreadGate, WouldBlock, run_gated
-from .events import Event, encode, from_dict, loads, now_iso
+from .events import Event, decode_rows, encode, from_dict, loads, now_iso
 from .protocol import (
     MARK_KINDS,
     SessionInfo,
@@ -348,26 +347,7 @@ class SQLiteCheckpointer:
         rows: list[tuple[int, str]] = await self._run(
             lambda conn: conn.execute(_SQL_READ, (session_id, after)).fetchall()
         )
-        events: list[Event] = []
-        expected = after + 1
-        for seq, data in rows:
-            if seq != expected:
-                raise CorruptLogError(
-                    self._where(session_id), seq, f"seq {seq} where {expected} was expected"
-                )
-            try:
-                event = from_dict(loads(data))
-            except ValueError as exc:
-                raise CorruptLogError(
-                    self._where(session_id), seq, f"undecodable event: {exc}"
-                ) from exc
-            if event.seq != seq:
-                raise CorruptLogError(
-                    self._where(session_id), seq, f"event says seq {event.seq} in row {seq}"
-                )
-            events.append(event)
-            expected += 1
-        return events
+        return decode_rows(rows, after=after, where=self._where(session_id))
 
     async def read_marks(
         self,
@@ -450,10 +430,8 @@ class SQLiteCheckpointer:
                 title: str | None = None
                 if anchors:
                     seq, data = anchors[0]
-                    try:
-                        title, _ = checkpoint_stats([from_dict(loads(data))])
-                    except ValueError as exc:
-                        raise CorruptLogError(self._where(session_id), seq, str(exc)) from exc
+                    first = decode_rows([(seq, data)], after=seq - 1, where=self._where(session_id))
+                    title, _ = checkpoint_stats(first)
                 conn.execute(_SQL_RETITLE, (to_seq, time.time(), title, len(anchors), session_id))
             conn.execute("COMMIT")
 

@@ -148,3 +148,26 @@ def test_anchors_and_prompt_text() -> None:
 def test_now_iso_is_utc_with_microseconds() -> None:
     stamp = now_iso()
     assert stamp.endswith("+00:00") and "." in stamp
+
+
+def test_decode_rows_rules() -> None:
+    from lite_agent_jupyter.checkpoint.events import decode_rows, encode
+    from lite_agent_jupyter.errors import CorruptLogError
+
+    def row(seq: int) -> tuple[int, str]:
+        return seq, encode(UserEvent(content=f"p{seq}"), seq=seq, ts="t")
+
+    assert [e.seq for e in decode_rows([row(3), row(4)], after=2, where="w")] == [3, 4]
+    assert decode_rows([], after=5, where="w") == []
+    cases: list[tuple[list[tuple[int, str]], str]] = [
+        ([row(1), row(3)], "seq 3 where 2 was expected"),  # a gap
+        ([row(1), row(1)], "seq 1 where 2 was expected"),  # a duplicate
+        ([row(2)], "seq 2 where 1 was expected"),  # the first is not after + 1
+        ([row(1), (2, row(5)[1])], "seq 5 where 2 was expected"),  # the event disagrees
+        ([row(1), (2, "{broken")], "undecodable event"),
+    ]
+    for rows, reason in cases:
+        with pytest.raises(CorruptLogError, match=reason) as info:
+            decode_rows(rows, after=0, where="db[s]", line_of=lambda index: index + 10)
+        assert info.value.path == "db[s]" and "at seq" in str(info.value)
+        assert info.value.line == info.value.seq + 9  # type: ignore[operator]

@@ -501,6 +501,17 @@ async def test_a_damaged_row_is_a_corrupt_log_error_naming_where(
     assert len(await cp.read("s", after=2)) == 0
 
 
+async def test_a_missing_row_is_a_gap_like_in_every_backend(
+    cp: PostgresCheckpointer, dsn_schema: tuple[str, str], sql: SyncConn
+) -> None:
+    _, schema = dsn_schema
+    await cp.append("s", [_prompt("a"), _prompt("b"), _prompt("c")])
+    sql.execute(_q(schema, "DELETE FROM {schema}.events WHERE seq = 2"))
+    with pytest.raises(CorruptLogError, match="seq 3 where 2 was expected") as info:
+        await cp.read("s")
+    assert info.value.seq == 2 and "[s]" in info.value.path
+
+
 async def test_truncate_recomputes_title_and_turns(cp: PostgresCheckpointer) -> None:
     await cp.append("s", [AssistantEvent(content=[]), _prompt("first"), _prompt("second")])
     await cp.truncate("s", 2)
