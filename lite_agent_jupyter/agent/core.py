@@ -30,7 +30,13 @@ from ..checkpoint.events import (
     decode,
 )
 from ..checkpoint.memory import memory_checkpointer
-from ..checkpoint.protocol import Checkpointer, SessionInfo, new_session_id, validate_session_id
+from ..checkpoint.protocol import (
+    Checkpointer,
+    SessionInfo,
+    SupportsBlobs,
+    new_session_id,
+    validate_session_id,
+)
 from ..errors import AgentClosedError, SessionBusyError, SessionsDisabledError
 from ..providers.base import AgentBound, HoldsSecrets, Provider
 from ..redact import MIN_SECRET_CHARS, Redactor, env_secrets
@@ -129,11 +135,12 @@ class LiteAgent:
             self.checkpointer = file_checkpointer(self.storage.base / "sessions")
         else:
             self.checkpointer = memory_checkpointer()
-        own_blobs = getattr(given, "blobs", None)
         if options.blobs is not None:
             self.blobs: Blobs = options.blobs
-        elif callable(own_blobs):  # a networked backend keeps snapshots beside its logs
-            self.blobs = own_blobs()
+        elif isinstance(
+            given, SupportsBlobs
+        ):  # a networked backend keeps snapshots beside its logs
+            self.blobs = given.blobs()
         elif self.sessions_enabled:
             self.blobs = self.storage.blobs
         else:

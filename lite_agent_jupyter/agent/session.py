@@ -26,7 +26,7 @@ from collections.abc import Sequence
 
 from ..checkpoint.events import CompactionEvent, Event, now_iso, stamped, to_dict
 from ..checkpoint.fold import Folder
-from ..checkpoint.protocol import Checkpointer, MarkIndex
+from ..checkpoint.protocol import Checkpointer, MarkIndex, SupportsSync
 from ..errors import CheckpointConflictError
 from ..redact import Redactor
 
@@ -128,9 +128,8 @@ class SessionLog:
 
     async def sync(self) -> None:
         """Ask the backend to make everything so far durable (end of a turn)."""
-        sync = getattr(self.checkpointer, "sync", None)
-        if sync is not None:
-            await sync(self.session_id)
+        if isinstance(self.checkpointer, SupportsSync):
+            await self.checkpointer.sync(self.session_id)
 
 
 def _same(stored: Event, cached: Event) -> bool:

@@ -19,13 +19,16 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from ..errors import CheckpointConflictError, InvalidSessionIdError
 from .events import CompactionEvent, Event, FileSnapshotEvent, UserEvent, is_checkpoint
+
+if TYPE_CHECKING:
+    from ..storage import Blobs
 
 SESSION_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
 
@@ -119,6 +122,67 @@ class Checkpointer(Protocol):
 
     async def close(self) -> None:
         """Release connections and handles. Idempotent."""
+        ...
+
+
+# -- optional capabilities ------------------------------------------------------------------
+# A backend may offer more than the Checkpointer contract. Each extra is a small protocol of
+# its own, checked with ``isinstance`` (never looked up by name), so a third-party backend can
+# see what it may offer and what the agent does with it.
+
+
+@runtime_checkable
+class SupportsSync(Protocol):
+    """A backend whose acknowledged appends may still sit in a buffer (file, SQLite).
+
+    The agent calls ``sync`` at the end of every turn: afterwards everything appended to the
+    session so far survives a power loss. A backend that commits durably on every append
+    need not offer it (ours all do; for PostgreSQL and memory it is a no-op).
+    """
+
+    async def sync(self, session_id: str) -> None:
+        """Make every event appended to ``session_id`` so far durable."""
+        ...
+
+
+@runtime_checkable
+class SupportsBlobs(Protocol):
+    """A backend that keeps file snapshots beside its logs (PostgreSQL: one database for
+    everything, so another machine can restore files too).
+
+    When the agent is given no ``blobs=``, it uses this store instead of the local folder.
+    """
+
+    def blobs(self) -> Blobs:
+        """A blob store living as long as the checkpointer (closed with it)."""
+        ...
+
+
+@runtime_checkable
+class SupportsTaskLists(Protocol):
+    """A backend that keeps the agent's task lists where it keeps the logs (PostgreSQL: in
+    a table, so every machine sees the same lists). Without it, task lists are files in the
+    storage folder (or memory with ``sessions=False``)."""
+
+    def task_lists(self) -> TaskLists:
+        """The task-list store of this backend, living as long as the checkpointer."""
+        ...
+
+
+@runtime_checkable
+class TaskLists(Protocol):
+    """Task lists by list id (a session id, or the name of a shared list)."""
+
+    async def get(self, list_id: str) -> list[dict[str, str]]:
+        """The list's items (``{"content", "status"}``), ``[]`` if it has none."""
+        ...
+
+    async def set(self, list_id: str, items: Sequence[Mapping[str, str]]) -> None:
+        """Replace the list atomically."""
+        ...
+
+    async def delete(self, list_id: str) -> None:
+        """Forget the list; idempotent."""
         ...
 
 
