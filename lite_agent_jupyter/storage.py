@@ -142,22 +142,29 @@ class Storage:
             write_private_file(gitignore, b"*\n", durable=False)
         return ensure_private_dir(self.base)
 
-    def dir(self, name: str) -> Path:
-        """``<root>/<namespace>/<name>``, created (0700) on first use."""
+    def create_dir(self, name: str) -> Path:
+        """Create ``<root>/<namespace>/<name>`` (0700, with the root and its ``.gitignore``)
+        and return it: for a writer, just before its first write."""
         self.ensure()
         return ensure_private_dir(self.base / name)
 
+    # The accessors below only name paths; reading them creates nothing (``%agent info``
+    # and the like write nothing). Writers create what they need on first write.
+
     @property
     def sessions_dir(self) -> Path:
-        return self.dir("sessions")
+        """``<root>/<namespace>/sessions``: the file backend's logs."""
+        return self.base / "sessions"
 
     @property
     def tasks_dir(self) -> Path:
-        return self.dir("tasks")
+        """``<root>/<namespace>/tasks``: task lists kept as files."""
+        return self.base / "tasks"
 
     @property
     def archive_dir(self) -> Path:
-        return self.dir("archive")
+        """``<root>/<namespace>/archive``: log tails cut by a restore."""
+        return self.base / "archive"
 
     @property
     def blobs(self) -> FileBlobStore:

@@ -132,7 +132,7 @@ class LiteAgent:
         elif options.sessions:
             from ..checkpoint.file import file_checkpointer
 
-            self.checkpointer = file_checkpointer(self.storage.base / "sessions")
+            self.checkpointer = file_checkpointer(self.storage.sessions_dir)
         else:
             self.checkpointer = memory_checkpointer()
         if options.blobs is not None:
@@ -176,7 +176,7 @@ class LiteAgent:
             blobs=self.blobs,
             gate=ApprovalGate(policy=options.approvals or {}, handler=options.on_approval),
             start_background=self._start_background,
-            task_store=TaskStore(self.storage.base / "tasks" if self.sessions_enabled else None),
+            task_store=TaskStore(self.storage.tasks_dir if self.sessions_enabled else None),
             tracker=FileTracker(
                 workdir,
                 self.blobs,

@@ -41,10 +41,12 @@ def test_layout_gitignore_and_modes(tmp_path: Path) -> None:
     try:
         storage = Storage(tmp_path / "root", "proj")
         dirs = [storage.sessions_dir, storage.tasks_dir, storage.archive_dir]
+        assert not (tmp_path / "root").exists()  # naming a path creates nothing
+        created = [storage.create_dir(name) for name in ("sessions", "tasks", "archive")]
     finally:
         os.umask(old)
     root = tmp_path / "root"
-    assert dirs == [root / "proj" / name for name in ("sessions", "tasks", "archive")]
+    assert dirs == created == [root / "proj" / name for name in ("sessions", "tasks", "archive")]
     assert (root / ".gitignore").read_text() == "*\n"
     assert mode(root / ".gitignore") == 0o600
     for path in [root, root / "proj", *dirs]:
