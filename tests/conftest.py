@@ -6,13 +6,12 @@ The fake Anthropic Messages API server (``tests/fake_anthropic.py``): a real HTT
 
 from __future__ import annotations
 
-import os
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from fake_anthropic import FakeAnthropicServer
+from pg_helpers import PG_DSN, drop_schema, new_schema
 
 _ANTHROPIC_ENV = (
     "ANTHROPIC_API_KEY",
@@ -44,17 +43,6 @@ def anthropic_env(
     return fake_anthropic
 
 
-PG_DSN = os.environ.get("LITE_AGENT_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:5432/test")
-"""The PostgreSQL server of this machine kind; tests that need it fail (never skip) without it."""
-
-
-def _pg_drop_schema(schema: str) -> None:
-    import psycopg
-
-    with psycopg.connect(PG_DSN, autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-
-
 @pytest.fixture
 def backend_url_for(tmp_path: Path) -> Iterator[Callable[[str], str]]:
     """``backend_url_for(name)`` -> a fresh URL for that backend, cleaned up after the test."""
@@ -70,11 +58,11 @@ def backend_url_for(tmp_path: Path) -> Iterator[Callable[[str], str]]:
         if name == "sqlite-memory":
             return "sqlite:///:memory:"
         if name == "postgres":
-            schema = f"t_{uuid.uuid4().hex[:16]}"
+            schema = new_schema()
             schemas.append(schema)
             return f"{PG_DSN}?schema={schema}"
         raise ValueError(name)
 
     yield make
     for schema in schemas:
-        _pg_drop_schema(schema)
+        drop_schema(schema)

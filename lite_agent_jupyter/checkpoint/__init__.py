@@ -10,7 +10,7 @@ The bottom layer of the package: it knows nothing of agents, models, tools or Ju
 :func:`checkpointer_from_url`  any of them by URL (``file:///...``, ``sqlite:///...``)
 =============================  ==================================================
 
-Every backend passes the same conformance suite (``tests/checkpoint/``).
+Every backend passes the same conformance kit (:mod:`lite_agent_jupyter.testing`).
 """
 
 from __future__ import annotations

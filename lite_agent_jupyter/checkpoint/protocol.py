@@ -2,7 +2,7 @@
 
 A backend is anything with these async methods; there is no base class to inherit. Every
 backend in this package (memory, file, SQLite, PostgreSQL) passes the same conformance suite
-(``tests/checkpoint/``); a third-party backend proves itself by passing it too.
+(:mod:`lite_agent_jupyter.testing`); a third-party backend proves itself by passing it too.
 
 Invariants every backend keeps:
 

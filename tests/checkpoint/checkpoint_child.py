@@ -1,12 +1,5 @@
-"""A child process for the multi-process checkpoint tests. Not a test module.
+"""A child process for the backend-specific lock tests. Not a test module.
 
-    python checkpoint_child.py append URL SESSION WRITER BATCHES [cas]
-        print "ready", wait for a line on stdin, append BATCHES batches (1-3 events each,
-        payload {"writer", "i", "j"}), with ``cas``: by optimistic concurrency (read the head,
-        append with expected_head, retry on conflict); print "done CONFLICTS".
-    python checkpoint_child.py ack URL SESSION
-        append batches of 4 large events forever, printing "ack I HEAD" after each one is
-        acknowledged; the parent kills it with SIGKILL.
     python checkpoint_child.py hold URL SESSION
         take the session's write lock the backend's way (file lock / SQLite write
         transaction), print "locked", wait for a line, release it, print "released".
@@ -23,49 +16,6 @@ import sys
 def say(line: str) -> None:
     sys.stdout.write(line + "\n")
     sys.stdout.flush()
-
-
-async def append_mode(url: str, session: str, writer: int, batches: int, cas: bool) -> None:
-    from lite_agent_jupyter.checkpoint.events import UserEvent
-    from lite_agent_jupyter.checkpoint.url import checkpointer_from_url
-    from lite_agent_jupyter.errors import CheckpointConflictError
-
-    store = checkpointer_from_url(url)
-    await store.head(session)  # open connections before the start line
-    say("ready")
-    sys.stdin.readline()
-    conflicts = 0
-    for i in range(batches):
-        events = [
-            UserEvent(content=f"w{writer} i{i} j{j}", extra={"writer": writer, "i": i, "j": j})
-            for j in range(1 + (writer + i) % 3)
-        ]
-        if not cas:
-            await store.append(session, events)
-            continue
-        while True:
-            head = await store.head(session)
-            try:
-                await store.append(session, events, expected_head=head)
-                break
-            except CheckpointConflictError:
-                conflicts += 1
-    await store.close()
-    say(f"done {conflicts}")
-
-
-async def ack_mode(url: str, session: str) -> None:
-    from lite_agent_jupyter.checkpoint.events import UserEvent
-    from lite_agent_jupyter.checkpoint.url import checkpointer_from_url
-
-    store = checkpointer_from_url(url)
-    filler = "x" * 48_000
-    i = 0
-    while True:
-        events = [UserEvent(content=filler, extra={"i": i, "j": j}) for j in range(4)]
-        head = await store.append(session, events)
-        say(f"ack {i} {head}")
-        i += 1
 
 
 async def hold_mode(url: str, session: str) -> None:
@@ -103,13 +53,8 @@ async def hold_mode(url: str, session: str) -> None:
 
 
 def main() -> None:
-    mode, url, session, *rest = sys.argv[1:]
-    if mode == "append":
-        cas = rest[2:] == ["cas"]
-        asyncio.run(append_mode(url, session, int(rest[0]), int(rest[1]), cas))
-    elif mode == "ack":
-        asyncio.run(ack_mode(url, session))
-    elif mode == "hold":
+    mode, url, session = sys.argv[1:4]
+    if mode == "hold":
         asyncio.run(hold_mode(url, session))
     else:
         raise SystemExit(f"unknown mode {mode}")

@@ -12,7 +12,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from checkpoint_kit import assistant, batch, payloads, prompt, user
 
 from lite_agent_jupyter.checkpoint import file as file_module
 from lite_agent_jupyter.checkpoint.file import (
@@ -22,6 +21,7 @@ from lite_agent_jupyter.checkpoint.file import (
 )
 from lite_agent_jupyter.checkpoint.url import checkpointer_from_url
 from lite_agent_jupyter.errors import CorruptLogError
+from lite_agent_jupyter.testing import assistant, batch, payloads, prompt, user
 
 S = "sess"
 

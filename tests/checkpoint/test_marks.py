@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from checkpoint_kit import assistant, canon_all, prompt, tool_result, user
+from lite_agent_jupyter.testing import assistant, canon_all, prompt, tool_result, user
 
 from lite_agent_jupyter.checkpoint.events import CompactionEvent, Event, FileSnapshotEvent
 from lite_agent_jupyter.checkpoint.file import FileCheckpointer, file_checkpointer

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from checkpoint_kit import batch, expect_line, finish, prompt, spawn, tell, user
+from checkpoint_kit import spawn_holder
 
 from lite_agent_jupyter.checkpoint import sqlite as sqlite_module
 from lite_agent_jupyter.checkpoint.events import (
@@ -28,6 +28,7 @@ from lite_agent_jupyter.errors import (
     CorruptLogError,
     UnsupportedVersionError,
 )
+from lite_agent_jupyter.testing import batch, prompt, user
 
 S = "sess"
 
@@ -162,17 +163,17 @@ async def test_busy_timeout_gives_a_typed_error(db: Path) -> None:
     CheckpointerUnavailableError, never sqlite3's "database is locked"."""
     url = f"sqlite://{db}"
     await sqlite_checkpointer(db).head(S)
-    holder = await spawn("hold", url, S)
-    await expect_line(holder, "locked")
+    holder = await spawn_holder(url, S)
+    await holder.expect("locked")
     store = sqlite_checkpointer(db, busy_timeout=0.3)
     try:
         with pytest.raises(CheckpointerUnavailableError, match="stayed locked"):
             await store.append(S, batch(1))
         assert await store.head(S) == 0  # reads are not blocked by a writer (WAL)
     finally:
-        await tell(holder, "release")
-        await expect_line(holder, "released")
-        await finish(holder)
+        await holder.tell("release")
+        await holder.expect("released")
+        await holder.finish()
     assert await store.append(S, batch(1)) == 1
     await store.close()
 

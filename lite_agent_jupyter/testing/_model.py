@@ -1,27 +1,21 @@
-"""Property-based conformance: a Hypothesis state machine drives each backend and the memory
-backend (the reference model) with the same random operations and compares every outcome -
-results, errors (type and details), reads, heads and listings.
+"""The model check: a Hypothesis state machine compares a backend with the memory backend.
 
-Persistent backends are also closed and reopened at random points, so cold caches (a fresh
-process) are compared too.
+Needs Hypothesis (installed with the ``test`` extra).
 """
 
 from __future__ import annotations
 
 import asyncio
-import shutil
 import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
-from checkpoint_kit import PERSISTENT, canon_all
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule, run_state_machine_as_test
 
-from lite_agent_jupyter.checkpoint.events import (
+from ..checkpoint.events import (
     AssistantEvent,
     CompactionEvent,
     Event,
@@ -30,10 +24,10 @@ from lite_agent_jupyter.checkpoint.events import (
     UnknownEvent,
     UserEvent,
 )
-from lite_agent_jupyter.checkpoint.memory import memory_checkpointer
-from lite_agent_jupyter.checkpoint.protocol import Checkpointer
-from lite_agent_jupyter.checkpoint.url import checkpointer_from_url
-from lite_agent_jupyter.errors import CheckpointConflictError
+from ..checkpoint.memory import memory_checkpointer
+from ..checkpoint.protocol import Checkpointer
+from ..errors import CheckpointConflictError
+from ._kit import Backend, canon_all, check
 
 SESSIONS = st.sampled_from(["a", "b", "c"])
 TEXT = st.text(max_size=24)
@@ -98,17 +92,17 @@ POSITION = st.one_of(st.integers(-1, 6), st.sampled_from(["head", "head-1", "hea
 
 
 class CheckpointerMachine(RuleBasedStateMachine):
-    """Subclassed per backend with ``make_url`` set."""
+    """Subclassed per run with ``backend`` and ``folder`` set."""
 
-    make_url: Callable[[], str]
-    persistent: bool
+    backend: Backend
+    folder: Path
 
     def __init__(self) -> None:
         super().__init__()
         self.loop = asyncio.new_event_loop()
         self.model = memory_checkpointer()
-        self.url = type(self).make_url()
-        self.store: Checkpointer = checkpointer_from_url(self.url)
+        self.url = self.backend.new_location(Path(tempfile.mkdtemp(dir=self.folder)))
+        self.store: Checkpointer = self.backend.open(self.url)
 
     def run(self, awaitable: Awaitable[Any]) -> Any:
         return self.loop.run_until_complete(awaitable)
@@ -135,7 +129,9 @@ class CheckpointerMachine(RuleBasedStateMachine):
 
     def position(self, session: str, where: int | str) -> int:
         head = self.model_head(session)
-        return {"head": head, "head-1": head - 1, "head+1": head + 1}.get(where, where)  # type: ignore[call-overload, no-any-return]
+        if isinstance(where, int):
+            return where
+        return {"head": head, "head-1": head - 1, "head+1": head + 1}[where]
 
     @rule(session=SESSIONS, events=BATCHES, how=EXPECT)
     def append(self, session: str, events: list[Event], how: str) -> None:
@@ -173,11 +169,11 @@ class CheckpointerMachine(RuleBasedStateMachine):
         for info, ref in zip(real, model, strict=True):
             assert info.head in (None, ref.head)
 
-    @precondition(lambda self: self.persistent)
+    @precondition(lambda self: self.backend.persistent)
     @rule()
     def reopen(self) -> None:
         self.run(self.store.close())
-        self.store = checkpointer_from_url(self.url)
+        self.store = self.backend.open(self.url)
 
     def teardown(self) -> None:
         try:
@@ -185,34 +181,27 @@ class CheckpointerMachine(RuleBasedStateMachine):
             self.run(self.model.close())
         finally:
             self.loop.close()
+            if self.backend.drop_location is not None:
+                self.backend.drop_location(self.url)
 
 
-EXAMPLES = {"file": 100, "sqlite": 100, "sqlite-memory": 60, "postgres": 50}
-
-
-@pytest.mark.parametrize("backend_name", ["file", "sqlite", "sqlite-memory", "postgres"])
-def test_backend_behaves_like_the_model(
-    backend_name: str, backend_url_for: Callable[[str], str], tmp_path: Path
-) -> None:
-    def make_url() -> str:
-        if backend_name in ("file", "sqlite"):
-            where = tempfile.mkdtemp(dir=tmp_path)
-            return f"file://{where}/s" if backend_name == "file" else f"sqlite://{where}/s.db"
-        return backend_url_for(backend_name)
-
+@check()
+def behaves_like_the_model(backend: Backend, folder: Path) -> None:
+    """A Hypothesis state machine drives the backend and the memory backend (the reference
+    model) with the same random appends, truncates, deletes, reads and listings (and, for a
+    persistent backend, reopens) and compares every outcome, errors included."""
     machine = type(
-        f"{backend_name.title().replace('-', '')}Machine",
+        "CheckpointerMachineFor" + "".join(c for c in backend.name.title() if c.isalnum()),
         (CheckpointerMachine,),
-        {"make_url": staticmethod(make_url), "persistent": backend_name in PERSISTENT},
+        {"backend": backend, "folder": folder},
     )
     run_state_machine_as_test(
         machine,
         settings=settings(
-            max_examples=EXAMPLES[backend_name],
+            max_examples=backend.model_examples,
             stateful_step_count=40,
             deadline=None,
             suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
             database=None,
         ),
     )
-    shutil.rmtree(tmp_path, ignore_errors=True)
