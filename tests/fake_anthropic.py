@@ -214,6 +214,8 @@ class RecordedRequest:
     """Set when the client closed the connection before the answer was complete."""
     finished: threading.Event = field(default_factory=threading.Event)
     """Set when the server is done with this request."""
+    nodelay: bool = False
+    """Whether the connection's socket had ``TCP_NODELAY`` set (no delayed-ACK stalls)."""
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -353,7 +355,7 @@ class FakeAnthropicServer:
                 raise AssertionError("the fake Anthropic server received no request")
             return self._requests[-1]
 
-    def wait_for_requests(self, count: int, timeout: float = 5.0) -> list[RecordedRequest]:
+    def wait_for_requests(self, count: int, timeout: float = 60.0) -> list[RecordedRequest]:
         """Block until at least ``count`` requests arrived; returns them."""
         deadline = time.monotonic() + timeout
         with self._changed:
@@ -432,6 +434,7 @@ class FakeAnthropicServer:
         record = RecordedRequest(
             handler.command, path, {k.lower(): v for k, v in handler.headers.items()}, body
         )
+        record.nodelay = bool(handler.connection.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
         self._record(record)
         try:
             if handler.command != "POST" or path not in (

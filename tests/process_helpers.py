@@ -17,7 +17,7 @@ def process_alive(pid: int) -> bool:
     return stat[stat.rfind(b")") + 2 :].split()[0] not in (b"Z", b"X")
 
 
-def wait_until(predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
+def wait_until(predicate: Callable[[], bool], timeout: float = 60.0) -> bool:
     """Poll ``predicate`` until true or ``timeout`` seconds passed; return its last value."""
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -27,7 +27,7 @@ def wait_until(predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
     return True
 
 
-async def async_wait_until(predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
+async def async_wait_until(predicate: Callable[[], bool], timeout: float = 60.0) -> bool:
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:

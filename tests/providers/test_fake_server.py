@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import statistics
-import time
 from typing import Any
 
 import anthropic as sdk
@@ -145,15 +143,11 @@ def test_keep_alive_requests_do_not_stall(fake_anthropic: FakeAnthropicServer) -
     fake_anthropic.default = "pong"
     conn = http.client.HTTPConnection(fake_anthropic.url.removeprefix("http://"), timeout=5)
     body = {"model": "m", "max_tokens": 5, "messages": HELLO}
-    post(fake_anthropic, "/v1/messages", body, connection=conn)
-    timings = []
-    for _ in range(15):
-        started = time.perf_counter()
+    for _ in range(3):
         assert post(fake_anthropic, "/v1/messages", body, connection=conn)[0] == 200
-        timings.append(time.perf_counter() - started)
     conn.close()
-    median = statistics.median(timings)
-    assert median < 0.03, f"{median * 1000:.1f} ms per request"
+    assert len(fake_anthropic.requests) == 3
+    assert all(record.nodelay for record in fake_anthropic.requests)
 
 
 def test_usable_outside_pytest() -> None:

@@ -171,10 +171,8 @@ async def test_delay_between_chunks_honours_abort() -> None:
     controller = AbortController()
     asyncio.get_running_loop().call_later(0.05, controller.abort)
 
-    started = time.monotonic()
-    with pytest.raises(asyncio.CancelledError):
-        await collect_with(model, ask(), controller)
-    assert time.monotonic() - started < 1
+    with pytest.raises(asyncio.CancelledError):  # 10 s per chunk: only the abort ends it early
+        await asyncio.wait_for(collect_with(model, ask(), controller), 9)
 
 
 async def test_small_delay_streams_slowly() -> None:
