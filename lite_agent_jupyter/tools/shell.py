@@ -197,17 +197,27 @@ async def run_command(
             loop.call_soon_threadsafe(aborted.set)
 
     signal.raise_if_aborted()
-    proc = await asyncio.create_subprocess_exec(
-        SHELL,
-        "-c",
-        command,
-        cwd=cwd,
-        env=shell_env(),
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        start_new_session=True,
+    spawn = asyncio.ensure_future(
+        asyncio.create_subprocess_exec(
+            SHELL,
+            "-c",
+            command,
+            cwd=cwd,
+            env=shell_env(),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
+        )
     )
+    try:
+        proc = await asyncio.shield(spawn)
+    except asyncio.CancelledError:
+        # Cancelled while asyncio was still wiring the pipes: the command may already run
+        # (and have started children); asyncio would kill only the shell. Stop the group.
+        started = await spawn
+        await _stop_group(started.pid)
+        raise
     pgid = proc.pid  # a new session's leader: its pid is the group id
     output = _Output()
     assert proc.stdout is not None
