@@ -320,12 +320,9 @@ def _snapshotter(
         path: Path, after: bytes | None, /, *, before: bytes | EllipsisType | None = ...
     ) -> None:
         """Write-ahead record of a file change: both contents to blobs, then the event.
-        ``before`` is what the tool already read (the file is read here only if not given)."""
-        if isinstance(before, EllipsisType):
-            try:
-                before = path.read_bytes()
-            except FileNotFoundError:
-                before = None
+        ``before`` is what the tool already read (read here, in a thread, only if not given)."""
+        if isinstance(before, EllipsisType):  # not read by the tool: read it off the loop
+            before = await asyncio.to_thread(_read_or_none, path)
         before_hash = await settings.blobs.put(before) if before is not None else None
         # the new version is stored against the old one (a delta, where the store keeps them)
         after_hash = (
@@ -345,6 +342,13 @@ def _snapshotter(
         emit(FileChanged(relative, before_hash, after_hash, tool_name, tool_use_id))
 
     return snapshot
+
+
+def _read_or_none(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
 
 
 async def close_interrupted(session: SessionLog, reason: str, partial_text: str) -> None:

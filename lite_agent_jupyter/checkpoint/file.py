@@ -1,71 +1,22 @@
 """File Checkpointer: one JSONL log per session in a directory, safe across processes.
 
 Owns the on-disk layout of a sessions directory and every read and write of it; knows
-nothing of agents (it stores :mod:`.events` lines) and nothing of the storage root (it is
-handed a directory, usually ``Storage.sessions_dir``)::
+nothing of agents (it stores :mod:`.events` lines) nor of the storage root (it is handed a
+directory, usually ``Storage.sessions_dir``)::
 
     <directory>/<id>.jsonl          the log: one event per line, line n holds seq n
     <directory>/<id>.marks          the session's mark index: copies of its checkpoint, compaction
-                                    and file_snapshot lines (see "Marks" below)
+                                    and file_snapshot lines (see docs/design.md)
     <directory>/.index.jsonl        title and turn count of every session, for list()
     <directory>/.locks/<id>.lock    the file lock of a session (and .index.lock)
 
-Folders are created 0700 and files 0600 on the first write, not before.
-
-Writes. Each session has a ``filelock.FileLock`` (one object per session and checkpointer,
-created once and cached) held across reading the head, checking ``expected_head``, encoding
-the batch and writing it, plus an in-process guard so two tasks or threads of one process
-never interleave (the file lock is re-entrant per object). A batch is one ``os.write`` of all
-its lines to a file opened ``O_APPEND``; the log's mtime is then set to the current time
-in nanoseconds, so ``list()`` orders sessions exactly even where file timestamps are coarse.
-
-Durability. With ``durable=True`` every append is fsynced before it returns (and a new log's
-folder entry too). Otherwise an append is only handed to the OS - nothing is buffered in
-Python - which survives a crash of the process, not a power loss: the appends since the last
-fsync (the OS writes back within ~30 s on Linux) may be lost, and the log may end in a torn
-or zero-filled last line, which is repaired like a crash's. :meth:`FileCheckpointer.sync`
-(the agent calls it at the end of each turn) makes everything so far survive a power loss.
-
-Crashes. A process killed mid-append can leave a torn final line (no trailing newline).
-Reads ignore it; the next write removes it, with a :class:`LogRepairedWarning` and a log
-record. Such an append was never acknowledged, so nothing acknowledged is lost. For a batch
-larger than a page, a crash mid-write can leave the batch's first events complete before the
-torn one: they stay (the log is still a valid prefix of what was being written). Anything
-else that does not decode - bad JSON in a middle line, a seq out of order - raises
-:class:`~lite_agent_jupyter.errors.CorruptLogError` naming the file and the 1-based line.
-
-Reads take the same locks, so a reader never sees half a batch, and cost what they return:
-``read(after=k)`` finds line k+1 by a binary search over byte offsets (line n holds seq n),
-and the head is read from the last line (cached per session and re-validated by a ``stat``).
-
-Truncation writes the kept prefix with :func:`~lite_agent_jupyter.atomic.atomic_write` (temp
-file, fsync, rename over the log, fsync of the folder).
-
-``list()`` opens no log: a ``scandir`` and a ``stat`` per log give ids and mtimes; titles
-and turn counts come from one small shared file, ``.index.jsonl``. A batch containing prompt
-checkpoints appends one record ``{"id", "title", "turns": +n}`` to it; truncate and delete append
-``{"id", "reset": true, "title", "turns"}`` (a truncate recounts the kept part). Records are
-written under the index's own lock, taken inside the session's, so they are in the session's
-order. Why not the one sidecar file per session first planned: listing 10,000 sessions with
-sidecars measured 115-160 ms here (opening 10,000 small files), at or over the 150 ms budget;
-one index file is parsed in ~8 ms, and list() takes ~95 ms, most of it the ``stat`` calls. The
-index is derived data: list() compacts it when it has grown, and rebuilds it from the logs
-(with a warning) if it is damaged. A crash between a log write and its index record can leave
-a session's turn count one short until its next truncate.
-
-Marks. ``read_marks`` (the :class:`~.protocol.MarkIndex` capability: what
-``list_checkpoints``, ``restore`` and a resume need) reads ``<id>.marks``, a copy of the log's
-mark lines, never the log. It is written *ahead* of the log, under the same lock, so it is
-never missing a mark the log holds; lines it may hold beyond the log's head (a crash between
-the two writes, a torn log line, a truncate cut short) are ignored by readers and cut by the
-next append before it adds its own. A log without a ``.marks`` file (written by an older
-release) gets one, rebuilt from the log, on its first ``read_marks``.
-
-Platform: POSIX (``os.pread``, ``flock`` through filelock, fsync of folders).
-
-Blocking: no call ever blocks the event loop waiting for another process. Locks are tried
-without waiting, inline; only when one is contended does the call wait in a worker thread
-(see :mod:`._blocking`).
+A per-session file lock makes head check + write one step across processes; a torn final
+line (a crash mid-append) is repaired on the next write with a :class:`LogRepairedWarning`;
+reads cost what they return. No call blocks the event loop waiting for another process (see
+:mod:`._blocking`). Folders are created 0700 and files 0600 on the first write, not before.
+POSIX only. The reasoning and measurements are in ``docs/design.md``.
+``read_marks`` (the MarkIndex capability) reads ``<id>.marks``, a copy of the log's mark
+lines written ahead of the log under the same lock, never the log itself.
 """
 
 from __future__ import annotations
@@ -499,9 +450,8 @@ class FileCheckpointer:
         appended so far survives a power loss even with ``durable=False``. A no-op for an
         unknown session.
 
-        Runs on the event loop, like the appends: the agent calls it once per turn, and a
-        flush (~0.25 ms here) is cheaper than the worker-thread hop (~0.13 ms) plus the
-        flush. On a disk so busy that a flush takes long, the loop waits that long."""
+        Runs on the event loop, like the appends (a flush costs less than a thread hop plus
+        the flush; see docs/design.md). On a very busy disk the loop waits for the flush."""
         validate_session_id(session_id)
         self._check_open()
         self._sync_now(self._path(session_id))
@@ -855,10 +805,9 @@ def file_checkpointer(
 ) -> FileCheckpointer:
     """A Checkpointer writing one JSONL file per session into ``directory``.
 
-    ``durable=True`` fsyncs every append (survives power loss, ~0.5 ms per append on a
-    typical SSD); the default survives a crash of the process, and :meth:`~FileCheckpointer.sync`
-    makes it survive a power loss up to that point. The directory is created (0700) on the
-    first write.
+    ``durable=True`` fsyncs every append (survives power loss); the default survives a
+    crash of the process, and :meth:`~FileCheckpointer.sync` makes it survive a power loss up
+    to that point. The directory is created (0700) on the first write.
     """
     return FileCheckpointer(directory, durable=durable)
 
@@ -1108,7 +1057,7 @@ def _fold_index(data: bytes) -> tuple[dict[str, tuple[str | None, int]], int]:
     """
     body = data[: data.rfind(b"\n") + 1]  # without a torn final record
     try:
-        # One parse of all records as a JSON array: ~5x quicker than a json.loads per line.
+        # One parse of all records as a JSON array: quicker than a json.loads per line.
         records = json.loads(b"[" + body.rstrip(b"\n").replace(b"\n", b",") + b"]")
     except (ValueError, RecursionError):
         records = []

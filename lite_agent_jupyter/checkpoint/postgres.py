@@ -15,11 +15,8 @@ Schema (version 1)::
 
 ``title_json`` is the title as a JSON string: ``text`` cannot hold NUL, a prompt can.
 
-Why ``body text`` and not ``jsonb``: the line is stored exactly as ``events.encode`` wrote
-it, so a read hands the server's bytes straight to ``json.loads`` (the one decode a read needs
-anyway). ``jsonb`` would parse every line on insert, re-serialise it on every read (another
-format, keys reordered) and then be parsed a second time by the client: slower both ways, and
-not the bytes the other backends keep.
+``body text`` keeps each line exactly as ``events.encode`` wrote it (why not ``jsonb``: see
+docs/design.md).
 
 Concurrency: an append is one statement, hence one transaction, under READ COMMITTED: a call
 of ``append_events``, which updates the sessions row (taking its row lock and moving

@@ -14,12 +14,7 @@ snapshot; migration 2 renamed version 1's ``anchor`` flag and filled it in for o
 ``read_marks`` (the :class:`~.protocol.MarkIndex` capability) reads the marks through a
 partial index, never the whole session.
 
-Why ``events`` keeps a rowid rather than being clustered on ``(session_id, seq)`` (WITHOUT
-ROWID): a WITHOUT ROWID row longer than ~1,000 bytes (4 KB pages) spills into an overflow
-page, and most events (assistant messages, tool results) are longer than that. Measured here
-with 1 KB events, the clustered table was ~1.25x slower per (non-durable) append than a rowid
-table (rows up to ~4 KB stay in the leaf) plus a small unique index. A session's events are
-appended together, so they stay nearly contiguous in rowid order for reads.
+Why ``events`` keeps a rowid (not clustered on ``(session_id, seq)``): see docs/design.md.
 
 A database written by a newer release (a higher ``user_version``) is refused with
 :class:`~lite_agent_jupyter.errors.UnsupportedVersionError`, never modified. Migrations are
