@@ -48,6 +48,7 @@ from .events import (
     encode,
     from_dict,
     is_checkpoint,
+    loads,
     now_iso,
 )
 from .protocol import (

@@ -51,6 +51,7 @@ from typing import TypeVar
 
 from ..errors import (
     CheckpointerUnavailableError,
+    CorruptLogError,
     UnsupportedVersionError,
 )
 from ..storage import FILE_MODE, ensure_private_dir
