@@ -7,8 +7,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from lite_agent_jupyter.testing import assistant, canon_all, prompt, tool_result, user
-
 from lite_agent_jupyter.checkpoint.events import CompactionEvent, Event, FileSnapshotEvent
 from lite_agent_jupyter.checkpoint.file import FileCheckpointer, file_checkpointer
 from lite_agent_jupyter.checkpoint.memory import memory_checkpointer
@@ -18,6 +16,7 @@ from lite_agent_jupyter.checkpoint.protocol import (
     mark_kind,
     read_marks,
 )
+from lite_agent_jupyter.testing import assistant, canon_all, prompt, tool_result, user
 
 S = "session-1"
 
