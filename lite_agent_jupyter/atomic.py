@@ -10,7 +10,8 @@ Temp files are named ``.<name>.<16 hex>.tmp`` and carry an exclusive ``flock`` w
 writer lives. A SIGKILL mid-write leaves one behind; it is ours to delete once its lock is free
 (the writer is gone) and it is a few seconds old (so a writer that has just created it is never
 raced). :func:`sweep_stale` does that for one folder; :func:`atomic_write` sweeps each folder
-it writes into once per process, and the agent sweeps its workdir when it starts.
+it writes into once per process, and the agent sweeps its workdir (:func:`sweep_tree`, in a
+worker thread) when its first turn starts.
 
 Every call can work relative to an open directory file descriptor (``dir_fd``), which is how
 the file tools stay confined to the workdir while a folder on the path is being swapped.
@@ -27,7 +28,7 @@ import secrets
 import stat
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 __all__ = [
@@ -167,21 +168,22 @@ def sweep_stale(folder: str | os.PathLike[str] | int) -> list[str]:
 
 
 def sweep_tree(
-    root: str | os.PathLike[str], *, skip: Callable[[Path], bool] = lambda _: False
+    root: str | os.PathLike[str],
+    *,
+    skip: Callable[[Path], bool] = lambda _: False,
+    stop: Callable[[], bool] = lambda: False,
 ) -> list[Path]:
     """:func:`sweep_stale` in ``root`` and every folder under it (symlinks not followed,
-    folders for which ``skip`` is true pruned); return the paths removed."""
+    folders for which ``skip`` is true pruned, the walk ended early once ``stop()`` is true);
+    return the paths removed."""
     removed: list[Path] = []
-    for folder in _folders(Path(root), skip):
-        removed.extend(folder / name for name in sweep_stale(folder))
-    return removed
-
-
-def _folders(root: Path, skip: Callable[[Path], bool]) -> Iterator[Path]:
     for folder, dirnames, _files in os.walk(root, followlinks=False):
+        if stop():
+            break
         base = Path(folder)
         dirnames[:] = [d for d in dirnames if not skip(base / d)]
-        yield base
+        removed.extend(base / name for name in sweep_stale(base))
+    return removed
 
 
 def _sweep_once(dir_fd: int) -> None:

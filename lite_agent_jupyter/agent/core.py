@@ -22,6 +22,7 @@ from types import TracebackType
 from typing import Any, Never
 
 from ..abort import AbortController, AbortSignal
+from ..atomic import sweep_tree
 from ..checkpoint.events import (
     BackgroundCompletedEvent,
     Event,
@@ -43,6 +44,7 @@ from ..redact import MIN_SECRET_CHARS, Redactor, env_secrets
 from ..storage import Blobs, MemoryBlobStore, Storage
 from ..tools import Tool, ToolContext, default_tools, tool
 from ..tools.base import BackgroundJob, BackgroundOutcome
+from ..tools.files import SKIPPED_DIRS
 from ..tools.scan import DEFAULT_MAX_FILE_SIZE
 from ..tools.shell import SECRET_ENV_VARS
 from ..tools.tasks import TaskStore, validate_task_list
@@ -195,6 +197,7 @@ class LiteAgent:
         self._auto_compactions: dict[Compaction, asyncio.Task[None]] = {}
         self._storage_ready = False
         self._restorer = Restorer(self.checkpointer, self.blobs, self.workdir, self.storage)
+        self._sweep: asyncio.Future[None] | None = None
 
     # -- current session ---------------------------------------------------------------
 
@@ -631,6 +634,8 @@ class LiteAgent:
         jobs = [job.task for job in self._jobs.values() if job.task is not None]
         await asyncio.gather(*jobs, return_exceptions=True)
         self._notices.close()
+        if self._sweep is not None:
+            await asyncio.gather(self._sweep, return_exceptions=True)
         with contextlib.suppress(Exception):
             await self.model.aclose()
         if self._owns_checkpointer:
@@ -668,10 +673,27 @@ class LiteAgent:
 
     def _ensure_storage(self) -> None:
         """Create the storage root (0700, ``.gitignore``) before the first write, and never
-        in memory mode (``sessions=False`` writes nothing to disk)."""
-        if not self._storage_ready and self.sessions_enabled:
-            self.storage.ensure()
+        in memory mode (``sessions=False`` writes nothing to disk). The first time, also start
+        the sweep of the workdir for temp files a killed writer of ours left behind."""
+        if not self._storage_ready:
+            if self.sessions_enabled:
+                self.storage.ensure()
+            self._sweep = asyncio.get_running_loop().run_in_executor(None, self._sweep_workdir)
         self._storage_ready = True
+
+    def _sweep_workdir(self) -> None:
+        """Maintenance, in a worker thread: remove stale temp files of ours under the workdir
+        (never inside the storage root or folders the tools skip); ``close()`` stops it."""
+        root = str(self.storage.root)
+
+        def skip(folder: Path) -> bool:
+            text = str(folder)
+            return folder.name in SKIPPED_DIRS or text == root or text.startswith(root + "/")
+
+        try:
+            sweep_tree(self.workdir, skip=skip, stop=lambda: self._closed)
+        except OSError:  # best effort: a folder that vanished or cannot be read
+            log.debug("workdir sweep stopped", exc_info=True)
 
     def _check_open(self) -> None:
         if self._closed:

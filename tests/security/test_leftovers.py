@@ -132,3 +132,33 @@ async def test_the_file_backend_sweeps_a_dead_truncation_temp_when_it_starts(
     assert await again.head("s1") == 1
     assert not dead.exists()
     await again.close()
+
+
+async def test_the_next_agent_start_sweeps_what_a_killed_tool_write_left(tmp_path: Path) -> None:
+    from lite_agent_jupyter import Storage, create_lite_agent
+    from lite_agent_jupyter.providers import scripted
+
+    workdir = tmp_path / "work"
+    (workdir / "deep" / "er").mkdir(parents=True)
+    child = subprocess.Popen(
+        [sys.executable, str(CHILD), str(workdir), "deep/er/data.txt", "x" * 10_000, "--stall"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "stalled"
+    finally:
+        child.kill()
+        child.wait()
+    (dead,) = temps(workdir / "deep" / "er")
+    age(dead)
+    fresh = workdir / f".other.txt.{'3' * 16}.tmp"  # a writer may just have created it
+    fresh.write_text("in flight")
+    async with create_lite_agent(
+        model=scripted(["Hello."]), workdir=workdir, storage=Storage(tmp_path / "store", "t")
+    ) as agent:
+        assert (await agent.send("hi")).text == "Hello."
+    assert not dead.exists()  # swept by the agent's start, though nothing wrote there
+    assert fresh.exists()
+    assert not (workdir / "deep" / "er" / "data.txt").exists()
