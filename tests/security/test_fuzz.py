@@ -24,7 +24,7 @@ from lite_agent_jupyter.checkpoint import file_checkpointer, sqlite_checkpointer
 from lite_agent_jupyter.checkpoint.events import UserEvent, decode, encode
 from lite_agent_jupyter.errors import LiteAgentError, ToolError
 from lite_agent_jupyter.tools import ToolContext, resolve_in_workdir
-from lite_agent_jupyter.tools.paths import open_target
+from lite_agent_jupyter.tools.paths import open_path, open_target
 
 FUZZ = settings(
     max_examples=300,
@@ -242,3 +242,25 @@ def test_random_paths_never_resolve_or_open_outside_the_workdir(
         assert folder == workdir or folder.is_relative_to(workdir)
         assert folder != store and not folder.is_relative_to(store)
         assert "/" not in target.name and target.name not in ("", ".", "..")
+
+
+@FUZZ
+@given(text=paths, follow_last=st.booleans())
+def test_random_paths_opened_in_one_walk_never_lead_outside(
+    text: str, follow_last: bool, tree: tuple[ToolContext, Path, Path]
+) -> None:
+    """``open_path`` (what the file tools use): resolution inside the fd walk."""
+    ctx, workdir, _outside = tree
+    store = workdir / "store"
+    try:
+        target = open_path(ctx, text, follow_last=follow_last)
+    except (ToolError, FileNotFoundError):
+        return
+    with target:
+        folder = Path(os.readlink(f"/proc/self/fd/{target.dir_fd}"))
+        assert folder == workdir or folder.is_relative_to(workdir)
+        assert folder != store and not folder.is_relative_to(store)
+        assert target.path.parent == folder and target.path.name == target.name
+        assert "/" not in target.name and target.name not in ("", ".", "..")
+        if follow_last:
+            assert not (folder / target.name).is_symlink()
