@@ -55,7 +55,7 @@ from ..providers import Usage, anthropic
 from ..providers.base import Provider
 from ..storage import Storage
 from ..tools import Tool, default_tools
-from . import render
+from . import render, widgets
 from .context import (
     NotebookLocation,
     guard_notebook,
@@ -669,10 +669,22 @@ class _TerminalOutput:
 # ------------------------------------------------------------------------ %agent subcommands
 
 
-@subcommand("sessions", "List this notebook's sessions, newest first.")
+@subcommand(
+    "sessions",
+    "This notebook's sessions, newest first: the session browser (Resume / New / Delete) "
+    "where widgets can show, else a table.",
+    arg("--text", action="store_true", help="print the table, no widget"),
+)
 def _sessions(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
     agent = magics.require_agent()
-    print(render.sessions_text(magics.runner.facade.list_sessions(), agent.session_id))
+    facade = magics.runner.facade
+    if args.text or not magics.in_kernel:
+        print(render.sessions_text(facade.list_sessions(), agent.session_id))
+        return
+    browser = widgets.SessionBrowser(facade)
+    widgets.display(browser.widget)
+    # The table stays readable in the saved notebook (widget state is not saved).
+    print(render.sessions_text(browser.sessions, agent.session_id))
 
 
 @subcommand("new", "Start a new, empty session (the current one is kept).")
