@@ -687,6 +687,39 @@ def _sessions(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
     print(render.sessions_text(browser.sessions, agent.session_id))
 
 
+@subcommand(
+    "checkpoints",
+    "The prompts of the current session: a slider with the restore preview, Restore and "
+    "Undo restore where widgets can show, else a table.",
+    arg("--text", action="store_true", help="print the table, no widget"),
+)
+def _checkpoints(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
+    magics.require_agent()
+    facade = magics.runner.facade
+    if args.text or not magics.in_kernel:
+        print(render.checkpoints_text(facade.list_checkpoints(facade.session_id)))
+        return
+    slider = widgets.CheckpointSlider(facade)
+    widgets.display(slider.widget)
+    # The table stays readable in the saved notebook (widget state is not saved).
+    print(render.checkpoints_text(cast(Any, slider.checkpoints)))
+
+
+@subcommand("ui", "The session browser and the checkpoint slider of the current session.")
+def _ui(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
+    agent = magics.require_agent()
+    facade = magics.runner.facade
+    if not magics.in_kernel:
+        _sessions(magics, argparse.Namespace(text=True))
+        _checkpoints(magics, argparse.Namespace(text=True))
+        return
+    browser = widgets.SessionBrowser(facade)
+    slider = widgets.CheckpointSlider(facade)
+    widgets.display(widgets.w.VBox([browser.widget, widgets.w.HTML("<hr>"), slider.widget]))
+    print(render.sessions_text(browser.sessions, agent.session_id))
+    print(render.checkpoints_text(cast(Any, slider.checkpoints)))
+
+
 @subcommand("new", "Start a new, empty session (the current one is kept).")
 def _new(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
     magics.require_agent()
@@ -853,15 +886,6 @@ class _ProgressOutput:
         if self.rich:
             self._show(render.progress_text("done", None, None))
         print(text)
-
-
-@subcommand(
-    "checkpoints", "The prompts of the current session: `%agent restore SEQ` rewinds to one."
-)
-def _checkpoints(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
-    magics.require_agent()
-    facade = magics.runner.facade
-    print(render.checkpoints_text(facade.list_checkpoints(facade.session_id)))
 
 
 @subcommand(

@@ -1,0 +1,102 @@
+"""The widgets in a real JupyterLab, clicked in Debian's Chromium.
+
+The kernel runs a real agent (the official ``anthropic`` client) against the fake Messages
+API server of this test process; the assertions read the files on disk and the page.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from fake_anthropic import FakeAnthropicServer
+from lab_browser import (
+    JupyterLabServer,
+    LabNotebook,
+    no_widget_errors,
+    wait_for,
+    write_notebook,
+    write_then_change,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+SETUP = """\
+%load_ext lite_agent_jupyter
+%config LiteAgentMagics.approvals = "allow"
+"""
+
+
+def test_slider_restore_undo_and_session_browser_new_in_chromium(
+    lab: JupyterLabServer,
+    lab_root: Path,
+    page: Any,
+    fake_anthropic: FakeAnthropicServer,
+    artifacts: Path,
+) -> None:
+    notes = lab_root / "notes.txt"
+    write_then_change(fake_anthropic)
+    write_notebook(
+        lab_root / "widgets.ipynb",
+        [
+            SETUP,
+            "%%agent\nWrite notes.txt",
+            "%%agent\nChange notes.txt",
+            "from lite_agent_jupyter.jupyter import current_facade\n"
+            "first = current_facade().session_id",
+            "%agent checkpoints",
+            "%agent sessions",
+            "print('current', current_facade().session_id, current_facade().session_id == first)",
+        ],
+    )
+    nb = LabNotebook(page, lab, "widgets.ipynb").open()
+    for index in range(4):
+        nb.run_cell(index)
+    assert notes.read_text() == "version two\n"
+
+    nb.run_cell(4)
+    slider = page.locator(".lite-agent-checkpoints")
+    readout = slider.locator(".lite-agent-readout")
+    preview = slider.locator(".lite-agent-preview")
+    readout.wait_for(state="visible")
+    no_widget_errors(page)
+    assert readout.inner_text() == "before: Change notes.txt"
+    assert "Before prompt 2" in preview.inner_text()
+    assert "notes.txt: restore" in preview.inner_text()
+
+    slider.locator(".noUi-handle").focus()
+    page.keyboard.press("ArrowLeft")
+    wait_for(lambda: "Before prompt 1" in preview.inner_text(), "the preview of prompt 1")
+    assert readout.inner_text() == "before: Write notes.txt"
+    assert "notes.txt: delete" in preview.inner_text()
+    page.keyboard.press("ArrowRight")
+    wait_for(lambda: "Before prompt 2" in preview.inner_text(), "the preview of prompt 2")
+
+    slider.locator(".lite-agent-restore").click()
+    wait_for(lambda: notes.read_text() == "version one\n", "the restore of notes.txt")
+    result = slider.locator(".lite-agent-result")
+    wait_for(lambda: "Restored to before: Change notes.txt" in result.inner_text(), "result")
+    undo = slider.locator(".lite-agent-undo")
+    undo.click()
+    wait_for(lambda: notes.read_text() == "version two\n", "the undo of the restore")
+    wait_for(lambda: "Undid the last restore" in result.inner_text(), "the undo result")
+    wait_for(lambda: readout.inner_text() == "before: Change notes.txt", "the slider reloaded")
+
+    nb.run_cell(5)
+    sessions = page.locator(".lite-agent-sessions")
+    sessions.locator(".lite-agent-session-rows option").first.wait_for(state="attached")
+    no_widget_errors(page)
+    row = sessions.locator(".lite-agent-session-rows option").first.inner_text()
+    row = row.replace("\u00a0", " ")
+    assert row.startswith("●") and "Write notes.txt" in row
+    page.screenshot(path=str(artifacts / "widgets.png"), full_page=True)
+    sessions.locator(".lite-agent-new").click()
+    wait_for(lambda: "nothing sent yet" in sessions.inner_text(), "the new session")
+    nb.run_cell(6)
+    assert nb.output_text(6).strip().endswith("False")
+    no_widget_errors(page)
+    if os.environ.get("LITE_AGENT_UPDATE_SCREENSHOT"):
+        shutil.copy(artifacts / "widgets.png", ROOT / "docs" / "img" / "widgets.png")
