@@ -715,7 +715,7 @@ def _ui(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
         return
     browser = widgets.SessionBrowser(facade)
     slider = widgets.CheckpointSlider(facade)
-    widgets.display(widgets.w.VBox([browser.widget, widgets.w.HTML("<hr>"), slider.widget]))
+    widgets.display(widgets.stacked(browser.widget, slider.widget))
     print(render.sessions_text(browser.sessions, agent.session_id))
     print(render.checkpoints_text(cast(Any, slider.checkpoints)))
 

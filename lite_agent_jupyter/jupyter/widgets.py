@@ -41,6 +41,7 @@ __all__ = [
     "show_checkpoints",
     "show_sessions",
     "show_ui",
+    "stacked",
     "widget_frontend",
 ]
 
@@ -845,6 +846,16 @@ def show_checkpoints(
     return slider
 
 
+def stacked(*parts: w.Widget) -> w.VBox:
+    """Widgets one under the other, separated by a rule (``%agent ui``)."""
+    children: list[w.Widget] = []
+    for part in parts:
+        if children:
+            children.append(w.HTML("<hr>"))
+        children.append(part)
+    return w.VBox(children)
+
+
 def show_ui(controls: CheckpointControls) -> tuple[SessionBrowser, CheckpointSlider] | None:
     """``%agent ui``: the session browser and the checkpoint slider of the current session."""
     if not widget_frontend():
@@ -853,6 +864,6 @@ def show_ui(controls: CheckpointControls) -> tuple[SessionBrowser, CheckpointSli
         return None
     browser = SessionBrowser(controls)
     slider = CheckpointSlider(controls)
-    box = w.VBox([browser.widget, w.HTML("<hr>"), slider.widget])
+    box = stacked(browser.widget, slider.widget)
     _show(box, browser.summary() + "\n\n" + slider.summary())
     return browser, slider
