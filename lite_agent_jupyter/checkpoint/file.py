@@ -22,10 +22,13 @@ lines written ahead of the log under the same lock, never the log itself.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import os
 import re
+import shutil
+import stat
 import threading
 import time
 import warnings
@@ -85,6 +88,7 @@ _KIND_OF_TYPE = {
     b"compaction": "compaction",
     b"file_snapshot": "file_snapshot",
 }
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _OPEN_READ = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
 _OPEN_RDWR_APPEND = os.O_RDWR | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
 
@@ -336,7 +340,7 @@ class FileCheckpointer:
         backwards in chunks; ``None`` when there is no ``.marks`` file (the caller rebuilds)."""
         path = self._path(session_id)
         try:
-            fd = os.open(path, _OPEN_READ)
+            fd = _open(path, _OPEN_READ)
         except FileNotFoundError:
             return []
         try:
@@ -345,7 +349,7 @@ class FileCheckpointer:
             os.close(fd)
         marks_path = self._marks_path(session_id)
         try:
-            marks_fd = os.open(marks_path, _OPEN_READ)
+            marks_fd = _open(marks_path, _OPEN_READ)
         except FileNotFoundError:
             return None
         found: list[Event] = []
@@ -459,7 +463,7 @@ class FileCheckpointer:
 
     def _sync_now(self, path: str) -> None:
         try:
-            fd = os.open(path, _OPEN_READ)
+            fd = _open(path, _OPEN_READ)
         except FileNotFoundError:
             return
         try:
@@ -489,7 +493,7 @@ class FileCheckpointer:
     ) -> int:
         path = self._path(session_id)
         try:
-            fd = os.open(path, _OPEN_RDWR_APPEND)
+            fd = _open(path, _OPEN_RDWR_APPEND)
         except FileNotFoundError:
             fd = -1
         try:
@@ -509,7 +513,7 @@ class FileCheckpointer:
             lines.append("")
             data = "\n".join(lines).encode("utf-8")
             if fd < 0:
-                fd = os.open(path, _OPEN_RDWR_APPEND | os.O_CREAT, FILE_MODE)
+                fd = _open(path, _OPEN_RDWR_APPEND | os.O_CREAT, FILE_MODE)
                 if self.durable:
                     fsync_dir(self.directory)
             elif size != tail.end:
@@ -547,7 +551,7 @@ class FileCheckpointer:
 
     def _head_locked(self, path: str, session: _Session) -> int:
         try:
-            fd = os.open(path, _OPEN_READ)
+            fd = _open(path, _OPEN_READ)
         except FileNotFoundError:
             return 0
         try:
@@ -557,7 +561,7 @@ class FileCheckpointer:
 
     def _read_locked(self, path: str, session: _Session, after: int) -> tuple[bytes, int, int]:
         try:
-            fd = os.open(path, _OPEN_READ)
+            fd = _open(path, _OPEN_READ)
         except FileNotFoundError:
             return b"", 1, 0
         try:
@@ -574,7 +578,7 @@ class FileCheckpointer:
     ) -> None:
         path = self._path(session_id)
         try:
-            fd = os.open(path, _OPEN_READ)
+            fd = _open(path, _OPEN_READ)
         except FileNotFoundError:
             fd = -1
         try:
@@ -601,8 +605,8 @@ class FileCheckpointer:
         session.known = _Known(st.st_ino, st.st_size, st.st_mtime_ns, to_seq)
         self._cut_marks(session_id, session, to_seq)
         try:  # recount from the (small) mark index rather than the kept log
-            with open(self._marks_path(session_id), "rb") as f:
-                title, turns = _checkpoints_in(self._marks_path(session_id), f.read())
+            marks_path = self._marks_path(session_id)
+            title, turns = _checkpoints_in(marks_path, _read_bytes(marks_path))
         except FileNotFoundError:
             title, turns = _checkpoints_in(path, kept)
         self._index_append({"id": session_id, "reset": True, "title": title, "turns": turns})
@@ -624,7 +628,7 @@ class FileCheckpointer:
         data = "".join(line + "\n" for line in lines).encode("utf-8")
         flags = _OPEN_RDWR_APPEND | (os.O_CREAT | os.O_TRUNC if fresh else 0)
         try:
-            fd = os.open(path, flags, FILE_MODE)
+            fd = _open(path, flags, FILE_MODE)
         except FileNotFoundError:
             session.marks_known = None
             return
@@ -662,7 +666,7 @@ class FileCheckpointer:
             _unlink(path)
             return
         try:
-            fd = os.open(path, os.O_RDWR | getattr(os, "O_CLOEXEC", 0))
+            fd = _open(path, os.O_RDWR | getattr(os, "O_CLOEXEC", 0))
         except FileNotFoundError:
             return
         try:
@@ -679,15 +683,14 @@ class FileCheckpointer:
         """``(the .marks file's bytes, the log's head)``, rebuilding a missing file."""
         path = self._path(session_id)
         try:
-            fd = os.open(path, _OPEN_READ)
+            fd = _open(path, _OPEN_READ)
         except FileNotFoundError:
             return b"", 0
         try:
             tail = self._tail(path, session, fd, os.fstat(fd))
             marks_path = self._marks_path(session_id)
             try:
-                with open(marks_path, "rb") as f:
-                    return f.read(), tail.head
+                return _read_bytes(marks_path), tail.head
             except FileNotFoundError:
                 pass
             data = _pread_all(fd, tail.end, 0)
@@ -704,8 +707,8 @@ class FileCheckpointer:
             # The index first: a crash in between leaves a log counted as having no turns,
             # never a deleted session's turns credited to a later one of the same id.
             self._index_append({"id": session_id, "reset": True, "title": None, "turns": 0})
-            _unlink(path)
-        _unlink(self._marks_path(session_id))
+            _remove(path)  # whatever is there: a log, or a folder or symlink put in its place
+        _remove(self._marks_path(session_id))
         session.known = None
         session.marks_known = None
         # Last, while we still hold it: a waiter on the old lock file sees it unlinked and
@@ -717,7 +720,7 @@ class FileCheckpointer:
     def _index_append(self, record: dict[str, Any]) -> None:
         """Append one record to ``.index.jsonl`` (the caller holds the index locks)."""
         line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
-        fd = os.open(self._index_path, _OPEN_RDWR_APPEND | os.O_CREAT, FILE_MODE)
+        fd = _open(self._index_path, _OPEN_RDWR_APPEND | os.O_CREAT, FILE_MODE)
         try:
             size = os.fstat(fd).st_size
             if size:  # a torn line left by a crash would glue itself to this record
@@ -732,7 +735,7 @@ class FileCheckpointer:
 
     async def _read_index(self) -> dict[str, tuple[str | None, int]]:
         try:
-            fd = os.open(self._index_path, _OPEN_READ)
+            fd = _open(self._index_path, _OPEN_READ)
         except FileNotFoundError:
             return {}
         try:
@@ -753,8 +756,7 @@ class FileCheckpointer:
     def _compact_index(self) -> dict[str, tuple[str | None, int]]:
         """Rewrite the index with one record per live session (the caller holds its locks)."""
         try:
-            with open(self._index_path, "rb") as f:
-                table, _ = _fold_index(f.read())
+            table, _ = _fold_index(_read_bytes(self._index_path))
         except FileNotFoundError:
             return {}
         except ValueError:
@@ -769,9 +771,8 @@ class FileCheckpointer:
         for session_id in self._log_ids():
             path = self._path(session_id)
             try:
-                with open(path, "rb") as f:
-                    data = f.read()
-            except FileNotFoundError:
+                data = _read_bytes(path)
+            except (FileNotFoundError, CorruptLogError):  # an odd entry: not a log to count
                 continue
             end = data.rfind(b"\n") + 1
             table[session_id] = _checkpoints_in(path, data[:end])
@@ -817,15 +818,69 @@ def file_checkpointer(
 
 
 def _stat(path: str) -> os.stat_result | None:
+    """The log's own status (a symlink in its place is not followed)."""
     try:
-        return os.stat(path)
+        return os.lstat(path)
     except FileNotFoundError:
         return None
+
+
+def _open(path: str, flags: int, mode: int = FILE_MODE) -> int:
+    """``os.open`` of a file of ours that must be a regular file: never through a symlink
+    (``O_NOFOLLOW``), never a folder. Anything else put in its place is refused with a
+    :class:`CorruptLogError` naming it (``delete`` still removes it); a missing file is
+    ``FileNotFoundError`` as usual."""
+    try:
+        fd = os.open(path, flags | _NOFOLLOW, mode)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _odd_file(path, "a symbolic link") from exc
+        if exc.errno == errno.EISDIR:
+            raise _odd_file(path, "a folder") from exc
+        raise
+    kind = os.fstat(fd).st_mode
+    if not stat.S_ISREG(kind):
+        os.close(fd)
+        raise _odd_file(path, "a folder" if stat.S_ISDIR(kind) else "not a regular file")
+    return fd
+
+
+def _odd_file(path: str, what: str) -> CorruptLogError:
+    return CorruptLogError(
+        path,
+        None,
+        f"it is {what}, not a regular file written by this package; refusing to read or "
+        "write through it (delete_session removes it)",
+    )
+
+
+def _read_bytes(path: str) -> bytes:
+    """The whole content of a file of ours (see :func:`_open`)."""
+    fd = _open(path, _OPEN_READ)
+    try:
+        return _pread_all(fd, os.fstat(fd).st_size, 0)
+    finally:
+        os.close(fd)
 
 
 def _unlink(path: str) -> None:
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
+
+
+def _remove(path: str) -> None:
+    """Remove whatever is at ``path``: a file or a symlink (never its target), or a folder
+    someone put in place of a log (with its content; symlinks inside are not followed)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(st.st_mode):
+        shutil.rmtree(path, ignore_errors=False)
+    else:
+        _unlink(path)
 
 
 def _pread_all(fd: int, size: int, offset: int) -> bytes:
@@ -994,8 +1049,7 @@ def _next_newline(fd: int, pos: int, limit: int) -> int:
 
 def _raise_first_corruption(path: str) -> None:
     """Decode the whole log to raise a precise :class:`CorruptLogError`, if there is one."""
-    with open(path, "rb") as f:
-        data = f.read()
+    data = _read_bytes(path)
     _decode_lines(path, data[: data.rfind(b"\n") + 1], 1, 0)
 
 
