@@ -35,6 +35,8 @@ from ..checkpoint.protocol import (
     Checkpointer,
     SessionInfo,
     SupportsBlobs,
+    SupportsTaskLists,
+    TaskLists,
     new_session_id,
     validate_session_id,
 )
@@ -47,7 +49,7 @@ from ..tools.base import BackgroundJob, BackgroundOutcome
 from ..tools.files import SKIPPED_DIRS
 from ..tools.scan import DEFAULT_MAX_FILE_SIZE
 from ..tools.shell import SECRET_ENV_VARS
-from ..tools.tasks import TaskStore, validate_task_list
+from ..tools.tasks import FileTaskLists, validate_task_list
 from .approvals import (
     ApprovalGate,
     ApprovalHandler,
@@ -147,6 +149,13 @@ class LiteAgent:
             self.blobs = self.storage.blobs
         else:
             self.blobs = MemoryBlobStore()
+        self.task_lists: TaskLists = (
+            self.checkpointer.task_lists()  # with the logs: a database is shared by machines
+            if isinstance(self.checkpointer, SupportsTaskLists)
+            else FileTaskLists(self.storage.tasks_dir)
+        )
+        """Where the todo tools keep task lists: the checkpointer's store when it offers one,
+        else files in the storage folder."""
         self.model = model = options.model
         self.on_input = on_input = options.on_input
         self.on_background = options.on_background
@@ -178,7 +187,7 @@ class LiteAgent:
             blobs=self.blobs,
             gate=ApprovalGate(policy=options.approvals or {}, handler=options.on_approval),
             start_background=self._start_background,
-            task_store=TaskStore(self.storage.tasks_dir if self.sessions_enabled else None),
+            task_lists=self.task_lists,
             tracker=FileTracker(
                 workdir,
                 self.blobs,
@@ -494,12 +503,10 @@ class LiteAgent:
         await self.checkpointer.delete(session_id)
         self._logs.pop(session_id, None)
         base = self.storage.base
-        for leftover in [
-            *(base / "archive").glob(f"{session_id}.*"),
-            base / "tasks" / f"{session_id}.json",
-        ]:
+        for leftover in (base / "archive").glob(f"{session_id}.*"):
             with contextlib.suppress(FileNotFoundError):
                 leftover.unlink()
+        await self.task_lists.delete(session_id)  # the private list; shared ones stay
         if own:
             still_used = await self._referenced_hashes()
             for digest in list(still_used):  # a kept delta keeps the blobs it is stored against

@@ -32,12 +32,12 @@ from ..checkpoint.events import (
     UserEvent,
 )
 from ..checkpoint.fold import INTERRUPTED_RESULT
+from ..checkpoint.protocol import TaskLists
 from ..errors import CheckpointConflictError, LiteAgentError, ProviderError
 from ..providers.base import MessageDone, ModelRequest, Provider, TextDelta, ToolUseStarted, Usage
 from ..storage import Blobs
 from ..tools import Tool, ToolContext, invoke_tool
 from ..tools.base import BackgroundJob, Snapshotter, ToolOutput
-from ..tools.tasks import TaskStore
 from .approvals import ApprovalGate, ApprovalRequest
 from .results import (
     AgentEvent,
@@ -77,7 +77,7 @@ class TurnSettings:
     blobs: Blobs
     gate: ApprovalGate
     start_background: Callable[[SessionLog, str, BackgroundJob], str] | None
-    task_store: TaskStore | None = None
+    task_lists: TaskLists | None = None
     tracker: FileTracker | None = None
     """Scans the workdir around shell tools so their file changes are snapshotted."""
     tool_specs: list[dict[str, Any]] = field(init=False)
@@ -293,8 +293,8 @@ def _budget_stop(tool_uses: Sequence[dict[str, Any]], used: int, cap: int) -> li
 
 def _tool_extra(settings: TurnSettings, task_list: str | None) -> dict[str, Any]:
     extra: dict[str, Any] = {}
-    if settings.task_store is not None:
-        extra["task_store"] = settings.task_store
+    if settings.task_lists is not None:
+        extra["task_lists"] = settings.task_lists
     if task_list is not None:
         extra["task_list"] = task_list
     return extra

@@ -23,6 +23,7 @@ from .protocol import (
     mark_kind,
     validate_session_id,
 )
+from .task_lists import MemoryTaskLists
 
 
 @dataclass(slots=True)
@@ -41,6 +42,11 @@ class MemoryCheckpointer:
     def __init__(self) -> None:
         self._sessions: dict[str, _Session] = {}
         self._lock = threading.Lock()
+        self._task_lists = MemoryTaskLists()
+
+    def task_lists(self) -> MemoryTaskLists:
+        """The :class:`~.protocol.SupportsTaskLists` capability: lists in memory too."""
+        return self._task_lists
 
     async def append(
         self, session_id: str, events: Sequence[Event], *, expected_head: int | None = None

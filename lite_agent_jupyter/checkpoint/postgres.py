@@ -5,13 +5,14 @@ migrations, a lazily opened ``psycopg_pool.AsyncConnectionPool``, and the SQL of
 Checkpointer method. It knows nothing of agents: it stores encoded event lines
 (:func:`~lite_agent_jupyter.checkpoint.events.encode`) and file-snapshot blobs.
 
-Schema (version 1)::
+Schema (version 2)::
 
     <schema>.schema_version (version PK, applied_at)          one row per applied migration
     <schema>.sessions (id PK, head, mtime, title_json, turns) index sessions_mtime_idx (mtime DESC)
     <schema>.events   (session_id, seq, anchor, body)         PK (session_id, seq)
     <schema>.blobs    (hash PK, size, data bytea, created)
     <schema>.append_events(...)                               the append, as one plpgsql call
+    <schema>.task_lists (id PK, data, mtime)                  the agent's task lists (version 2)
 
 ``title_json`` is the title as a JSON string: ``text`` cannot hold NUL, a prompt can.
 
@@ -42,7 +43,7 @@ import hashlib
 import json
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC
 from typing import Any, LiteralString, TypeVar
@@ -70,11 +71,13 @@ from .protocol import (
     mark_kind,
     validate_session_id,
 )
+from .task_lists import decode_task_list, encode_task_list, validate_task_list_id
 from .url import redact_url
 
 __all__ = [
     "PostgresBlobStore",
     "PostgresCheckpointer",
+    "PostgresTaskLists",
     "postgres_blob_store",
     "postgres_checkpointer",
     "redact_dsn",
@@ -167,6 +170,13 @@ _MIGRATIONS: dict[int, tuple[LiteralString | _Function, ...]] = {
             created timestamptz NOT NULL DEFAULT now()
         )""",
         _APPEND_FUNCTION,
+    ),
+    2: (
+        """CREATE TABLE {schema}.task_lists (
+            id text PRIMARY KEY,
+            data text NOT NULL,
+            mtime timestamptz NOT NULL DEFAULT clock_timestamp()
+        )""",
     ),
 }
 
@@ -570,6 +580,12 @@ class PostgresCheckpointer:
         """
         return PostgresBlobStore(self._db, owns=False)
 
+    def task_lists(self) -> PostgresTaskLists:
+        """The :class:`~.protocol.SupportsTaskLists` capability: the agent's task lists in
+        ``<schema>.task_lists``, so every machine on this database sees the same lists.
+        Shares this checkpointer's pool and closes with it."""
+        return PostgresTaskLists(self._db)
+
     async def append(
         self, session_id: str, events: Sequence[Event], *, expected_head: int | None = None
     ) -> int:
@@ -838,6 +854,53 @@ class PostgresBlobStore:
         """Close the pool if this store opened it (a checkpointer's ``blobs()`` does not)."""
         if self._owns:
             await self._db.close()
+
+
+class PostgresTaskLists:
+    """Task lists (:class:`~.protocol.TaskLists`) in ``<schema>.task_lists``, one row each,
+    as :mod:`.task_lists` encodes them; a ``set`` is one upsert (the last writer wins)."""
+
+    def __init__(self, db: _Database) -> None:
+        self._db = db
+        q = db.q
+        self._where = f"{db.where} {db.schema}.task_lists"
+        self._sql_get = q("SELECT data FROM {schema}.task_lists WHERE id = %s")
+        self._sql_set = q(
+            "INSERT INTO {schema}.task_lists (id, data) VALUES (%s, %s)"
+            " ON CONFLICT (id) DO UPDATE SET data = excluded.data, mtime = clock_timestamp()"
+        )
+        self._sql_delete = q("DELETE FROM {schema}.task_lists WHERE id = %s")
+
+    def __repr__(self) -> str:
+        return f"PostgresTaskLists({self._db.where!r}, schema={self._db.schema!r})"
+
+    async def get(self, list_id: str) -> list[dict[str, str]]:
+        validate_task_list_id(list_id)
+
+        async def op(conn: Conn, attempt: _Attempt) -> str | None:
+            cur = await conn.execute(self._sql_get, (list_id,))
+            row = await cur.fetchone()
+            return None if row is None else str(row[0])
+
+        data = await self._db.run(op, what=f"read of task list {list_id!r}")
+        return [] if data is None else decode_task_list(data, f"{self._where}[{list_id}]")
+
+    async def set(self, list_id: str, items: Sequence[Mapping[str, str]]) -> None:
+        validate_task_list_id(list_id)
+        data = encode_task_list(items)
+
+        async def op(conn: Conn, attempt: _Attempt) -> None:  # idempotent: safe to retry
+            await conn.execute(self._sql_set, (list_id, data))
+
+        await self._db.run(op, what=f"write of task list {list_id!r}")
+
+    async def delete(self, list_id: str) -> None:
+        validate_task_list_id(list_id)
+
+        async def op(conn: Conn, attempt: _Attempt) -> None:
+            await conn.execute(self._sql_delete, (list_id,))
+
+        await self._db.run(op, what=f"delete of task list {list_id!r}")
 
 
 def _database(

@@ -160,9 +160,10 @@ class SupportsBlobs(Protocol):
 
 @runtime_checkable
 class SupportsTaskLists(Protocol):
-    """A backend that keeps the agent's task lists where it keeps the logs (PostgreSQL: in
-    a table, so every machine sees the same lists). Without it, task lists are files in the
-    storage folder (or memory with ``sessions=False``)."""
+    """A backend that keeps the agent's task lists where it keeps the logs: PostgreSQL and
+    SQLite in a table of the same database (so every machine or process on that store sees
+    the same lists), memory in memory. Without it, the agent keeps task lists as files in
+    its storage folder."""
 
     def task_lists(self) -> TaskLists:
         """The task-list store of this backend, living as long as the checkpointer."""
@@ -171,14 +172,17 @@ class SupportsTaskLists(Protocol):
 
 @runtime_checkable
 class TaskLists(Protocol):
-    """Task lists by list id (a session id, or the name of a shared list)."""
+    """Task lists by list id: a session id (that session's private list) or ``shared/<name>``
+    (one list for every session using the name); build ids with
+    :func:`~.task_lists.task_list_id`. Every method validates the id before any I/O."""
 
     async def get(self, list_id: str) -> list[dict[str, str]]:
-        """The list's items (``{"content", "status"}``), ``[]`` if it has none."""
+        """The list's items (``{"content", "status"}``), ``[]`` if it has none;
+        ``CorruptLogError`` if what is stored is not a task list."""
         ...
 
     async def set(self, list_id: str, items: Sequence[Mapping[str, str]]) -> None:
-        """Replace the list atomically."""
+        """Replace the list atomically (the last writer wins)."""
         ...
 
     async def delete(self, list_id: str) -> None:

@@ -3,11 +3,14 @@
 Owns the schema, its numbered migrations and every SQL statement of the backend; knows
 nothing of agents (it stores :mod:`.events` lines verbatim, as ``TEXT``).
 
-Schema (version 2, kept in ``PRAGMA user_version``)::
+Schema (version 3, kept in ``PRAGMA user_version``)::
 
-    sessions (id PK, head, mtime, title, turns, created)    WITHOUT ROWID, index on mtime
-    events   (id PK, session_id, seq, mark, data)          UNIQUE (session_id, seq),
+    sessions   (id PK, head, mtime, title, turns, created)  WITHOUT ROWID, index on mtime
+    events     (id PK, session_id, seq, mark, data)        UNIQUE (session_id, seq),
                                                             partial indexes on checkpoints, marks
+    task_lists (id PK, data, mtime)                         WITHOUT ROWID (migration 3): the
+                                                            agent's task lists, as
+                                                            :mod:`.task_lists` encodes them
 
 ``mark`` says which mark an event is (0 none, 1 a prompt checkpoint, 2 a compaction, 3 a file
 snapshot; migration 2 renamed version 1's ``anchor`` flag and filled it in for older rows):
@@ -44,10 +47,10 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from ..errors import (
     CheckpointerUnavailableError,
@@ -66,8 +69,9 @@ from .protocol import (
     mark_kind,
     validate_session_id,
 )
+from .task_lists import decode_task_list, encode_task_list, validate_task_list_id
 
-__all__ = ["SCHEMA_VERSION", "SQLiteCheckpointer", "sqlite_checkpointer"]
+__all__ = ["SCHEMA_VERSION", "SQLiteCheckpointer", "SQLiteTaskLists", "sqlite_checkpointer"]
 
 logger = logging.getLogger(__name__)
 
@@ -105,6 +109,13 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
         "CREATE INDEX events_checkpoints ON events (session_id, seq) WHERE mark = 1",
         "CREATE INDEX events_marks ON events (session_id, seq) WHERE mark > 0",
     ),
+    3: (
+        """CREATE TABLE task_lists (
+            id TEXT PRIMARY KEY,
+            data TEXT NOT NULL,
+            mtime REAL NOT NULL
+        ) WITHOUT ROWID""",
+    ),
 }
 """Numbered migrations: never edit a released one; add the next number."""
 
@@ -137,6 +148,12 @@ _SQL_LAST_MARKS = (
 )
 _MARK_CODES = {"checkpoint": 1, "compaction": 2, "file_snapshot": 3}
 _SQL_RETITLE = "UPDATE sessions SET head = ?, mtime = ?, title = ?, turns = ? WHERE id = ?"
+_SQL_TASKS_GET = "SELECT data FROM task_lists WHERE id = ?"
+_SQL_TASKS_SET = (
+    "INSERT INTO task_lists (id, data, mtime) VALUES (?, ?, ?)"
+    " ON CONFLICT (id) DO UPDATE SET data = excluded.data, mtime = excluded.mtime"
+)
+_SQL_TASKS_DELETE = "DELETE FROM task_lists WHERE id = ?"
 
 
 def _is_busy(exc: sqlite3.Error) -> bool:
@@ -173,6 +190,12 @@ class SQLiteCheckpointer:
 
     def __repr__(self) -> str:
         return f"SQLiteCheckpointer({self.file!r}, durable={self.durable})"
+
+    def task_lists(self) -> SQLiteTaskLists:
+        """The :class:`~.protocol.SupportsTaskLists` capability: the agent's task lists in
+        the ``task_lists`` table of this database, through this checkpointer's connection
+        (closed with it)."""
+        return SQLiteTaskLists(self._run, self.file)
 
     # -- plumbing ----------------------------------------------------------------------------
 
@@ -470,6 +493,35 @@ class SQLiteCheckpointer:
                 conn.close()
 
         await run_gated([self._guard], shut)
+
+
+class _Runner(Protocol):
+    def __call__(self, op: Callable[[sqlite3.Connection], T], /) -> Awaitable[T]: ...
+
+
+class SQLiteTaskLists:
+    """Task lists (:class:`~.protocol.TaskLists`) in the ``task_lists`` table. ``run`` is
+    the checkpointer's way to run an operation on its connection (locks, busy waits)."""
+
+    def __init__(self, run: _Runner, file: str) -> None:
+        self._run = run
+        self._file = file
+
+    async def get(self, list_id: str) -> list[dict[str, str]]:
+        validate_task_list_id(list_id)
+        row: tuple[str] | None = await self._run(
+            lambda conn: conn.execute(_SQL_TASKS_GET, (list_id,)).fetchone()
+        )
+        return [] if row is None else decode_task_list(row[0], f"{self._file}[{list_id}]")
+
+    async def set(self, list_id: str, items: Sequence[Mapping[str, str]]) -> None:
+        validate_task_list_id(list_id)
+        params = (list_id, encode_task_list(items), time.time())
+        await self._run(lambda conn: conn.execute(_SQL_TASKS_SET, params))
+
+    async def delete(self, list_id: str) -> None:
+        validate_task_list_id(list_id)
+        await self._run(lambda conn: conn.execute(_SQL_TASKS_DELETE, (list_id,)))
 
 
 def _head(conn: sqlite3.Connection, session_id: str) -> int:

@@ -13,13 +13,13 @@ from .decorator import invoke_tool, tool, validate_arguments
 from .files import change_file, delete_file, edit_file, grep, list_files, read_file, write_file
 from .paths import display_path, resolve_in_workdir
 from .shell import bash
-from .tasks import TaskItem, TaskStore, todo_read, todo_write
+from .tasks import FileTaskLists, TaskItem, todo_read, todo_write
 
 __all__ = [
     "BackgroundJob",
     "BackgroundOutcome",
+    "FileTaskLists",
     "TaskItem",
-    "TaskStore",
     "Tool",
     "ToolContext",
     "ToolKind",

@@ -1,18 +1,24 @@
-"""Shared task lists between sessions, through the real ``anthropic`` client and the fake
-Messages API server."""
+"""Shared task lists between sessions and processes, through the real ``anthropic`` client and
+the fake Messages API server."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
 
-from lite_agent_jupyter import LiteAgent, Storage
+from lite_agent_jupyter import LiteAgent, Storage, checkpointer_from_url, create_lite_agent
+from lite_agent_jupyter.checkpoint import SupportsTaskLists
 
 MakeAgent = Callable[..., LiteAgent]
 PLAN = [{"content": "tag the release", "status": "pending"}]
+CHILD = Path(__file__).with_name("agent_child.py")
 
 
 def call(name: str, **arguments: Any) -> FakeReply:
@@ -67,3 +73,64 @@ async def test_bad_names_are_refused_before_anything_runs(
         await agent.send("hi", task_list="a b")
     assert fake_anthropic.requests == []
     assert await agent.checkpointer.read(agent.session_id) == []
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+async def test_lists_live_in_the_database_and_another_process_sees_them(
+    backend: str,
+    backend_url_for: Callable[[str], str],
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    workdir: Path,
+    tmp_path: Path,
+) -> None:
+    """With a database backend, task lists are rows of that database, not files of one
+    machine: a second process with its own storage folder (another machine, for PostgreSQL)
+    reads the shared list the first one wrote, and deleting a session deletes its row."""
+    url = backend_url_for(backend)
+    here = Storage(tmp_path / "here", "nb")
+    checkpointer = checkpointer_from_url(url)
+    planner = create_lite_agent(
+        model=claude(), workdir=workdir, storage=here, checkpointer=checkpointer
+    )
+    try:
+        fake_anthropic.script(call("todo_write", todos=PLAN), "planned")
+        await planner.send("plan the release", task_list="release")
+        fake_anthropic.script(
+            call("todo_write", todos=[{"content": "mine", "status": "pending"}]), "ok"
+        )
+        await planner.send("a private step")
+        assert isinstance(checkpointer, SupportsTaskLists)
+        rows = checkpointer.task_lists()
+        assert await rows.get("shared/release") == PLAN
+        assert await rows.get(planner.session_id) == [{"content": "mine", "status": "pending"}]
+
+        # another process, another storage folder, the same database
+        out = tmp_path / "child.json"
+        config = {
+            "base_url": fake_anthropic.url,
+            "api_key": fake_anthropic.api_key,
+            "workdir": str(workdir),
+            "root": str(tmp_path / "there"),
+            "namespace": "nb",
+            "session_id": "worker",
+            "prompt": "what is on the release list?",
+            "result_file": str(out),
+            "checkpointer": url,
+            "task_list": "release",
+        }
+        fake_anthropic.script(call("todo_read"), "I see it")
+        child = await asyncio.create_subprocess_exec(sys.executable, str(CHILD), json.dumps(config))
+        assert await asyncio.wait_for(child.wait(), 120) == 0
+        assert json.loads(out.read_text())["text"] == "I see it"
+        assert "Shared task list 'release' (0/1 completed)" in last_result(fake_anthropic)
+        assert "[ ] tag the release" in last_result(fake_anthropic)
+        for folder in (here.base, tmp_path / "there" / "nb"):
+            assert not (folder / "tasks").exists()  # nothing on either machine's disk
+
+        await planner.delete_session(planner.session_id)
+        assert await rows.get(planner.session_id) == []
+        assert await rows.get("shared/release") == PLAN  # a shared list outlives sessions
+    finally:
+        await planner.close()
+        await checkpointer.close()

@@ -13,11 +13,11 @@ from lite_agent_jupyter.checkpoint import (
 )
 
 OFFERS = {
-    "memory": {"sync"},
+    "memory": {"sync", "task_lists"},
     "file": {"sync"},
-    "sqlite": {"sync"},
-    "sqlite-memory": {"sync"},
-    "postgres": {"sync", "blobs"},
+    "sqlite": {"sync", "task_lists"},
+    "sqlite-memory": {"sync", "task_lists"},
+    "postgres": {"sync", "blobs", "task_lists"},
 }
 
 
