@@ -23,7 +23,23 @@ Safety, in the order a restore runs:
    in the log, else rolls every file back. A restore is never left half-done.
 4. Files are replaced atomically (temp file + rename), then the log is changed with
    ``expected_head``: a writer that moved the log meanwhile makes the restore fail with a
-   conflict, and the files are rolled back.
+   conflict, and the files are rolled back. Each file is checked again just before it is
+   replaced, through the folder it is replaced in: a file changed since the plan (a racing
+   writer) is a conflict too, and everything is rolled back.
+
+Every read, write and delete of a workdir file goes through the file tools' confinement
+(``tools/paths.py`` :func:`~..tools.paths.open_path`): one walk from the workdir's fd with
+``O_NOFOLLOW`` on each folder, symlinks read and checked, the storage root refused, and the
+write or delete done relative to the folder that walk opened (the one atomic-write helper,
+``atomic.py``). A folder swapped for a symlink mid-restore (by a racing process) can
+therefore not lead a restore, an undo or a rollback outside the workdir: the walk refuses
+with :class:`PathOutsideWorkdirError`. A symlink where a restore expects a file is never
+followed or replaced: it is a conflict the user resolves (even ``force=True`` refuses).
+
+A files-only restore (``conversation=False``) appends, besides the notice for the model, one
+``file_snapshot`` per file it rewrote (``extra={"tool": "restore"}``), so the log's "last
+recorded" state of those files is what the restore put there: a later restore compares
+against it (no false conflict), and a hand edit after it is still a conflict.
 
 ``undo_restore`` plays the newest record backwards (files, then the cut tail appended again or
 the files-only notice removed), refusing if the session moved on since the restore. Several
@@ -39,10 +55,12 @@ import asyncio
 import bisect
 import contextlib
 import difflib
+import errno
 import json
 import logging
 import os
 import re
+import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -51,7 +69,6 @@ from typing import Any, Literal
 
 from filelock import FileLock
 
-from ..atomic import atomic_write, default_file_mode, fsync_dir
 from ..checkpoint.events import (
     Event,
     FileSnapshotEvent,
@@ -68,9 +85,12 @@ from ..errors import (
     CheckpointConflictError,
     PathOutsideWorkdirError,
     RestoreConflictError,
+    ToolError,
     UnknownCheckpointError,
 )
 from ..storage import FILE_MODE, Blobs, Storage, blob_hash, write_private_file
+from ..tools.paths import Confinement, Target, open_path
+from .tracking import OUTSIDE
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +108,9 @@ DIFF_MAX_BYTES = 64 * 1024
 """Files larger than this (either side) get a summary, not a diff."""
 DIFF_MAX_LINES = 400
 """A preview's diff of one file is cut after this many lines."""
+
+RESTORED = "restore"
+"""``extra["tool"]`` of the snapshots a files-only restore records for the files it rewrote."""
 
 _RECORD = re.compile(r"\.restore-(\d{6})\.jsonl")
 
@@ -152,12 +175,13 @@ class RestoreResult:
 @dataclass(slots=True)
 class _FilePlan:
     path: str
-    target: Path
     new: str | None  # the content the file gets (blob hash), None = absent
     disk: bytes | None
     disk_hash: str | None
     action: Action
     forced: bool = False
+    outside: bool = False
+    """The rewind discards a hand edit recorded after the checkpoint (the preview says so)."""
 
 
 class Restorer:
@@ -174,7 +198,7 @@ class Restorer:
         self.blobs = blobs
         self.workdir = workdir.resolve()
         self.storage = storage
-        self._storage_root = storage.root.resolve()
+        self._confinement = Confinement(self.workdir, storage.root.resolve())
         self._locks: dict[str, asyncio.Lock] = {}
 
     # -- paths of the bookkeeping ----------------------------------------------------------
@@ -244,13 +268,15 @@ class Restorer:
         snapshots = [e for e in tail if isinstance(e, FileSnapshotEvent)]
         first: dict[str, FileSnapshotEvent] = {}
         last: dict[str, FileSnapshotEvent] = {}
+        outside: set[str] = set()
         for snap in snapshots:
             first.setdefault(snap.path, snap)
             last[snap.path] = snap
+            if snap.extra.get("tool") == OUTSIDE:
+                outside.add(snap.path)
         plans = []
         for path, snap in first.items():
-            target = self._resolve(path)
-            disk = _read(target)
+            disk = self._read(path)
             disk_hash = blob_hash(disk) if disk is not None else None
             new = snap.before
             known = {last[path].after, last[path].before}
@@ -264,21 +290,55 @@ class Restorer:
                 action = "recreate"
             else:
                 action = "rewrite"
-            plans.append(_FilePlan(path, target, new, disk, disk_hash, action))
+            plans.append(_FilePlan(path, new, disk, disk_hash, action, outside=path in outside))
         return head, plans, tail
 
-    def _resolve(self, path: str) -> Path:
-        """The absolute path of a snapshotted file, refusing anything outside the workdir or
-        inside the storage root (a tampered log must not make a restore write there)."""
-        candidate = Path(path)
-        if not candidate.is_absolute():
-            candidate = self.workdir / candidate
-        resolved = candidate.parent.resolve() / candidate.name
-        if not resolved.is_relative_to(self.workdir) or resolved == self.workdir:
-            raise PathOutsideWorkdirError(f"snapshot path {path!r} is outside the workdir")
-        if resolved == self._storage_root or resolved.is_relative_to(self._storage_root):
-            raise PathOutsideWorkdirError(f"snapshot path {path!r} is in the storage root")
-        return resolved
+    # -- the workdir's files, through the tools' confinement ----------------------------
+
+    def _open(self, path: str, *, create: bool = False) -> Target | None:
+        """The folder of the snapshotted ``path``, opened by the tools' one walk (see the
+        module), with the entry's name; ``None`` if a folder on the way is missing (created
+        with ``create``). A path leading outside the workdir or into the storage root (a
+        tampered log, a folder swapped for a symlink) is :class:`PathOutsideWorkdirError`;
+        anything else that is not a path to a file there is a conflict."""
+        try:
+            return open_path(self._confinement, path, create_parents=create, follow_last=False)
+        except FileNotFoundError:
+            return None
+        except PathOutsideWorkdirError as exc:
+            raise PathOutsideWorkdirError(f"restore refused {path!r}: {exc}") from exc
+        except ToolError as exc:
+            raise RestoreConflictError(
+                f"{path}: {exc}; the restore expects a file there", paths=(path,)
+            ) from exc
+
+    def _read(self, path: str) -> bytes | None:
+        """A snapshotted file's content, ``None`` if it does not exist."""
+        target = self._open(path)
+        if target is None:
+            return None
+        with target:
+            return _read_entry(target, path)
+
+    def _replace(self, path: str, expected: str | None, data: bytes | None) -> bool:
+        """If ``path`` holds the content hashed ``expected`` (``None``: absent), give it
+        ``data`` (``None``: delete it) and return True; else change nothing and return False.
+
+        The check and the change go through one open folder (one walk): nothing swapped on
+        the path in between can redirect the write or the delete."""
+        # Folders are created only for a file that is to be recreated (absent now).
+        target = self._open(path, create=expected is None and data is not None)
+        if target is None:  # a folder on the way is gone: the file is absent
+            return expected is None and data is None
+        with target:
+            disk = _read_entry(target, path)
+            if not _holds(disk, expected):
+                return False
+            if data is not None:
+                target.write(data)
+            elif disk is not None:
+                target.unlink()
+        return True
 
     async def preview(self, session_id: str, seq: int) -> RestorePlan:
         await self.recover(session_id)
@@ -287,6 +347,8 @@ class Restorer:
         for plan in plans:
             new = await self.blobs.get(plan.new) if plan.new is not None else None
             diff, summary = _describe(plan.path, plan.action, plan.disk, new)
+            if plan.outside and plan.action != "unchanged":
+                summary += "; discards an edit made outside the agent after this checkpoint"
             actions.append(FileAction(plan.path, plan.action, diff, summary))
         return RestorePlan(
             session_id=session_id,
@@ -329,11 +391,11 @@ class Restorer:
             if not conversation:
                 tail = []
             log_op = "none"
-            notice: UserEvent | None = None
+            appended: list[Event] = []
             if conversation and head > seq:
                 log_op, head_after = "truncate", seq
             elif not conversation and todo:
-                log_op, head_after = "notice", head + 1
+                log_op, head_after = "notice", head + len(todo) + 1
             else:
                 head_after = head
             if not todo and log_op == "none":  # already there: nothing to do or undo
@@ -370,10 +432,19 @@ class Restorer:
             ]
             lines += [encode(e) for e in tail]
             write_private_file(record, ("\n".join(lines) + "\n").encode("utf-8"))
-            if log_op == "notice":
-                notice = _notice(todo, seq, record.name)
+            if log_op == "notice":  # the files' new known state, then the model's notice
+                appended = [
+                    FileSnapshotEvent(
+                        path=p.path,
+                        before=old_hashes[p.path],
+                        after=p.new,
+                        extra={"tool": RESTORED, "restore": record.name},
+                    )
+                    for p in todo
+                ]
+                appended.append(_notice(todo, seq, record.name))
             skipped = [p.path for p in plans if p.action == "unchanged"]
-            return await self._apply(session_id, journal, todo, skipped, notice, conversation)
+            return await self._apply(session_id, journal, todo, skipped, appended, conversation)
 
     async def _apply(
         self,
@@ -381,19 +452,24 @@ class Restorer:
         journal: dict[str, Any],
         todo: Sequence[_FilePlan],
         skipped: Sequence[str],
-        notice: UserEvent | None,
+        appended: Sequence[Event],
         conversation: bool,
     ) -> RestoreResult:
         """Write the files, then change the log; roll back on failure (see the module)."""
         try:
             for plan in todo:
                 data = await self.blobs.get(plan.new) if plan.new is not None else None
-                _put(plan.target, data)
+                if not self._replace(plan.path, plan.disk_hash, data):
+                    raise RestoreConflictError(
+                        f"{plan.path} changed while the {journal['op']} ran (another "
+                        "program wrote it); every file was put back and nothing was changed",
+                        paths=(plan.path,),
+                    )
         except BaseException:
             await self._rollback(session_id, journal)
             raise
         try:
-            await self._change_log(session_id, journal, notice)
+            await self._change_log(session_id, journal, appended)
         except CheckpointConflictError as exc:
             await self._rollback(session_id, journal)
             raise RestoreConflictError(
@@ -416,14 +492,14 @@ class Restorer:
         )
 
     async def _change_log(
-        self, session_id: str, journal: dict[str, Any], notice: UserEvent | None
+        self, session_id: str, journal: dict[str, Any], appended: Sequence[Event]
     ) -> None:
         op, before, after = journal["log"], journal["head_before"], journal["head_after"]
         if op == "truncate":
             await self.checkpointer.truncate(session_id, after, expected_head=before)
         elif op == "notice":
-            assert notice is not None
-            await self.checkpointer.append(session_id, [notice], expected_head=before)
+            assert appended
+            await self.checkpointer.append(session_id, appended, expected_head=before)
         elif op == "reappend":
             tail = self._record_tail(self._archive() / journal["record"])
             await self.checkpointer.append(session_id, tail, expected_head=before)
@@ -451,15 +527,14 @@ class Restorer:
                 )
             todo: list[_FilePlan] = []
             for snap in snapshots:  # before = content before the restore, after = restored
-                target = self._resolve(snap.path)
-                disk = _read(target)
+                disk = self._read(snap.path)
                 disk_hash = blob_hash(disk) if disk is not None else None
-                if disk_hash == snap.before and (disk is not None or snap.before is None):
+                if _holds(disk, snap.before):
                     continue
                 plan = _FilePlan(
-                    snap.path, target, snap.before, disk, disk_hash, _action_for(snap.before, disk)
+                    snap.path, snap.before, disk, disk_hash, _action_for(snap.before, disk)
                 )
-                if not (disk_hash == snap.after and (disk is not None or snap.after is None)):
+                if not _holds(disk, snap.after):
                     plan.forced = True
                 todo.append(plan)
             conflicts = [p.path for p in todo if p.forced]
@@ -490,7 +565,7 @@ class Restorer:
             self._write_journal(session_id, journal)
             skipped = [s.path for s in snapshots if s.path not in {p.path for p in todo}]
             return await self._apply(
-                session_id, journal, todo, skipped, None, log_op in ("reappend", "cut")
+                session_id, journal, todo, skipped, (), log_op in ("reappend", "cut")
             )
 
     # -- crash recovery --------------------------------------------------------------------
@@ -528,29 +603,45 @@ class Restorer:
                     (self._archive() / journal["record"]).unlink()
         else:
             log.warning("session %s: rolled back an interrupted %s", session_id, journal["op"])
-            await self._rollback(session_id, journal)
+            failed = await self._rollback(session_id, journal)
+            if failed:
+                raise RestoreConflictError(
+                    f"session {session_id!r}: an interrupted {journal['op']} could not be "
+                    f"rolled back for {', '.join(failed)} (see the log for why: a folder on "
+                    "the path is now a symlink, a permission); nothing else is done on this "
+                    "session until that is fixed, then the next call finishes the rollback",
+                    paths=tuple(failed),
+                )
         return True
 
-    async def _rollback(self, session_id: str, journal: dict[str, Any]) -> None:
-        """Put every file of ``journal`` back to its ``old`` content, then forget it."""
+    async def _rollback(self, session_id: str, journal: dict[str, Any]) -> list[str]:
+        """Put every file of ``journal`` back to its ``old`` content, then forget the
+        operation. A file someone else changed meanwhile is left as it is. Returns the paths
+        that could not be put back (the confinement refused, an I/O error): then the journal
+        is kept, and the next call on the session tries again."""
+        failed: list[str] = []
         for entry in journal["files"]:
-            target = self._resolve(entry["path"])
-            disk = _read(target)
-            disk_hash = blob_hash(disk) if disk is not None else None
-            old, new = entry["old"], entry["new"]
-            if disk_hash == old and (disk is not None or old is None):
-                continue
-            if not (disk_hash == new and (disk is not None or new is None)):
-                log.warning(
-                    "%s changed during an interrupted restore; left as it is", entry["path"]
-                )
-                continue
-            _put(target, await self.blobs.get(old) if old is not None else None)
+            path, old, new = entry["path"], entry["old"], entry["new"]
+            try:
+                if _holds(self._read(path), old):
+                    continue
+                data = await self.blobs.get(old) if old is not None else None
+                if not self._replace(path, new, data):
+                    log.warning("%s was changed by someone else meanwhile; not rolled back", path)
+            except RestoreConflictError as exc:  # a link or a folder there: not ours
+                log.warning("%s was changed by someone else meanwhile; not rolled back", path)
+                log.debug("%s", exc)
+            except OSError as exc:  # confinement refusals included
+                log.warning("%s could not be put back: %s", path, exc)
+                failed.append(path)
+        if failed:
+            return failed
         if journal["op"] == "restore":
             with contextlib.suppress(FileNotFoundError):
                 (self._archive() / journal["record"]).unlink()
         with contextlib.suppress(FileNotFoundError):
             self._journal_path(session_id).unlink()
+        return []
 
     # -- bookkeeping -----------------------------------------------------------------------
 
@@ -612,29 +703,35 @@ def _action_for(new: str | None, disk: bytes | None) -> Action:
     return "recreate" if disk is None else "rewrite"
 
 
-def _read(path: Path) -> bytes | None:
-    """A file's content, ``None`` if it does not exist (a dangling symlink counts as none)."""
+def _holds(disk: bytes | None, digest: str | None) -> bool:
+    """Whether the content ``disk`` (``None``: absent) is the one hashed ``digest``."""
+    if disk is None or digest is None:
+        return disk is None and digest is None
+    return blob_hash(disk) == digest
+
+
+def _read_entry(target: Target, path: str) -> bytes | None:
+    """The content of the regular file ``target`` names, ``None`` if there is no entry. A
+    symlink (never followed), a folder or another special file is a conflict."""
     try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        return None
-    except IsADirectoryError as exc:
+        fd = target.open_regular()
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
         raise RestoreConflictError(
-            f"{path} is a folder where the restore expects a file", paths=(str(path),)
-        ) from exc
-
-
-def _put(path: Path, data: bytes | None) -> None:
-    """Give ``path`` the content ``data`` atomically, or remove it (``None``)."""
-    if data is None:
-        try:
-            os.unlink(path)
-        except FileNotFoundError:
-            return
-        fsync_dir(path.parent)
-    else:
-        path.parent.mkdir(parents=True, exist_ok=True)  # a folder deleted since
-        atomic_write(path, data, mode=default_file_mode(), keep_mode=True)
+            f"{path} is a symbolic link where the restore expects a file; a restore neither "
+            "follows nor replaces links: move it away first",
+            paths=(path,),
+        ) from None
+    if fd is None:
+        return None
+    with open(fd, "rb", closefd=True) as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise RestoreConflictError(
+                f"{path} is a folder or a special file where the restore expects a file",
+                paths=(path,),
+            )
+        return f.read()
 
 
 def _describe(

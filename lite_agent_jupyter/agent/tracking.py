@@ -276,6 +276,7 @@ async def _known_states(session: SessionLog, paths: Iterable[str]) -> dict[str, 
 
 def snapshot_source(event: FileSnapshotEvent) -> str:
     """Who made the change a snapshot records: ``"outside"`` (by hand, between calls), a
-    shell tool's name (``"bash"``), or ``"tool"`` (a file tool, which records before acting)."""
+    shell tool's name (``"bash"``), ``"restore"`` (a files-only restore, which records the
+    state it put back), or ``"tool"`` (a file tool, which records before acting)."""
     source = event.extra.get("tool")
     return source if isinstance(source, str) else "tool"

@@ -13,6 +13,8 @@ read, write and delete relative to that open folder. A folder on the path swappe
 symlink between the check and the use (by a racing process) makes the open fail and the tool
 refuse with :class:`PathOutsideWorkdirError`; it can never lead the tool outside the workdir.
 Not protected: the shell tool, which runs arbitrary commands (it is gated by approval).
+The agent's restore (``agent/restore.py``) reads, writes and deletes through the same walk
+(:func:`open_path` with a :class:`Confinement`), so a rewound session is confined the same way.
 
 This module knows nothing of the agent or the session log.
 """
@@ -25,12 +27,14 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Protocol
 
 from ..atomic import atomic_write, default_file_mode
 from ..errors import PathOutsideWorkdirError, ToolError
-from .base import ToolContext
 
 __all__ = [
+    "Confined",
+    "Confinement",
     "Target",
     "display_path",
     "is_in_storage_root",
@@ -42,6 +46,27 @@ __all__ = [
     "workdir_of",
 ]
 
+
+class Confined(Protocol):
+    """What the confinement needs to know: the workdir, and the storage root it must never
+    lead into. A :class:`~.base.ToolContext` is one; :class:`Confinement` is one for callers
+    that are not tools (the agent's restore writes and deletes through the same walk)."""
+
+    @property
+    def workdir(self) -> Path: ...
+
+    @property
+    def storage_root(self) -> Path | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Confinement:
+    """A workdir and a storage root, for :func:`open_path` outside a tool call."""
+
+    workdir: Path
+    storage_root: Path | None = None
+
+
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 _STEP = _DIR | os.O_NOFOLLOW
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -50,7 +75,7 @@ _WORKDIRS: dict[str, Path] = {}
 _ROOTS: dict[str, Path] = {}
 
 
-def workdir_of(ctx: ToolContext) -> Path:
+def workdir_of(ctx: Confined) -> Path:
     """The workdir, absolute and with symlinks resolved; ``ToolError`` if it does not exist.
 
     The resolution is remembered per workdir string (the workdir is the trust root: every
@@ -70,7 +95,7 @@ def workdir_of(ctx: ToolContext) -> Path:
     return resolved
 
 
-def storage_root_of(ctx: ToolContext) -> Path | None:
+def storage_root_of(ctx: Confined) -> Path | None:
     """The storage root, resolved (remembered per root string); ``None`` if there is none."""
     if ctx.storage_root is None:
         return None
@@ -83,7 +108,7 @@ def storage_root_of(ctx: ToolContext) -> Path | None:
     return resolved
 
 
-def is_in_storage_root(ctx: ToolContext, resolved: str | os.PathLike[str]) -> bool:
+def is_in_storage_root(ctx: Confined, resolved: str | os.PathLike[str]) -> bool:
     """True if the (already resolved) ``resolved`` is the storage root or inside it."""
     root = storage_root_of(ctx)
     return root is not None and _under(os.fspath(resolved), str(root))
@@ -96,7 +121,7 @@ def _under(path: str, folder: str) -> bool:
 
 
 def resolve_in_workdir(
-    ctx: ToolContext, path: str | os.PathLike[str], *, follow_symlinks: bool = True
+    ctx: Confined, path: str | os.PathLike[str], *, follow_symlinks: bool = True
 ) -> Path:
     """The absolute, resolved path a tool may touch for the model's ``path``.
 
@@ -152,7 +177,7 @@ def _realpath(path: str) -> str:
         return os.path.realpath(path, strict=False)
 
 
-def display_path(ctx: ToolContext, path: str | os.PathLike[str]) -> str:
+def display_path(ctx: Confined, path: str | os.PathLike[str]) -> str:
     """``path`` as the model should see it: workdir-relative, POSIX separators (``.`` for the
     workdir itself); a path outside the workdir is shown absolute."""
     absolute = Path(path)
@@ -226,7 +251,7 @@ class Target:
         os.fsync(self.dir_fd)
 
 
-def open_target(ctx: ToolContext, resolved: Path, *, create_parents: bool = False) -> Target:
+def open_target(ctx: Confined, resolved: Path, *, create_parents: bool = False) -> Target:
     """Open the folder of ``resolved`` (from :func:`resolve_in_workdir`) without following
     any symlink on the way from the workdir, and return it with the last component's name.
 
@@ -243,14 +268,14 @@ def open_target(ctx: ToolContext, resolved: Path, *, create_parents: bool = Fals
     return Target(resolved, fd, parts[-1])
 
 
-def open_dir(ctx: ToolContext, resolved: Path) -> int:
+def open_dir(ctx: Confined, resolved: Path) -> int:
     """An fd on the folder ``resolved`` (from :func:`resolve_in_workdir`), opened like
     :func:`open_target` opens a file's folder; the caller closes it."""
     workdir = workdir_of(ctx)
     return _walk_down(ctx, workdir, resolved, _parts_below(ctx, workdir, resolved), create=False)
 
 
-def _parts_below(ctx: ToolContext, workdir: Path, resolved: Path) -> tuple[str, ...]:
+def _parts_below(ctx: Confined, workdir: Path, resolved: Path) -> tuple[str, ...]:
     path, base = str(resolved), str(workdir)
     if not _under(path, base):
         raise PathOutsideWorkdirError(f"{path!r} is outside the working directory")
@@ -261,7 +286,7 @@ def _parts_below(ctx: ToolContext, workdir: Path, resolved: Path) -> tuple[str, 
 
 
 def _walk_down(
-    ctx: ToolContext, workdir: Path, resolved: Path, parts: tuple[str, ...], *, create: bool
+    ctx: Confined, workdir: Path, resolved: Path, parts: tuple[str, ...], *, create: bool
 ) -> int:
     try:
         return _walk_fds(ctx, workdir, resolved, parts, create=create)
@@ -274,7 +299,7 @@ def _walk_down(
 
 
 def _walk_fds(
-    ctx: ToolContext, workdir: Path, resolved: Path, parts: tuple[str, ...], *, create: bool
+    ctx: Confined, workdir: Path, resolved: Path, parts: tuple[str, ...], *, create: bool
 ) -> int:
     fd = os.open(workdir, _DIR)
     try:
@@ -299,7 +324,7 @@ def _walk_fds(
     return fd
 
 
-def _step(ctx: ToolContext, fd: int, part: str, resolved: Path) -> int:
+def _step(ctx: Confined, fd: int, part: str, resolved: Path) -> int:
     """One more try at a component, turning ``ELOOP``/``ENOTDIR`` into the tools' errors."""
     try:
         return os.open(part, _STEP, dir_fd=fd)
@@ -320,7 +345,7 @@ def _step(ctx: ToolContext, fd: int, part: str, resolved: Path) -> int:
 
 
 def open_path(
-    ctx: ToolContext,
+    ctx: Confined,
     path: str | os.PathLike[str],
     *,
     create_parents: bool = False,
@@ -362,7 +387,7 @@ def _checked_text(path: str | os.PathLike[str]) -> str:
     return text
 
 
-def _absolute_to_relative(ctx: ToolContext, text: str, base: str) -> str:
+def _absolute_to_relative(ctx: Confined, text: str, base: str) -> str:
     """An absolute path as a path relative to the workdir (lexically when it is written
     under it; else resolved first, and refused unless that leads inside)."""
     if _under(text, base) and "/../" not in text + "/":
@@ -383,7 +408,7 @@ _MAX_LINKS = 40
 
 
 def _walk_path(
-    ctx: ToolContext, workdir: Path, text: str, *, create: bool, follow_last: bool
+    ctx: Confined, workdir: Path, text: str, *, create: bool, follow_last: bool
 ) -> Target:
     base = str(workdir)
     pending = _components(text)  # a stack: the next component last
@@ -482,7 +507,7 @@ def _components(path: str) -> list[str]:
     return [part for part in reversed(path.split("/")) if part not in ("", ".")]
 
 
-def _target(ctx: ToolContext, base: str, names: list[str], fds: list[int], name: str) -> Target:
+def _target(ctx: Confined, base: str, names: list[str], fds: list[int], name: str) -> Target:
     path = "/".join([base, *names, name])
     if is_in_storage_root(ctx, path):
         raise PathOutsideWorkdirError(

@@ -16,12 +16,11 @@ import json
 import os
 import signal
 import sys
-from pathlib import Path
 from typing import Any
 
 from lite_agent_jupyter import Storage, create_lite_agent
-from lite_agent_jupyter.agent import restore as restore_module
 from lite_agent_jupyter.providers import scripted
+from lite_agent_jupyter.tools.paths import Target
 
 
 def stop() -> None:
@@ -35,13 +34,13 @@ async def main(config: dict[str, Any]) -> None:
         storage=Storage(config["root"], config["namespace"]),
     )
     if config["stop_after"] == "file":
-        real_write = restore_module.atomic_write
+        real_write = Target.write
 
-        def write_then_stop(path: Path, data: bytes, **kw: Any) -> None:
-            real_write(path, data, **kw)
+        def write_then_stop(self: Target, data: bytes) -> None:
+            real_write(self, data)
             stop()
 
-        restore_module.atomic_write = write_then_stop  # type: ignore[assignment]
+        Target.write = write_then_stop  # type: ignore[method-assign]
     else:
         checkpointer = agent.checkpointer
         real_truncate = checkpointer.truncate

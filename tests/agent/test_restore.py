@@ -25,11 +25,11 @@ from lite_agent_jupyter import (
     Storage,
     UnknownCheckpointError,
 )
-from lite_agent_jupyter.agent import restore as restore_module
-from lite_agent_jupyter.checkpoint.events import CompactionEvent
+from lite_agent_jupyter.checkpoint.events import CompactionEvent, FileSnapshotEvent
 from lite_agent_jupyter.checkpoint.fold import fold
 from lite_agent_jupyter.checkpoint.protocol import read_marks
-from lite_agent_jupyter.errors import InvalidSessionIdError
+from lite_agent_jupyter.errors import InvalidSessionIdError, PathOutsideWorkdirError
+from lite_agent_jupyter.tools.paths import Target
 
 MakeAgent = Callable[..., LiteAgent]
 Files = dict[str, bytes]
@@ -364,20 +364,20 @@ async def test_a_restore_racing_a_writer_in_another_process_changes_nothing(
         "    await cp.append(sys.argv[2], [UserEvent(content='from elsewhere', checkpoint=True)])\n"
         "asyncio.run(main())\n"
     )
-    real_write = restore_module.atomic_write
-    calls = []
+    real_write = Target.write
+    calls: list[Path] = []
 
-    def write_then_race(path: Path, data: bytes, **kw: Any) -> None:
-        real_write(path, data, **kw)
+    def write_then_race(target: Target, data: bytes) -> None:
+        real_write(target, data)
         if not calls:  # after the first file: another process appends to the session
             subprocess.run(
                 [sys.executable, "-c", writer, str(storage.base / "sessions"), sid],
                 check=True,
                 timeout=60,
             )
-        calls.append(path)
+        calls.append(target.path)
 
-    monkeypatch.setattr(restore_module, "atomic_write", write_then_race)
+    monkeypatch.setattr(Target, "write", write_then_race)
     with pytest.raises(RestoreConflictError, match="written by someone else"):
         await agent.restore(sid, seqs[0])
     assert len(calls) >= 1
@@ -619,3 +619,271 @@ async def test_restore_rewinds_shell_edits_too(
     for k in (1, 2, 3):
         await agent.undo_restore(sid)
         assert state(project) == states[k], k
+
+
+async def restored_snapshots(agent: LiteAgent, sid: str) -> list[FileSnapshotEvent]:
+    """The snapshots files-only restores recorded (``extra={"tool": "restore"}``)."""
+    return [
+        e
+        for e in await agent.checkpointer.read(sid)
+        if isinstance(e, FileSnapshotEvent) and e.extra.get("tool") == "restore"
+    ]
+
+
+async def test_a_files_only_restore_is_the_known_state_for_the_next_restore(
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    project: Path,
+) -> None:
+    """A files-only restore records what it put back; the next restore (files-only or
+    full) compares against that, so it sees no conflict where there is none, and every
+    step undoes in reverse."""
+    agent = make_agent(model=claude(), approvals="allow")
+    states, seen = await three_prompts(agent, fake_anthropic, project)
+    sid = agent.session_id
+    seqs = [c.seq for c in await agent.list_checkpoints()]
+    history = await next_messages(agent)
+
+    first = await agent.restore(sid, seqs[2], conversation=False)
+    assert state(project) == states[2]
+    recorded = await restored_snapshots(agent, sid)
+    assert {s.path for s in recorded} == {*first.restored, *first.deleted}
+    assert [c.seq for c in await agent.list_checkpoints()] == seqs  # a restore is no prompt
+
+    plan = await agent.preview_restore(sid, seqs[1])
+    assert plan.conflicts == ()
+    second = await agent.restore(sid, seqs[1], conversation=False)
+    assert second.conflicts == () and state(project) == states[1]
+    third = await agent.restore(sid, seqs[0])  # and a full one after them
+    assert third.conflicts == () and state(project) == states[0]
+    assert await next_messages(agent) == seen[0][:-1]
+
+    for k in (1, 2, 3):
+        await agent.undo_restore(sid)
+        assert state(project) == states[k], k
+    assert await next_messages(agent) == history
+    assert await restored_snapshots(agent, sid) == []
+
+
+async def test_a_hand_edit_after_a_files_only_restore_is_a_conflict(
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    project: Path,
+) -> None:
+    agent = make_agent(model=claude(), approvals="allow")
+    states, _ = await three_prompts(agent, fake_anthropic, project)
+    sid = agent.session_id
+    seqs = [c.seq for c in await agent.list_checkpoints()]
+    await agent.restore(sid, seqs[2], conversation=False)
+    (project / "b.txt").write_text("my own edit\n")  # by hand, after the restore
+    before = state(project)
+    head = await agent.checkpointer.head(sid)
+
+    for conversation in (False, True):
+        with pytest.raises(RestoreConflictError) as caught:
+            await agent.restore(sid, seqs[1], conversation=conversation)
+        assert caught.value.paths == ("b.txt",)
+        assert state(project) == before and await agent.checkpointer.head(sid) == head
+    result = await agent.restore(sid, seqs[1], conversation=False, force=True)
+    assert result.conflicts == ("b.txt",) and state(project) == states[1]
+    await agent.undo_restore(sid)
+    assert state(project) == before  # the hand edit is back
+
+
+async def test_a_file_changed_while_the_restore_runs_is_a_conflict_and_all_is_put_back(
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    workdir: Path,
+    storage: Storage,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Another process writes a file the restore is about to replace, after the plan: the
+    restore checks each file again just before replacing it, so that write is not wiped."""
+    script_edit_then_add(workdir, fake_anthropic)
+    agent = make_agent(model=claude(), approvals="allow")
+    await agent.send("edit and add")
+    sid = agent.session_id
+    head = await agent.checkpointer.head(sid)
+    real_write = Target.write
+    written: list[Path] = []
+
+    def write_then_race(target: Target, data: bytes) -> None:
+        real_write(target, data)
+        if not written:  # after the first file (sub/a.txt): another process writes sub/b.txt
+            subprocess.run(
+                ["sh", "-c", 'printf "written meanwhile\\n" > "$1"', "sh", workdir / "sub/b.txt"],
+                check=True,
+                timeout=60,
+            )
+        written.append(target.path)
+
+    monkeypatch.setattr(Target, "write", write_then_race)
+    with pytest.raises(RestoreConflictError, match="changed while the restore ran") as caught:
+        await agent.restore(sid, 0)
+    assert caught.value.paths == ("sub/b.txt",)
+    assert written == [workdir / "sub/a.txt"] * 2  # written, then put back
+    assert state(workdir) == {"sub/a.txt": b"two\n", "sub/b.txt": b"written meanwhile\n"}
+    assert await agent.checkpointer.head(sid) == head
+    assert not list((storage.base / "archive").glob(f"{sid}.*.json*"))
+
+
+def script_edit_then_add(workdir: Path, server: FakeAnthropicServer) -> None:
+    """``sub/a.txt`` is edited, then ``sub/b.txt`` created, in that order (one tool call per
+    model reply: parallel calls would run in any order, and so snapshot in any order)."""
+    (workdir / "sub").mkdir()
+    (workdir / "sub" / "a.txt").write_text("one\n")
+    server.script(
+        FakeReply(
+            "",
+            tool_calls=[
+                FakeToolCall(
+                    "edit_file", {"path": "sub/a.txt", "old_string": "one", "new_string": "two"}
+                )
+            ],
+        ),
+        FakeReply(
+            "", tool_calls=[FakeToolCall("write_file", {"path": "sub/b.txt", "content": "new\n"})]
+        ),
+        "done",
+    )
+
+
+def make_swappable(workdir: Path, elsewhere: Path) -> tuple[Callable[[], None], Callable[[], None]]:
+    """``(swap, unswap)``: replace ``workdir/sub`` by a symlink to ``elsewhere`` (the real
+    folder kept as ``sub.real``), and back; each in another process, as a racer would."""
+
+    def run(script: str) -> None:
+        subprocess.run(["sh", "-c", script, "sh", workdir, elsewhere], check=True, timeout=60)
+
+    return (
+        lambda: run('mv "$1/sub" "$1/sub.real" && ln -s "$2" "$1/sub"'),
+        lambda: run('rm "$1/sub" && mv "$1/sub.real" "$1/sub"'),
+    )
+
+
+async def test_a_folder_swapped_for_a_symlink_mid_restore_never_leads_outside(
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    workdir: Path,
+    storage: Storage,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """After the plan and before the first write, another process swaps the folder the
+    restore writes into (and deletes from) for a symlink to a folder outside the workdir
+    holding the same files. The restore's writes and deletes go through the tools' one walk
+    (workdir fd, ``O_NOFOLLOW``): refused, nothing outside touched, nothing half done."""
+    script_edit_then_add(workdir, fake_anthropic)
+    agent = make_agent(model=claude(), approvals="allow")
+    await agent.send("edit and add")
+    sid = agent.session_id
+    elsewhere = tmp_path / "elsewhere"  # what a followed symlink would lead to: same files
+    elsewhere.mkdir()
+    (elsewhere / "a.txt").write_text("two\n")
+    (elsewhere / "b.txt").write_text("new\n")
+    outside = state(elsewhere)
+    inside = state(workdir)
+    head = await agent.checkpointer.head(sid)
+    swap, unswap = make_swappable(workdir, elsewhere)
+    real_get = agent.blobs.get
+    swapped: list[str] = []
+
+    async def get_then_swap(digest: str) -> bytes:
+        if not swapped:
+            swap()
+            swapped.append(digest)
+        return await real_get(digest)
+
+    monkeypatch.setattr(agent.blobs, "get", get_then_swap)
+    with pytest.raises(PathOutsideWorkdirError, match=r"sub/a\.txt"):
+        await agent.restore(sid, 0)
+    assert swapped
+    assert state(elsewhere) == outside  # nothing written or deleted outside the workdir
+    assert state(workdir / "sub.real") == {k[4:]: v for k, v in inside.items()}
+    assert await agent.checkpointer.head(sid) == head
+
+    unswap()
+    monkeypatch.undo()
+    result = await agent.restore(sid, 0)  # the real folder back: the restore goes through
+    assert result.restored == ("sub/a.txt",) and result.deleted == ("sub/b.txt",)
+    assert state(workdir) == {"sub/a.txt": b"one\n"}
+    assert state(elsewhere) == outside
+
+
+RACER = """
+import ctypes, os, sys, time
+workdir, elsewhere, stop = sys.argv[1:]
+libc = ctypes.CDLL(None, use_errno=True)
+RENAME_EXCHANGE, AT_FDCWD = 2, -100
+sub, link = os.path.join(workdir, "sub"), os.path.join(workdir, ".link")
+os.symlink(elsewhere, link)
+
+def exchange():  # sub is always either the real folder or the symlink, never missing
+    if libc.renameat2(AT_FDCWD, sub.encode(), AT_FDCWD, link.encode(), RENAME_EXCHANGE):
+        raise OSError(ctypes.get_errno(), "renameat2")
+
+swaps = 0
+while not os.path.exists(stop):
+    exchange()
+    time.sleep(0.0002)
+    exchange()
+    swaps += 1
+    time.sleep(0.0002)
+os.unlink(link)
+print(swaps)
+"""
+
+
+async def test_restores_racing_a_folder_swapping_process_never_touch_outside(
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    workdir: Path,
+    tmp_path: Path,
+) -> None:
+    """A process swaps the folder a restore works in for a symlink to an outside folder and
+    back (atomically, ``renameat2(RENAME_EXCHANGE)``), as fast as it can, while restores and
+    undos run: each one either goes through or refuses; the outside folder is never written
+    or deleted from, and once the racer stops the workdir is exactly one of the two states
+    the log says."""
+    script_edit_then_add(workdir, fake_anthropic)
+    agent = make_agent(model=claude(), approvals="allow")
+    await agent.send("edit and add")
+    sid = agent.session_id
+    after = state(workdir)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "a.txt").write_text("two\n")
+    (elsewhere / "b.txt").write_text("new\n")
+    outside = state(elsewhere)
+    stop = tmp_path / "stop"
+    racer = subprocess.Popen(
+        [sys.executable, "-c", RACER, str(workdir), str(elsewhere), str(stop)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    outcomes: dict[str, int] = {}
+    try:
+        for _ in range(40):
+            try:
+                await agent.restore(sid, 0)
+                outcomes["restored"] = outcomes.get("restored", 0) + 1
+                await agent.undo_restore(sid)
+                outcomes["undone"] = outcomes.get("undone", 0) + 1
+            except (PathOutsideWorkdirError, RestoreConflictError, UnknownCheckpointError) as exc:
+                name = type(exc).__name__
+                outcomes[name] = outcomes.get(name, 0) + 1
+            assert state(elsewhere) == outside
+    finally:
+        stop.touch()
+        swaps = int(racer.communicate(timeout=60)[0])
+    assert swaps > 0 and racer.returncode == 0
+    assert state(elsewhere) == outside
+    await agent.list_checkpoints(sid)  # recovers whatever a refusal left
+    head = await agent.checkpointer.head(sid)
+    expected = {"sub/a.txt": b"one\n"} if head == 0 else after
+    assert state(workdir) == expected, outcomes

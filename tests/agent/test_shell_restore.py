@@ -11,9 +11,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
 
-from lite_agent_jupyter import LiteAgent
+from lite_agent_jupyter import LiteAgent, RestoreConflictError
+from lite_agent_jupyter.agent.tracking import OUTSIDE, snapshot_source
+from lite_agent_jupyter.checkpoint.events import FileSnapshotEvent
 from lite_agent_jupyter.checkpoint.fold import SUMMARY_PREFIX
 
 MakeAgent = Callable[..., LiteAgent]
@@ -164,3 +167,86 @@ async def test_a_hand_edit_between_prompts_is_kept_by_a_restore_to_the_next_prom
     assert (workdir / "a.txt").read_text() == "by hand\n"  # the state before "write v2"
     await agent.restore(agent.session_id, checkpoints[0].seq)
     assert not (workdir / "a.txt").exists()
+
+
+async def test_a_hand_edit_of_a_shell_written_file_is_a_conflict_in_every_mode(
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    workdir: Path,
+) -> None:
+    """``bash`` wrote and then edited a file; the user edits it by hand after the last prompt
+    (no scan has seen that edit). A restore, files-only or full, refuses and changes nothing;
+    ``force=True`` overwrites, and the undo brings the hand edit back."""
+    agent = make_agent(model=claude(), approvals="allow")
+    fake_anthropic.script(calls(("bash", {"command": "printf 'v1\\n' > a.txt"})), "ok")
+    await agent.send("write v1")
+    fake_anthropic.script(calls(("bash", {"command": "sed -i s/v1/v2/ a.txt"})), "ok")
+    await agent.send("make it v2")
+    (workdir / "a.txt").write_text("by hand\n")
+    before = tree(workdir)
+    sid = agent.session_id
+    head = await agent.checkpointer.head(sid)
+    checkpoints = await agent.list_checkpoints()
+
+    for checkpoint in checkpoints:
+        plan = await agent.preview_restore(sid, checkpoint.seq)
+        assert plan.conflicts == ("a.txt",)
+        for conversation in (False, True):
+            with pytest.raises(RestoreConflictError) as caught:
+                await agent.restore(sid, checkpoint.seq, conversation=conversation)
+            assert caught.value.paths == ("a.txt",)
+            assert tree(workdir) == before and await agent.checkpointer.head(sid) == head
+
+    result = await agent.restore(sid, checkpoints[1].seq, conversation=False, force=True)
+    assert result.conflicts == ("a.txt",) and tree(workdir) == {"a.txt": b"v1\n"}
+    await agent.undo_restore(sid)
+    assert tree(workdir) == before
+
+
+async def test_files_only_restores_around_a_recorded_hand_edit(
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    workdir: Path,
+) -> None:
+    """A hand edit between prompts is recorded as the known state; a files-only restore to
+    the prompt after it keeps it, and records what it put back, so the next ``bash`` call's
+    scan sees no "outside" change (the restore's own writes are not hand edits), and a
+    restore further back finds no conflict, says in its preview that it discards the hand
+    edit, and undoes (the first restore no longer: a prompt came after it)."""
+    agent = make_agent(model=claude(), approvals="allow")
+    fake_anthropic.script(calls(("bash", {"command": "echo v1 > a.txt"})), "ok")
+    await agent.send("write v1")
+    (workdir / "a.txt").write_text("by hand\n")
+    fake_anthropic.script(calls(("bash", {"command": "echo v2 > a.txt"})), "ok")
+    await agent.send("write v2")
+    sid = agent.session_id
+    checkpoints = await agent.list_checkpoints()
+
+    await agent.restore(sid, checkpoints[1].seq, conversation=False)
+    assert (workdir / "a.txt").read_text() == "by hand\n"  # the state before "write v2"
+    fake_anthropic.script(calls(("bash", {"command": "cat a.txt"})), "ok")
+    await agent.send("look")
+    sources = [
+        (e.path, snapshot_source(e))
+        for e in await agent.checkpointer.read(sid)
+        if isinstance(e, FileSnapshotEvent)
+    ]
+    assert sources == [
+        ("a.txt", "bash"),
+        ("a.txt", OUTSIDE),
+        ("a.txt", "bash"),
+        ("a.txt", "restore"),
+    ]
+
+    plan = await agent.preview_restore(sid, checkpoints[0].seq)
+    assert plan.conflicts == ()
+    [action] = plan.files
+    assert action.action == "delete" and "outside the agent" in action.summary
+    await agent.restore(sid, checkpoints[0].seq, conversation=False)
+    assert not (workdir / "a.txt").exists()
+    await agent.undo_restore(sid)
+    assert (workdir / "a.txt").read_text() == "by hand\n"
+    with pytest.raises(RestoreConflictError, match="moved on"):  # "look" came after it
+        await agent.undo_restore(sid)

@@ -105,7 +105,7 @@ async def test_the_racer_does_lead_a_check_then_open_by_path_outside(
     for i in range(20 * N):
         try:
             resolved = resolve_in_workdir(ctx, f"sub/f{i % N}.txt")
-        except PathOutsideWorkdirError:
+        except ToolError:  # outside, or "cannot resolve" mid-swap
             continue
         with open(resolved, "a") as f:  # the check and the use are two steps
             f.write("escaped\n")
