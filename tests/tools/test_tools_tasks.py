@@ -1,5 +1,6 @@
 """todo_write/todo_read and FileTaskLists: the model's task list, per session or shared by name,
-in memory or private files. (The backends' own stores: tests/checkpoint/test_backend_task_lists.py.)"""
+in memory or private files. (The backends' own stores:
+tests/checkpoint/test_backend_task_lists.py.)"""
 
 from __future__ import annotations
 
