@@ -275,7 +275,7 @@ class Restorer:
             if snap.extra.get("tool") == OUTSIDE:
                 outside.add(snap.path)
         plans = []
-        for path, snap in first.items():
+        for path, snap in sorted(first.items()):  # path order: previews and results stable
             disk = self._read(path)
             disk_hash = blob_hash(disk) if disk is not None else None
             new = snap.before

@@ -252,7 +252,7 @@ async def test_outside_edit_is_a_conflict_then_force(
     head = await agent.checkpointer.head(sid)
 
     plan = await agent.preview_restore(sid, seqs[1])
-    assert plan.conflicts == ("src/a.txt", "b.txt")
+    assert plan.conflicts == ("b.txt", "src/a.txt")  # in path order
     assert {f.path: f.action for f in plan.files}["b.txt"] == "conflict"
     with pytest.raises(RestoreConflictError) as caught:
         await agent.restore(sid, seqs[1])
