@@ -303,19 +303,22 @@ def loads(line: str) -> Any:
 
 
 def decode_rows(
-    rows: Iterable[tuple[int, str]],
+    rows: Iterable[tuple[int, str | bytes]],
     *,
     after: int,
     where: str,
     line_of: Callable[[int], int | None] | None = None,
+    sparse: bool = False,
 ) -> list[Event]:
     """The one decoder of stored rows, used by every backend: ``rows`` are ``(seq, line)``
-    pairs read after seq ``after``, ascending.
+    pairs read after seq ``after``, ascending (a line may be UTF-8 bytes).
 
     Rules: the first row holds ``after + 1`` and each next one the seq after it (a gap, a
-    duplicate or a swap is corruption), and each line decodes to an event carrying that same
-    seq. A broken rule raises :class:`CorruptLogError` naming ``where`` and the seq (and,
-    via ``line_of(row index)``, the file line for a file log); newer event versions raise
+    duplicate or a swap is corruption) - or, with ``sparse`` (a selection of rows, such as
+    the marks of a log), only a seq above ``after`` and above the row before; and each line
+    decodes to an event carrying that same seq. A broken rule raises
+    :class:`CorruptLogError` naming ``where`` and the seq (and, via ``line_of(row index)``,
+    the file line for a file log); newer event versions raise
     :class:`UnsupportedVersionError`.
     """
     events: list[Event] = []
@@ -323,21 +326,23 @@ def decode_rows(
     expected = after + 1
     for index, (seq, line) in enumerate(rows):
         reason = None
-        if seq != expected:
-            reason = f"seq {seq} where {expected} was expected"
+        if seq != expected and not (sparse and seq > expected):
+            reason = f"seq {seq} where {'at least ' if sparse else ''}{expected} was expected"
+            seq = expected
         else:
             try:
-                event = from_dict(loads(line))
-            except ValueError as exc:
+                text = line if isinstance(line, str) else line.decode("utf-8")
+                event = from_dict(loads(text))
+            except ValueError as exc:  # UnicodeDecodeError is one too
                 reason = f"undecodable event: {exc}"
             else:
                 if event.seq == seq:
                     append(event)
-                    expected += 1
+                    expected = seq + 1
                     continue
-                reason = f"seq {event.seq} where {expected} was expected"
+                reason = f"seq {event.seq} where {seq} was expected"
         line_number = line_of(index) if line_of is not None else None
-        raise CorruptLogError(where, line_number, reason, seq=expected)
+        raise CorruptLogError(where, line_number, reason, seq=seq)
     return events
 
 

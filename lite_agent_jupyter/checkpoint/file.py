@@ -49,8 +49,6 @@ from .events import (
     UserEvent,
     decode_rows,
     encode,
-    from_dict,
-    is_checkpoint,
     loads,
     now_iso,
 )
@@ -376,10 +374,7 @@ class FileCheckpointer:
                         return found[::-1]
                     if match is not None and _KIND_OF_TYPE.get(match.group(2)) not in wanted:
                         continue
-                    try:
-                        event = from_dict(loads(line.decode("utf-8")))
-                    except ValueError as exc:
-                        raise CorruptLogError(marks_path, None, str(exc)) from exc
+                    (event,) = decode_rows([(seq, line)], after=seq - 1, where=marks_path)
                     if mark_kind(event) in wanted:
                         found.append(event)
                         if len(found) == last:
@@ -606,7 +601,7 @@ class FileCheckpointer:
         self._cut_marks(session_id, session, to_seq)
         try:  # recount from the (small) mark index rather than the kept log
             marks_path = self._marks_path(session_id)
-            title, turns = _checkpoints_in(marks_path, _read_bytes(marks_path))
+            title, turns = _checkpoints_in(marks_path, _read_bytes(marks_path), numbered=False)
         except FileNotFoundError:
             title, turns = _checkpoints_in(path, kept)
         self._index_append({"id": session_id, "reset": True, "title": title, "turns": turns})
@@ -1086,22 +1081,30 @@ def _line_at(path: str, data: bytes, offset: int, index: int) -> int:
     return index + 1 if offset == 0 else _line_number(path, offset + position)
 
 
-def _checkpoints_in(path: str, data: bytes) -> tuple[str | None, int]:
-    """Title and number of prompt checkpoints in complete log lines, decoding only candidates."""
-    found: list[Event] = []
+def _checkpoints_in(path: str, data: bytes, *, numbered: bool = True) -> tuple[str | None, int]:
+    """Title and number of prompt checkpoints in complete lines of a log (``numbered``: line n
+    holds seq n) or of a ``.marks`` file (each line's seq is its own), decoding only the lines
+    that may be one, through the one row decoder."""
+    rows: list[tuple[int, bytes]] = []
+    numbers: list[int] = []
+    number, counted = 1, 0  # the line number of byte ``counted``
     pos = data.find(_CHECKPOINT_MARK)
     while pos >= 0:
         start = data.rfind(b"\n", 0, pos) + 1
         stop = data.find(b"\n", pos)
         stop = len(data) if stop < 0 else stop
+        number += data.count(b"\n", counted, start)
+        counted = start
+        line = data[start:stop]
         try:
-            event = from_dict(loads(data[start:stop].decode("utf-8")))
+            seq = number if numbered else _seq_of(line)
         except ValueError as exc:
-            raise CorruptLogError(path, data.count(b"\n", 0, start) + 1, str(exc)) from exc
-        if isinstance(event, UserEvent) and is_checkpoint(event):
-            found.append(event)
+            raise CorruptLogError(path, number, str(exc)) from exc
+        rows.append((seq, line))
+        numbers.append(number)
         pos = data.find(_CHECKPOINT_MARK, stop)
-    return checkpoint_stats(found)
+    events = decode_rows(rows, after=0, where=path, line_of=numbers.__getitem__, sparse=True)
+    return checkpoint_stats(events)
 
 
 def _fold_index(data: bytes) -> tuple[dict[str, tuple[str | None, int]], int]:
@@ -1180,18 +1183,18 @@ def _mark_lines(path: str, data: bytes) -> bytes:
     """The mark lines of a log's complete lines (for a rebuild of its ``.marks`` file)."""
     out: list[bytes] = []
     pos = 0
+    number = 0  # line n of a log holds seq n
     while pos < len(data):
         newline = data.find(b"\n", pos)
         if newline < 0:
             break
+        number += 1
         line = data[pos : newline + 1]
         match = _ENVELOPE_TYPE.match(line)
         kind = _KIND_OF_TYPE.get(match.group(2)) if match is not None else None
         if match is None or kind == "checkpoint":  # decode only what needs it
-            try:
-                event = from_dict(loads(line[:-1].decode("utf-8")))
-            except ValueError as exc:
-                raise CorruptLogError(path, data.count(b"\n", 0, pos) + 1, str(exc)) from exc
+            row = [(number, line[:-1])]
+            (event,) = decode_rows(row, after=number - 1, where=path, line_of=[number].__getitem__)
             kind = mark_kind(event)
         if kind is not None:
             out.append(line)
@@ -1203,31 +1206,33 @@ def _decode_marks(
     path: str, data: bytes, after: int, head: int, kinds: Collection[str]
 ) -> list[Event]:
     """Decode the ``.marks`` lines with ``after < seq <= head`` of the wanted kinds."""
-    events: list[Event] = []
+    rows: list[tuple[int, bytes]] = []
+    numbers: list[int] = []
     marks_path = path[: -len(LOG_SUFFIX)] + MARKS_SUFFIX
     every = kinds >= MARK_KINDS if isinstance(kinds, frozenset) else False
     pos = 0
+    number = 0
     while True:
         newline = data.find(b"\n", pos)
         if newline < 0:
             break
         line = data[pos:newline]
         pos = newline + 1
+        number += 1
         match = _ENVELOPE_TYPE.match(line)
         try:
             seq = int(match.group(1)) if match is not None else _seq_of(line)
         except ValueError as exc:
-            raise CorruptLogError(marks_path, data.count(b"\n", 0, pos), str(exc)) from exc
+            raise CorruptLogError(marks_path, number, str(exc)) from exc
         if seq <= after:
             continue
         if seq > head:
             break
         if not every and match is not None and _KIND_OF_TYPE.get(match.group(2)) not in kinds:
             continue
-        try:
-            event = from_dict(loads(line.decode("utf-8")))
-        except ValueError as exc:
-            raise CorruptLogError(marks_path, data.count(b"\n", 0, pos), str(exc)) from exc
-        if mark_kind(event) in kinds:
-            events.append(event)
-    return events
+        rows.append((seq, line))
+        numbers.append(number)
+    events = decode_rows(
+        rows, after=after, where=marks_path, line_of=numbers.__getitem__, sparse=True
+    )
+    return [event for event in events if mark_kind(event) in kinds]

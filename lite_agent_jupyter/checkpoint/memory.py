@@ -13,7 +13,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from .events import Event, decode, decode_rows, encode, now_iso
+from .events import Event, decode_rows, encode, now_iso
 from .protocol import (
     MARK_KINDS,
     SessionInfo,
@@ -98,14 +98,14 @@ class MemoryCheckpointer:
             session = self._sessions.get(session_id)
             if session is None:
                 return []
-            lines = [
-                session.lines[seq - 1]
+            rows = [
+                (seq, session.lines[seq - 1])
                 for seq, kind in session.marks
                 if seq > after and kind in wanted
             ]
         if last is not None:
-            lines = lines[-last:]
-        return [decode(line) for line in lines]
+            rows = rows[-last:]
+        return decode_rows(rows, after=max(after, 0), where=f"memory[{session_id}]", sparse=True)
 
     async def head(self, session_id: str) -> int:
         validate_session_id(session_id)
@@ -145,7 +145,7 @@ class MemoryCheckpointer:
             del session.lines[to_seq:]
             session.marks = [(seq, kind) for seq, kind in session.marks if seq <= to_seq]
             session.title, session.turns = checkpoint_stats(
-                [decode(line) for line in session.lines]
+                decode_rows(enumerate(session.lines, 1), after=0, where=f"memory[{session_id}]")
             )
             session.mtime = datetime.now(UTC)
 

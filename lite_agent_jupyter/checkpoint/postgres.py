@@ -61,7 +61,7 @@ from ..errors import (
     UnsupportedVersionError,
 )
 from ..storage import blob_hash
-from .events import EVENT_VERSION, Event, decode, decode_rows, encode, is_checkpoint, now_iso
+from .events import EVENT_VERSION, Event, decode_rows, encode, is_checkpoint, now_iso
 from .protocol import (
     MARK_KINDS,
     SessionInfo,
@@ -664,14 +664,10 @@ class PostgresCheckpointer:
             return await cur.fetchall()
 
         rows = await self._db.run(op, what=f"marks of session {session_id!r}")
-        out: list[Event] = []
-        for seq, body in rows:
-            try:
-                event = decode(body)
-            except ValueError as exc:
-                raise CorruptLogError(f"{self._where}[{session_id}]", seq, str(exc)) from exc
-            if mark_kind(event) in wanted:
-                out.append(event)
+        events = decode_rows(
+            rows, after=max(after, 0), where=f"{self._where}[{session_id}]", sparse=True
+        )
+        out = [event for event in events if mark_kind(event) in wanted]
         return out if last is None else out[-last:]
 
     async def head(self, session_id: str) -> int:

@@ -59,7 +59,7 @@ from ..errors import (
 )
 from ..storage import FILE_MODE, ensure_private_dir
 from ._blocking import Cancelled, ThreadGate, WouldBlock, run_gated
-from .events import Event, decode_rows, encode, from_dict, loads, now_iso
+from .events import Event, decode_rows, encode, now_iso
 from .protocol import (
     MARK_KINDS,
     SessionInfo,
@@ -389,18 +389,8 @@ class SQLiteCheckpointer:
             params = (session_id, max(after, 0), *sorted(codes), last)
             rows = await self._run(lambda conn: conn.execute(query, params).fetchall())
             rows.reverse()
-        events: list[Event] = []
-        for seq, code, data in rows:
-            if code not in codes:
-                continue
-            try:
-                event = from_dict(loads(data))
-            except ValueError as exc:
-                raise CorruptLogError(
-                    self._where(session_id), seq, f"undecodable event: {exc}"
-                ) from exc
-            events.append(event)
-        return events
+        wanted = [(seq, data) for seq, code, data in rows if code in codes]
+        return decode_rows(wanted, after=max(after, 0), where=self._where(session_id), sparse=True)
 
     async def head(self, session_id: str) -> int:
         validate_session_id(session_id)

@@ -356,6 +356,23 @@ async def test_damaged_index_is_rebuilt_from_the_logs(
         assert len(await fstore.list()) == 2
 
 
+async def test_index_rebuild_decodes_by_the_row_rules(
+    fstore: FileCheckpointer, directory: Path
+) -> None:
+    """The rebuild reads a log through ``decode_rows``: a prompt line carrying another seq
+    than its line's is corruption named by line and seq, not a prompt counted anyway."""
+    await fstore.append("a", [assistant(), prompt("alpha"), assistant()])
+    log = directory / "a.jsonl"
+    lines = log.read_bytes().split(b"\n")
+    lines[1] = lines[1].replace(b'"seq":2,', b'"seq":7,', 1)
+    log.write_bytes(b"\n".join(lines))
+    (directory / ".index.jsonl").write_bytes(b"{garbage\n")
+    with pytest.warns(LogRepairedWarning), pytest.raises(CorruptLogError) as caught:
+        await fstore.list()
+    assert (caught.value.line, caught.value.seq) == (2, 2)
+    assert "seq 7 where 2 was expected" in str(caught.value)
+
+
 async def test_torn_index_record_is_ignored_then_recounted(
     fstore: FileCheckpointer, directory: Path
 ) -> None:
