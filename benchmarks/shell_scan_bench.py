@@ -28,7 +28,7 @@ from pathlib import Path
 from lite_agent_jupyter.agent.session import SessionLog
 from lite_agent_jupyter.agent.tracking import FileTracker
 from lite_agent_jupyter.checkpoint.file import file_checkpointer
-from lite_agent_jupyter.storage import Storage
+from lite_agent_jupyter.storage import BlobRef, Storage, process_scope
 
 
 def make_tree(root: Path, files: int) -> None:
@@ -67,8 +67,16 @@ async def main(files: int, calls: int) -> None:
         storage = Storage(Path(tmp) / "store", "bench")
         checkpointer = file_checkpointer(storage.base / "sessions")
         session = SessionLog(checkpointer, "bench")
-        tracker = FileTracker(workdir, storage.blobs, exclude=[storage.root])
-        fallback = FileTracker(workdir, storage.blobs, exclude=[storage.root])
+        pin = BlobRef(process_scope(), "bench")
+        scope = checkpointer.location
+
+        def ref(session_id: str) -> BlobRef:
+            return BlobRef(scope, session_id)
+
+        tracker = FileTracker(workdir, storage.blobs, pin=pin, blob_ref=ref, exclude=[storage.root])
+        fallback = FileTracker(
+            workdir, storage.blobs, pin=pin, blob_ref=ref, exclude=[storage.root]
+        )
         fallback.scanner = type(fallback.scanner)(workdir, use_inotify=False)
         try:
             started = time.perf_counter()

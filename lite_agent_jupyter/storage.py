@@ -4,7 +4,8 @@ Layout (SPEC §9)::
 
     <root>/.gitignore            "*"  - run data never ends up in a commit by accident
     <root>/<namespace>/sessions/ file-backend logs (one JSONL per session)
-    <root>/<namespace>/blobs/    file snapshots, content-addressed (sha256)
+    <root>/<namespace>/blobs/    file snapshots, content-addressed (sha256), and
+                                 blobs/refs/: who uses which blob (see docs/blob-collection.md)
     <root>/<namespace>/tasks/    task lists
     <root>/<namespace>/archive/  log tails cut by a restore (so a restore can be undone)
 
@@ -18,18 +19,25 @@ file tools use it.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import fcntl
 import hashlib
 import os
 import re
+import shutil
+import threading
+import time
+import uuid
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 import zstandard
 
-from .atomic import atomic_write
+from .atomic import atomic_write, fsync_dir
 from .errors import CorruptLogError, InvalidNamespaceError
 
 NAMESPACE_PATTERN = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
@@ -194,18 +202,71 @@ def blob_hash(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-class Blobs(Protocol):
-    """Where file snapshots go: content-addressed, deduplicated, immutable.
+_OWNER_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,160}")
+PROCESS_SCOPE_PREFIX = "process:"
+_PROCESS_TOKEN = uuid.uuid4().hex
 
-    Async so a network backend (PostgreSQL) can implement it without blocking a loop.
+
+def process_scope() -> str:
+    """The scope of references that live as long as this process (see :class:`BlobRef`)."""
+    return PROCESS_SCOPE_PREFIX + _PROCESS_TOKEN
+
+
+@dataclass(frozen=True, slots=True)
+class BlobRef:
+    """Who uses a blob: one session of one checkpointer, or a holder inside one process.
+
+    ``scope`` says where the owner lives: a checkpointer's location (``file:/...``,
+    ``sqlite:/...``, ``postgresql:...``) for sessions that outlive the process, so sessions of
+    different checkpointers sharing a blob store never mix; or :func:`process_scope` for refs
+    that die with this process (a memory checkpointer's sessions, the shell tracker's
+    baseline). ``owner`` is the session id, or the name of a pin.
     """
 
-    async def put(self, data: bytes, *, base: str | None = None) -> str:
+    scope: str
+    owner: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.scope, str) or not self.scope or "\x00" in self.scope:
+            raise ValueError(f"not a blob reference scope: {self.scope!r}")
+        if not isinstance(self.owner, str) or _OWNER_PATTERN.fullmatch(self.owner) is None:
+            raise ValueError(f"not a blob reference owner: {self.owner!r}")
+
+    @property
+    def transient(self) -> bool:
+        """True for a ref of a process scope: dropped when that process is gone."""
+        return self.scope.startswith(PROCESS_SCOPE_PREFIX)
+
+
+@dataclass(frozen=True, slots=True)
+class BlobCollection:
+    """What one collection did: the blobs it deleted, how many it kept, and, when it
+    deleted nothing on purpose, why (``skipped``: unreadable references, stopped, ...)."""
+
+    deleted: tuple[str, ...] = ()
+    kept: int = 0
+    skipped: str | None = None
+
+
+class Blobs(Protocol):
+    """Where file snapshots go: content-addressed, deduplicated, immutable, and collected
+    only when nobody may still use them.
+
+    Every writer names who uses a blob (a :class:`BlobRef`) *before* it stores or reuses it,
+    so a collector running anywhere (another process, another checkpointer sharing the
+    store) never deletes a blob an event is about to name. A blob is kept while any ref
+    names it, while it is the delta base of a kept blob, and for ``grace`` seconds after it
+    was last written or reused without a ref. Async so a network backend (PostgreSQL) can
+    implement it without blocking a loop.
+    """
+
+    async def put(self, data: bytes, *, base: str | None = None, ref: BlobRef | None = None) -> str:
         """Store ``data`` if new; return its hash (:func:`blob_hash`).
 
-        ``base``: the hash of a previous version of the same file (the snapshotter passes the
-        ``before`` of a change when it stores the ``after``). A store may keep ``data`` as a
-        delta against it; it must then keep ``base`` as long as ``data`` (see :meth:`bases`).
+        ``ref``: record that ``ref`` uses the blob, before it is stored or reused (without
+        one, only the grace period protects it). ``base``: the hash of a previous version of
+        the same file; a store may keep ``data`` as a delta against it, and then keeps
+        ``base`` as long as ``data`` (see :meth:`bases`).
         """
         ...
 
@@ -215,17 +276,37 @@ class Blobs(Protocol):
 
     async def has(self, digest: str) -> bool: ...
 
+    async def add_refs(self, ref: BlobRef, digests: Iterable[str]) -> None:
+        """Record that ``ref`` uses these blobs, already stored and still used by someone
+        else (e.g. a pinned baseline that a session's event is about to name)."""
+        ...
+
+    async def drop_refs(self, ref: BlobRef) -> None:
+        """Forget everything ``ref`` used (its session was deleted); idempotent. The blobs
+        go at the next :meth:`collect` if nothing else keeps them."""
+        ...
+
+    async def collect(
+        self, *, grace: float, stop: Callable[[], bool] | None = None
+    ) -> BlobCollection:
+        """Delete the blobs nothing keeps (see the class). Safe against writers in other
+        processes; anything it cannot read (a damaged ref record) makes it keep everything.
+        ``stop()`` true (or cancelling the call) ends it early, having deleted only blobs
+        that were garbage."""
+        ...
+
     async def delete(self, digest: str) -> None:
-        """Remove a blob; idempotent."""
+        """Remove a blob whatever uses it (refs are not checked: prefer :meth:`collect`);
+        idempotent."""
         ...
 
     async def hashes(self) -> list[str]:
-        """Every stored hash (for garbage collection)."""
+        """Every stored hash."""
         ...
 
     async def bases(self, digest: str) -> list[str]:
         """The blobs ``digest`` is stored against (its delta base, that one's base, ...);
-        empty for a full copy. Collection must keep these as long as it keeps ``digest``."""
+        empty for a full copy. Collection keeps these as long as it keeps ``digest``."""
         ...
 
 
@@ -234,10 +315,16 @@ class MemoryBlobStore:
 
     def __init__(self) -> None:
         self._blobs: dict[str, bytes] = {}
+        self._used: dict[str, float] = {}
+        """When each blob was last put (``time.monotonic``): the grace period."""
+        self._refs: dict[BlobRef, set[str]] = {}
 
-    async def put(self, data: bytes, *, base: str | None = None) -> str:
+    async def put(self, data: bytes, *, base: str | None = None, ref: BlobRef | None = None) -> str:
         digest = blob_hash(data)
+        if ref is not None:
+            self._refs.setdefault(ref, set()).add(digest)
         self._blobs.setdefault(digest, bytes(data))
+        self._used[digest] = time.monotonic()
         return digest
 
     async def bases(self, digest: str) -> list[str]:
@@ -252,11 +339,50 @@ class MemoryBlobStore:
     async def has(self, digest: str) -> bool:
         return digest in self._blobs
 
+    async def add_refs(self, ref: BlobRef, digests: Iterable[str]) -> None:
+        self._refs.setdefault(ref, set()).update(digests)
+
+    async def drop_refs(self, ref: BlobRef) -> None:
+        self._refs.pop(ref, None)
+
+    async def collect(
+        self, *, grace: float, stop: Callable[[], bool] | None = None
+    ) -> BlobCollection:
+        live: set[str] = set().union(*self._refs.values())
+        cutoff = time.monotonic() - grace
+        doomed = [d for d in self._blobs if d not in live and self._used.get(d, 0.0) <= cutoff]
+        for digest in doomed:
+            del self._blobs[digest]
+            self._used.pop(digest, None)
+        return BlobCollection(deleted=tuple(doomed), kept=len(self._blobs))
+
     async def delete(self, digest: str) -> None:
         self._blobs.pop(digest, None)
+        self._used.pop(digest, None)
 
     async def hashes(self) -> list[str]:
         return list(self._blobs)
+
+
+REFS_DIR = "refs"
+"""``blobs/refs/``: one folder per scope, one append-only file of hashes per owner."""
+_REFS_READY = ".v1"
+_LOCK_FILE = ".lock"
+_ALIVE_FILE = ".alive"
+_SCOPE_FILE = ".scope"
+_LOCK_POLL = 0.02
+_LEGACY = BlobRef("legacy", "legacy")
+"""Pins the blobs a store held when it started recording references: no ref names them,
+and a log of any checkpointer may, so they are kept."""
+_TOKEN_PATTERN = re.compile(r"[0-9a-f]{32}")
+_alive_guard = threading.Lock()
+_alive_fds: dict[str, int] = {}
+"""Process-scope folders this process holds alive: path -> fd with a shared ``flock`` on
+their ``.alive`` file, held until the process ends (the kernel then releases it)."""
+
+
+class _Unreadable(Exception):
+    """Something collection must understand to delete safely could not be read."""
 
 
 class FileBlobStore:
@@ -272,6 +398,13 @@ class FileBlobStore:
     chains stop at :data:`MAX_CHAIN` deltas (then a full copy), so a read decodes at most
     that many. Every write is atomic and fsynced: a snapshot must be on disk before the file
     it protects is touched. Every read checks the content against its hash.
+
+    References (``refs/<scope>/<owner>``, see :class:`BlobRef`) are appended before a blob
+    is stored or reused, under a shared ``flock`` of ``blobs/.lock``; a collection's final
+    pass holds it exclusively, so a writer and a collector never interleave. Process-scope
+    refs live in a folder whose ``.alive`` file their process holds a shared ``flock`` on:
+    a collector that can lock it exclusively knows that process is gone and drops them.
+    docs/blob-collection.md has the whole design.
     """
 
     def __init__(
@@ -279,6 +412,11 @@ class FileBlobStore:
     ) -> None:
         self.directory = Path(directory)
         self._on_create = on_create
+        self._refs_dir = self.directory / REFS_DIR
+        self._ready = False
+        self._known: dict[tuple[str, str], tuple[int, set[str]]] = {}
+        """(scope, owner) -> (inode of its ref file, hashes recorded there by this object)."""
+        self._known_guard = threading.Lock()
         self._recent: dict[str, bytes] = {}
         self._recent_size = 0
         """The last few contents put or read (a new version's base is usually one of them),
@@ -289,14 +427,61 @@ class FileBlobStore:
             raise ValueError(f"not a blob hash: {digest!r}")
         return self.directory / digest[:2] / digest[2:]
 
-    def put_sync(self, data: bytes, *, base: str | None = None) -> str:
-        digest = blob_hash(data)
-        path = self._path(digest)
-        if path.exists():
-            self._remember(digest, data)
-            return digest
+    # -- writing -----------------------------------------------------------------------------
+
+    def _prepare(self) -> None:
+        """Before the first write: the folders, and references switched on (see
+        :data:`_LEGACY`)."""
+        if self._ready:
+            return
         if self._on_create is not None:
             self._on_create()
+        ensure_private_dir(self.directory)
+        ready = self._refs_dir / _REFS_READY
+        if not ready.exists():
+            existing = list(self._iter_hashes())
+            ensure_private_dir(self._refs_dir)
+            if existing:
+                folder = self._scope_dir(_LEGACY.scope)
+                legacy = folder / _LEGACY.owner
+                if not legacy.exists():
+                    ensure_private_dir(folder)
+                    write_private_file(legacy, "".join(d + "\n" for d in existing).encode())
+            write_private_file(ready, b"lite_agent_jupyter blob references, version 1\n")
+        self._ready = True
+
+    def _lock_shared(self, *, wait: bool) -> int | None:
+        """A shared lock of the store for one write (None: busy, and ``wait`` is false)."""
+        self._prepare()
+        fd = os.open(self.directory / _LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            os.close(fd)
+            return None
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def put_sync(self, data: bytes, *, base: str | None = None, ref: BlobRef | None = None) -> str:
+        fd = self._lock_shared(wait=True)
+        assert fd is not None
+        try:
+            return self._put_locked(data, base, ref)
+        finally:
+            os.close(fd)
+
+    def _put_locked(self, data: bytes, base: str | None, ref: BlobRef | None) -> str:
+        digest = blob_hash(data)
+        if ref is not None:
+            self._record(ref, (digest,))
+        path = self._path(digest)
+        if path.exists():
+            if ref is None:  # reused without a ref: only the grace period keeps it
+                _touch(path)
+            self._remember(digest, data)
+            return digest
         ensure_private_dir(path.parent)
         delta = None
         if base is not None and base != digest and len(data) >= DELTA_MIN_SIZE:
@@ -311,9 +496,63 @@ class FileBlobStore:
                     payload = _ZLIB + packed
             if delta is not None and len(delta) < len(payload):
                 payload = delta
+        if payload[:1] == _DELTA and ref is None and base is not None:
+            _touch(self._path(base))  # the base must outlive the grace of its new delta
         write_private_file(path, payload)
         self._remember(digest, data)
         return digest
+
+    def _scope_dir(self, scope: str) -> Path:
+        if scope.startswith(PROCESS_SCOPE_PREFIX):
+            token = scope[len(PROCESS_SCOPE_PREFIX) :]
+            if _TOKEN_PATTERN.fullmatch(token) is None:
+                raise ValueError(f"not a process scope: {scope!r}")
+            return self._refs_dir / f"p-{token}"
+        return self._refs_dir / ("s-" + hashlib.sha256(scope.encode()).hexdigest()[:32])
+
+    def _record(self, ref: BlobRef, digests: Iterable[str]) -> None:
+        """Append to ``ref``'s file the hashes it does not name yet. A session's file is
+        fsynced: it must survive a crash as long as the event that names the blob."""
+        key = (ref.scope, ref.owner)
+        folder = self._scope_dir(ref.scope)
+        path = folder / ref.owner
+        try:
+            inode: int | None = os.stat(path).st_ino
+        except FileNotFoundError:
+            inode = None
+        with self._known_guard:
+            cached = self._known.get(key)
+            known = cached[1] if cached is not None and cached[0] == inode else set()
+            new = [d for d in dict.fromkeys(digests) if d not in known]
+        if not new:
+            return
+        for digest in new:
+            self._path(digest)  # validates
+        created = inode is None
+        if created:
+            if not folder.is_dir():
+                ensure_private_dir(folder)
+                if not ref.transient:
+                    write_private_file(folder / _SCOPE_FILE, ref.scope.encode(), durable=False)
+                    fsync_dir(self._refs_dir)
+            if ref.transient:
+                _hold_alive(folder)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+        try:
+            _write_all(fd, "".join(d + "\n" for d in new).encode("ascii"))
+            if not ref.transient:
+                os.fsync(fd)
+            inode = os.fstat(fd).st_ino
+        finally:
+            os.close(fd)
+        if created and not ref.transient:
+            fsync_dir(folder)
+        with self._known_guard:
+            cached = self._known.get(key)
+            if cached is None or cached[0] != inode:
+                self._known[key] = (inode, set(new))
+            else:
+                cached[1].update(new)
 
     def _remember(self, digest: str, data: bytes) -> None:
         if len(data) < DELTA_MIN_SIZE or len(data) > _RECENT_BYTES // 4:
@@ -328,6 +567,8 @@ class FileBlobStore:
     def _delta(self, data: bytes, base: str) -> bytes | None:
         """``data`` as a delta against ``base``, or None (no such base, chain too long)."""
         try:
+            if not self._path(base).exists():  # collected (a copy may linger in _recent)
+                return None
             if len(self.bases_sync(base)) >= MAX_CHAIN:
                 return None
             reference = self._recent.get(base) or self.get_sync(base)
@@ -349,6 +590,8 @@ class FileBlobStore:
             dict_data=_raw_dictionary(reference), compression_params=params
         )
         return _DELTA + base.encode("ascii") + compressor.compress(data)
+
+    # -- reading -----------------------------------------------------------------------------
 
     def get_sync(self, digest: str) -> bytes:
         data = self._get(digest, 0)
@@ -399,8 +642,184 @@ class FileBlobStore:
             chain.append(current)
         return chain
 
-    async def put(self, data: bytes, *, base: str | None = None) -> str:
-        return self.put_sync(data, base=base)
+    # -- references and collection -----------------------------------------------------------
+
+    def add_refs_sync(self, ref: BlobRef, digests: Iterable[str]) -> None:
+        fd = self._lock_shared(wait=True)
+        assert fd is not None
+        try:
+            self._record(ref, digests)
+        finally:
+            os.close(fd)
+
+    def drop_refs_sync(self, ref: BlobRef) -> None:
+        with self._known_guard:
+            self._known.pop((ref.scope, ref.owner), None)
+        with contextlib.suppress(FileNotFoundError):
+            (self._scope_dir(ref.scope) / ref.owner).unlink()
+
+    def collect_sync(
+        self, *, grace: float, stop: Callable[[], bool] | None = None
+    ) -> BlobCollection:
+        """See :meth:`Blobs.collect`. Two passes: the first, without the lock, reads every
+        ref file, their delta chains and the blobs' ages and picks the candidates; the second,
+        holding the store's lock exclusively (writers wait for it, briefly), re-reads only
+        the ref files that changed since, re-checks the candidates' ages and deletes those
+        still unused."""
+        stopped = stop if stop is not None else _never
+        if not (self._refs_dir / _REFS_READY).exists():
+            kept = sum(1 for _ in self._iter_hashes())
+            reason = None if not kept else "this store predates references: every blob is kept"
+            return BlobCollection(kept=kept, skipped=reason)
+        try:
+            self._reap_dead_scopes(stopped)
+            refs = self._read_refs({})
+            keep = self._with_bases(set().union(*(d for _, d in refs.values())))
+            now = time.time()
+            total = 0
+            young: list[str] = []
+            candidates: list[str] = []
+            for digest in self._iter_hashes():
+                total += 1
+                if stopped():
+                    return BlobCollection(kept=total, skipped="stopped")
+                if digest in keep:
+                    continue
+                mtime = self._mtime(digest)
+                if mtime is None:
+                    continue
+                (young if now - mtime < grace else candidates).append(digest)
+            held = self._with_bases(set(young))
+            candidates = [d for d in candidates if d not in held]
+            if not candidates:
+                return BlobCollection(kept=total)
+            fd = self._lock_exclusive(stopped)
+            if fd is None:
+                return BlobCollection(kept=total, skipped="stopped")
+            try:
+                rescued = set().union(*(d for _, d in self._read_refs(refs).values()))
+                now = time.time()
+                for digest in candidates:
+                    mtime = self._mtime(digest)
+                    if mtime is not None and now - mtime < grace:
+                        rescued.add(digest)  # reused without a ref meanwhile
+                held = self._with_bases(rescued)
+                deleted: list[str] = []
+                for digest in candidates:
+                    if digest in held:
+                        continue
+                    if stopped():
+                        break
+                    with contextlib.suppress(FileNotFoundError):
+                        self._path(digest).unlink()
+                        deleted.append(digest)
+            finally:
+                os.close(fd)
+        except _Unreadable as exc:
+            return BlobCollection(kept=sum(1 for _ in self._iter_hashes()), skipped=str(exc))
+        return BlobCollection(deleted=tuple(deleted), kept=total - len(deleted))
+
+    def _lock_exclusive(self, stopped: Callable[[], bool]) -> int | None:
+        """The store's lock, exclusively (None if ``stopped()`` while waiting). Polled, so a
+        stop request is seen and no thread is left blocked in ``flock``."""
+        fd = os.open(self.directory / _LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return fd
+            except BlockingIOError:
+                if stopped():
+                    os.close(fd)
+                    return None
+                time.sleep(_LOCK_POLL)
+
+    def _reap_dead_scopes(self, stopped: Callable[[], bool]) -> None:
+        """Drop the process-scope refs of processes that are gone (their ``.alive`` lock can
+        be taken), under the store's lock so no writer is creating one meanwhile."""
+        folders = [p for p in self._scope_folders() if p.name.startswith("p-")]
+        if not any(_is_dead(p) for p in folders):
+            return
+        fd = self._lock_exclusive(stopped)
+        if fd is None:
+            return
+        try:
+            for folder in folders:
+                _reap_if_dead(folder)
+        finally:
+            os.close(fd)
+
+    def _scope_folders(self) -> list[Path]:
+        try:
+            entries = list(os.scandir(self._refs_dir))
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise _Unreadable(f"cannot list {self._refs_dir}: {exc}") from exc
+        out = []
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            if not entry.is_dir(follow_symlinks=False):
+                raise _Unreadable(f"{entry.path} is not a folder of references")
+            out.append(Path(entry.path))
+        return out
+
+    def _read_refs(
+        self, before: dict[str, tuple[tuple[int, int, int], set[str]]]
+    ) -> dict[str, tuple[tuple[int, int, int], set[str]]]:
+        """Every ref file whose (inode, size, mtime) is not as in ``before``, read."""
+        out: dict[str, tuple[tuple[int, int, int], set[str]]] = {}
+        for folder in self._scope_folders():
+            try:
+                entries = list(os.scandir(folder))
+            except FileNotFoundError:
+                continue  # a dead process's refs, reaped meanwhile
+            except OSError as exc:
+                raise _Unreadable(f"cannot list {folder}: {exc}") from exc
+            for entry in entries:
+                if entry.name.startswith("."):
+                    continue
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except FileNotFoundError:
+                    continue  # dropped meanwhile: keeping more is safe
+                if not entry.is_file(follow_symlinks=False):
+                    raise _Unreadable(f"{entry.path} is not a file of references")
+                key = (st.st_ino, st.st_size, st.st_mtime_ns)
+                old = before.get(entry.path)
+                if old is not None and old[0] == key:
+                    continue
+                out[entry.path] = (key, _parse_refs(entry.path))
+        return out
+
+    def _with_bases(self, digests: set[str]) -> set[str]:
+        """``digests`` and every blob in their delta chains."""
+        out = set(digests)
+        for digest in digests:
+            try:
+                out.update(self.bases_sync(digest))
+            except OSError as exc:
+                raise _Unreadable(f"cannot read the header of blob {digest}: {exc}") from exc
+        return out
+
+    def _mtime(self, digest: str) -> float | None:
+        try:
+            return self._path(digest).stat().st_mtime
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise _Unreadable(f"cannot stat blob {digest}: {exc}") from exc
+
+    # -- the async face ----------------------------------------------------------------------
+
+    async def put(self, data: bytes, *, base: str | None = None, ref: BlobRef | None = None) -> str:
+        fd = self._lock_shared(wait=False)  # the usual case: no collection's final pass runs
+        if fd is None:
+            return await asyncio.to_thread(self.put_sync, data, base=base, ref=ref)
+        try:
+            return self._put_locked(data, base, ref)
+        finally:
+            os.close(fd)
 
     async def bases(self, digest: str) -> list[str]:
         return self.bases_sync(digest)
@@ -410,6 +829,38 @@ class FileBlobStore:
 
     async def has(self, digest: str) -> bool:
         return self._path(digest).exists()
+
+    async def add_refs(self, ref: BlobRef, digests: Iterable[str]) -> None:
+        fd = self._lock_shared(wait=False)
+        if fd is None:
+            await asyncio.to_thread(self.add_refs_sync, ref, list(digests))
+            return
+        try:
+            self._record(ref, digests)
+        finally:
+            os.close(fd)
+
+    async def drop_refs(self, ref: BlobRef) -> None:
+        self.drop_refs_sync(ref)
+
+    async def collect(
+        self, *, grace: float, stop: Callable[[], bool] | None = None
+    ) -> BlobCollection:
+        """Runs in a worker thread; cancelling the call stops it and waits for it to end."""
+        halt = threading.Event()
+
+        def stopped() -> bool:
+            return halt.is_set() or (stop is not None and stop())
+
+        work = asyncio.ensure_future(
+            asyncio.to_thread(self.collect_sync, grace=grace, stop=stopped)
+        )
+        try:
+            return await asyncio.shield(work)
+        except asyncio.CancelledError:
+            halt.set()
+            await asyncio.wait([work])
+            raise
 
     async def delete(self, digest: str) -> None:
         with contextlib.suppress(FileNotFoundError):
@@ -427,6 +878,87 @@ class FileBlobStore:
                     digest = sub.name + blob.name
                     if _HASH_PATTERN.fullmatch(digest):
                         yield digest
+
+
+def _never() -> bool:
+    return False
+
+
+def _touch(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        os.utime(path)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _parse_refs(path: str) -> set[str]:
+    """The hashes of one ref file. A torn last line (a writer killed mid-append, before its
+    blob was stored or named) is ignored; any other line that is not a hash is unreadable."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return set()
+    except OSError as exc:
+        raise _Unreadable(f"cannot read {path}: {exc}") from exc
+    lines = data.split(b"\n")
+    torn = lines.pop()  # b"" when the file ends with a newline
+    if torn.strip(b"0123456789abcdef") or len(torn) > 64:
+        raise _Unreadable(f"{path} ends with a line that is not a blob hash")
+    out = set()
+    for number, line in enumerate(lines, 1):
+        text = line.decode("ascii", "replace")
+        if _HASH_PATTERN.fullmatch(text) is None:
+            raise _Unreadable(f"{path}:{number} is not a blob hash")
+        out.add(text)
+    return out
+
+
+def _hold_alive(folder: Path) -> None:
+    """Hold ``folder/.alive`` with a shared ``flock`` for the rest of this process."""
+    key = str(folder)
+    with _alive_guard:
+        if key in _alive_fds:
+            return
+        fd = os.open(folder / _ALIVE_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        _alive_fds[key] = fd
+
+
+def _alive_probe(folder: Path) -> int | None:
+    """An fd holding ``folder/.alive`` exclusively (its process is gone), else None."""
+    try:
+        fd = os.open(folder / _ALIVE_FILE, os.O_RDWR | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None  # being created (or not ours): keep
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _is_dead(folder: Path) -> bool:
+    fd = _alive_probe(folder)
+    if fd is None:
+        return False
+    os.close(fd)
+    return True
+
+
+def _reap_if_dead(folder: Path) -> None:
+    fd = _alive_probe(folder)
+    if fd is None:
+        return
+    try:
+        shutil.rmtree(folder, ignore_errors=True)
+    finally:
+        os.close(fd)
 
 
 def _raw_dictionary(content: bytes) -> zstandard.ZstdCompressionDict:

@@ -26,15 +26,14 @@ from ..atomic import sweep_tree
 from ..checkpoint.events import (
     BackgroundCompletedEvent,
     Event,
-    FileSnapshotEvent,
     UserEvent,
-    decode,
 )
 from ..checkpoint.memory import memory_checkpointer
 from ..checkpoint.protocol import (
     Checkpointer,
     SessionInfo,
     SupportsBlobs,
+    SupportsLocation,
     SupportsTaskLists,
     TaskLists,
     new_session_id,
@@ -43,7 +42,7 @@ from ..checkpoint.protocol import (
 from ..errors import AgentClosedError, SessionBusyError, SessionsDisabledError
 from ..providers.base import AgentBound, HoldsSecrets, Provider
 from ..redact import MIN_SECRET_CHARS, Redactor, env_secrets
-from ..storage import Blobs, MemoryBlobStore, Storage
+from ..storage import BlobCollection, BlobRef, Blobs, MemoryBlobStore, Storage, process_scope
 from ..tools import Tool, ToolContext, default_tools, tool
 from ..tools.base import BackgroundJob, BackgroundOutcome
 from ..tools.files import SKIPPED_DIRS
@@ -67,6 +66,7 @@ from .compact import (
 from .loop import TurnSettings, run_turn
 from .notices import NoticeHub, Subscription
 from .options import (
+    DEFAULT_BLOB_GRACE,
     DEFAULT_MODEL_NAME,
     AgentOptions,
     BackgroundHandler,
@@ -156,6 +156,9 @@ class LiteAgent:
         )
         """Where the todo tools keep task lists: the checkpointer's store when it offers one,
         else files in the storage folder."""
+        self._blob_scope, self._blob_owner = _blob_scope(self.checkpointer)
+        self._pin = BlobRef(process_scope(), f"agent-{uuid.uuid4().hex[:16]}")
+        """Blobs this agent holds outside any session (the shell tracker's baselines)."""
         self.model = model = options.model
         self.on_input = on_input = options.on_input
         self.on_background = options.on_background
@@ -185,12 +188,15 @@ class LiteAgent:
             workdir=self.workdir,
             storage_root=self.storage.root,
             blobs=self.blobs,
+            blob_ref=self._blob_ref,
             gate=ApprovalGate(policy=options.approvals or {}, handler=options.on_approval),
             start_background=self._start_background,
             task_lists=self.task_lists,
             tracker=FileTracker(
                 workdir,
                 self.blobs,
+                pin=self._pin,
+                blob_ref=self._blob_ref,
                 exclude=[self.storage.root],
                 max_file_size=options.max_tracked_file_size,
             ),
@@ -205,8 +211,12 @@ class LiteAgent:
         self._compactions: weakref.WeakSet[Compaction] = weakref.WeakSet()
         self._auto_compactions: dict[Compaction, asyncio.Task[None]] = {}
         self._storage_ready = False
-        self._restorer = Restorer(self.checkpointer, self.blobs, self.workdir, self.storage)
+        self._restorer = Restorer(
+            self.checkpointer, self.blobs, self.workdir, self.storage, self._blob_ref
+        )
         self._sweep: asyncio.Future[None] | None = None
+        self._collector: asyncio.Task[None] | None = None
+        self._collect_again = False
 
     # -- current session ---------------------------------------------------------------
 
@@ -471,9 +481,57 @@ class LiteAgent:
         task.add_done_callback(lambda _t: self._auto_compactions.pop(compaction, None))
 
     async def wait_maintenance(self) -> None:
-        """Wait until background maintenance (auto-compaction) has finished."""
-        while self._auto_compactions:
+        """Wait until background maintenance (auto-compaction, blob collection) has finished."""
+        while self._auto_compactions or (self._collector and not self._collector.done()):
             await asyncio.gather(*self._auto_compactions.values(), return_exceptions=True)
+            if self._collector is not None:
+                await asyncio.gather(self._collector, return_exceptions=True)
+
+    # -- blob collection ---------------------------------------------------------------
+
+    def _blob_ref(self, session_id: str) -> BlobRef:
+        """The reference a session's blobs are recorded under (see storage.BlobRef)."""
+        return BlobRef(self._blob_scope, self._blob_owner + session_id)
+
+    async def collect_blobs(self) -> BlobCollection:
+        """Delete the snapshot blobs nothing uses any more, now (``delete_session`` starts
+        this in the background). Safe while other agents and processes use the store: a blob
+        is kept while any session of any checkpointer refers to it, while it is the delta
+        base of a kept blob, and for ``blob_grace`` seconds after it was last written."""
+        self._check_open()
+        self._check_sessions("collect_blobs")
+        return await self.blobs.collect(grace=self.options.blob_grace, stop=self._is_closed)
+
+    def _is_closed(self) -> bool:
+        return self._closed
+
+    def _schedule_collection(self) -> None:
+        """Collect blobs in the background (maintenance: off the caller's path, cancelled by
+        ``close()``); a request while one runs makes it run once more afterwards."""
+        if self._collector is not None and not self._collector.done():
+            self._collect_again = True
+            return
+
+        async def run() -> None:
+            again = True
+            while again and not self._closed:
+                self._collect_again = False
+                try:
+                    result = await self.blobs.collect(
+                        grace=self.options.blob_grace, stop=self._is_closed
+                    )
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    log.exception("blob collection failed; every blob was kept")
+                    return
+                if result.skipped:
+                    log.info("blob collection deleted nothing: %s", result.skipped)
+                else:
+                    log.debug("blob collection: %d deleted", len(result.deleted))
+                again = self._collect_again
+
+        self._collector = asyncio.ensure_future(run())
 
     # -- persisted sessions ------------------------------------------------------------
 
@@ -485,7 +543,9 @@ class LiteAgent:
 
     async def delete_session(self, session_id: str) -> None:
         """Delete a session: cancel its running work, then its log, archive, private task
-        list, and the snapshot blobs no other session references. Idempotent.
+        list and its references to snapshot blobs. Idempotent. The blobs nothing else uses
+        are deleted in the background (see :meth:`collect_blobs`; :meth:`wait_maintenance`
+        waits for it).
 
         Deleting the current session switches the agent to a new, empty one.
         """
@@ -499,7 +559,6 @@ class LiteAgent:
                 await _wait_cancelled(job.task)
         for turn in [t for t in self._turns if t.session_id == session_id]:
             await self._stop_turn(turn, "session deleted")
-        own = _snapshot_hashes(await self.checkpointer.read(session_id))
         await self.checkpointer.delete(session_id)
         self._logs.pop(session_id, None)
         base = self.storage.base
@@ -507,12 +566,10 @@ class LiteAgent:
             with contextlib.suppress(FileNotFoundError):
                 leftover.unlink()
         await self.task_lists.delete(session_id)  # the private list; shared ones stay
-        if own:
-            still_used = await self._referenced_hashes()
-            for digest in list(still_used):  # a kept delta keeps the blobs it is stored against
-                still_used.update(await self.blobs.bases(digest))
-            for digest in own - still_used:
-                await self.blobs.delete(digest)
+        # After the log is gone (a failure before leaves the refs, so nothing is lost); the
+        # blobs themselves go in the background, where no log has to be read.
+        await self.blobs.drop_refs(self._blob_ref(session_id))
+        self._schedule_collection()
         if session_id == self._session_id:
             self._session_id = new_session_id()
 
@@ -608,19 +665,6 @@ class LiteAgent:
             finally:
                 session.invalidate()
 
-    async def _referenced_hashes(self) -> set[str]:
-        """Blob hashes referenced by any remaining session or archived log tail."""
-        used: set[str] = set()
-        for info in await self.checkpointer.list():
-            used |= _snapshot_hashes(await self.checkpointer.read(info.id))
-        archive = self.storage.base / "archive"
-        if archive.is_dir():
-            for path in archive.glob("*.jsonl"):
-                with path.open(encoding="utf-8") as f:
-                    events = [decode(line) for line in f if line.strip()]
-                used |= _snapshot_hashes(events)
-        return used
-
     # -- lifecycle ---------------------------------------------------------------------
 
     async def close(self) -> None:
@@ -643,6 +687,11 @@ class LiteAgent:
         self._notices.close()
         if self._sweep is not None:
             await asyncio.gather(self._sweep, return_exceptions=True)
+        if self._collector is not None:  # stops at its next check, having deleted only garbage
+            self._collector.cancel()
+            await asyncio.gather(self._collector, return_exceptions=True)
+        with contextlib.suppress(Exception):
+            await self.blobs.drop_refs(self._pin)
         with contextlib.suppress(Exception):
             await self.model.aclose()
         if self._owns_checkpointer:
@@ -758,12 +807,17 @@ async def _wait_cancelled(task: asyncio.Future[Any]) -> None:
         log.debug("cancelled task ended with an error", exc_info=True)
 
 
-def _snapshot_hashes(events: Iterable[Event]) -> set[str]:
-    hashes: set[str] = set()
-    for event in events:
-        if isinstance(event, FileSnapshotEvent):
-            hashes.update(h for h in (event.before, event.after) if h)
-    return hashes
+def _blob_scope(checkpointer: Checkpointer) -> tuple[str, str]:
+    """``(scope, owner prefix)`` of the blob references of this checkpointer's sessions: its
+    location; for sessions living in this process only, this process's scope and a prefix
+    of this agent's own (two memory checkpointers may both have a session "a")."""
+    if isinstance(checkpointer, SupportsLocation):
+        location = checkpointer.location
+        if location is None:
+            return process_scope(), f"m{uuid.uuid4().hex[:12]}-"
+        return location, ""
+    kind = type(checkpointer)
+    return f"class:{kind.__module__}.{kind.__qualname__}", ""
 
 
 def redactor_for(model: Provider, secret_env: Sequence[str]) -> Redactor:
@@ -799,6 +853,7 @@ def create_lite_agent(
     context_window: int = 200_000,
     auto_compact: bool = True,
     max_tracked_file_size: int = DEFAULT_MAX_FILE_SIZE,
+    blob_grace: float = DEFAULT_BLOB_GRACE,
     task_list: str | None = None,
     approvals: Mapping[str, Decision] | Decision | None = None,
     on_approval: ApprovalHandler | None = None,
@@ -830,6 +885,7 @@ def create_lite_agent(
             context_window=context_window,
             auto_compact=auto_compact,
             max_tracked_file_size=max_tracked_file_size,
+            blob_grace=blob_grace,
             task_list=task_list,
             approvals=approvals,
             on_approval=on_approval,

@@ -35,7 +35,7 @@ from ..checkpoint.fold import INTERRUPTED_RESULT
 from ..checkpoint.protocol import TaskLists
 from ..errors import CheckpointConflictError, LiteAgentError, ProviderError
 from ..providers.base import MessageDone, ModelRequest, Provider, TextDelta, ToolUseStarted, Usage
-from ..storage import Blobs
+from ..storage import BlobRef, Blobs
 from ..tools import Tool, ToolContext, invoke_tool
 from ..tools.base import BackgroundJob, Snapshotter, ToolOutput
 from .approvals import ApprovalGate, ApprovalRequest
@@ -75,6 +75,8 @@ class TurnSettings:
     workdir: Path
     storage_root: Path | None
     blobs: Blobs
+    blob_ref: Callable[[str], BlobRef]
+    """The reference a session's snapshots record in ``blobs`` before storing or reusing."""
     gate: ApprovalGate
     start_background: Callable[[SessionLog, str, BackgroundJob], str] | None
     task_lists: TaskLists | None = None
@@ -323,10 +325,13 @@ def _snapshotter(
         ``before`` is what the tool already read (read here, in a thread, only if not given)."""
         if isinstance(before, EllipsisType):  # not read by the tool: read it off the loop
             before = await asyncio.to_thread(_read_or_none, path)
-        before_hash = await settings.blobs.put(before) if before is not None else None
+        ref = settings.blob_ref(session.session_id)  # recorded before a blob is (re)used
+        before_hash = await settings.blobs.put(before, ref=ref) if before is not None else None
         # the new version is stored against the old one (a delta, where the store keeps them)
         after_hash = (
-            await settings.blobs.put(after, base=before_hash) if after is not None else None
+            await settings.blobs.put(after, base=before_hash, ref=ref)
+            if after is not None
+            else None
         )
         try:
             relative = path.resolve().relative_to(settings.workdir.resolve()).as_posix()

@@ -31,6 +31,10 @@ BackgroundHandler = Callable[[LiteAgentResult], object]
 _DECISIONS: tuple[str, ...] = get_args(Decision)
 
 
+DEFAULT_BLOB_GRACE = 3600.0
+"""Seconds: see ``AgentOptions.blob_grace``."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentOptions:
     """The options of one agent; see the README's ``create_lite_agent`` table for each.
@@ -59,6 +63,9 @@ class AgentOptions:
     auto_compact: bool = True
     max_tracked_file_size: int = DEFAULT_MAX_FILE_SIZE
     """Bytes: larger files are not tracked by the shell scans (listed in bash's result)."""
+    blob_grace: float = DEFAULT_BLOB_GRACE
+    """Seconds a snapshot blob stored or reused without a reference (by code other than the
+    agent's) is kept from collection; blobs a session refers to are kept regardless."""
     task_list: str | None = None
     """A name: the todo tool uses the shared list of that name instead of the session's own."""
     approvals: Mapping[str, Decision] | Decision | None = None
@@ -99,6 +106,11 @@ class AgentOptions:
         object.__setattr__(self, "tools", tools)
         if self.system_prompt is not None:
             _check_type("system_prompt", self.system_prompt, str)
+        grace = self.blob_grace
+        if isinstance(grace, bool) or not isinstance(grace, (int, float)):
+            raise TypeError(f"blob_grace must be a number of seconds, not {type(grace).__name__}")
+        if not grace >= 0:
+            raise ValueError(f"blob_grace must be at least 0 seconds, not {grace}")
         for name in ("max_turns", "max_tokens", "context_window", "max_tracked_file_size"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool):

@@ -61,7 +61,7 @@ import logging
 import os
 import re
 import stat
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -88,7 +88,7 @@ from ..errors import (
     ToolError,
     UnknownCheckpointError,
 )
-from ..storage import FILE_MODE, Blobs, Storage, blob_hash, write_private_file
+from ..storage import FILE_MODE, BlobRef, Blobs, Storage, blob_hash, write_private_file
 from ..tools.paths import Confinement, Target, open_path
 from .tracking import OUTSIDE
 
@@ -193,9 +193,12 @@ class Restorer:
         blobs: Blobs,
         workdir: Path,
         storage: Storage,
+        blob_ref: Callable[[str], BlobRef],
     ) -> None:
         self.checkpointer = checkpointer
         self.blobs = blobs
+        self.blob_ref = blob_ref
+        """The session's blob reference: undo data is recorded as the session's."""
         self.workdir = workdir.resolve()
         self.storage = storage
         self._confinement = Confinement(self.workdir, storage.root.resolve())
@@ -384,9 +387,10 @@ class Restorer:
             todo = [p for p in plans if p.action != "unchanged"]
             # undo data: what each file holds now, in the blob store before anything changes
             old_hashes: dict[str, str | None] = {}
+            ref = self.blob_ref(session_id)
             for plan in todo:
                 old_hashes[plan.path] = (
-                    await self.blobs.put(plan.disk) if plan.disk is not None else None
+                    await self.blobs.put(plan.disk, ref=ref) if plan.disk is not None else None
                 )
             if not conversation:
                 tail = []
@@ -561,7 +565,7 @@ class Restorer:
             }
             for plan in todo:  # the current content may be new (an outside edit): keep it
                 if plan.disk is not None:
-                    await self.blobs.put(plan.disk)
+                    await self.blobs.put(plan.disk, ref=self.blob_ref(session_id))
             self._write_journal(session_id, journal)
             skipped = [s.path for s in snapshots if s.path not in {p.path for p in todo}]
             return await self._apply(

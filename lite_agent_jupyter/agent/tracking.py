@@ -16,7 +16,10 @@ declares it may change files that way) the agent scans the workdir (``tools/scan
 
 To know a file's content from before a command, the first scan of an agent stores every
 tracked file in the blob store (content-addressed: what is already stored costs a ``stat``);
-later scans hash and store only what changed. Files above the size cap, ``.git``, virtualenvs,
+later scans hash and store only what changed. No log names these blobs until a snapshot
+does, so they are stored under a pin (a process-scope :class:`~..storage.BlobRef`) that keeps
+them from collection while this process lives; a snapshot records the session's own
+reference to its hashes before it is appended. Files above the size cap, ``.git``, virtualenvs,
 ``node_modules`` and the storage root are not tracked; results say so.
 
 The manifest lives in memory, per agent: a new process starts with a full walk. Two commands
@@ -29,14 +32,14 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..checkpoint.events import Event, FileSnapshotEvent
+from ..checkpoint.events import FileSnapshotEvent
 from ..checkpoint.protocol import read_marks
-from ..storage import Blobs, FileBlobStore
+from ..storage import BlobRef, Blobs, FileBlobStore
 from ..tools.scan import DEFAULT_MAX_FILE_SIZE, WorkdirScanner
 from .session import SessionLog
 
@@ -105,11 +108,16 @@ class FileTracker:
         workdir: Path,
         blobs: Blobs,
         *,
+        pin: BlobRef,
+        blob_ref: Callable[[str], BlobRef],
         exclude: Iterable[Path] = (),
         max_file_size: int = DEFAULT_MAX_FILE_SIZE,
     ) -> None:
         self.workdir = workdir
         self.blobs = blobs
+        self.pin = pin
+        """Keeps every content this tracker stored (its baselines) until the agent closes."""
+        self.blob_ref = blob_ref
         self.scanner = WorkdirScanner(workdir, exclude=exclude, max_file_size=max_file_size)
         self.hashes: dict[str, str] = {}
         """Tracked files: relative path -> hash of the content last seen (stored as a blob)."""
@@ -138,7 +146,7 @@ class FileTracker:
                 self.hashes.pop(path, None)
             changed = {**new, **dict.fromkeys(delta.deleted)}
             known = await _known_states(session, changed)
-            events: list[Event] = []
+            events: list[FileSnapshotEvent] = []
             for path, now in changed.items():
                 if path in known and known[path] != now:
                     events.append(
@@ -147,7 +155,13 @@ class FileTracker:
                         )
                     )
             if events:
-                await session.append(events)
+                await self._append(session, events)
+
+    async def _append(self, session: SessionLog, events: list[FileSnapshotEvent]) -> None:
+        """Record the session's reference to the events' blobs, then append them."""
+        hashes = {h for e in events for h in (e.before, e.after) if h is not None}
+        await self.blobs.add_refs(self.blob_ref(session.session_id), hashes)
+        await session.append(events)
 
     async def after(self, session: SessionLog, tool_use_id: str, tool_name: str) -> ScanReport:
         """Record what changed since :meth:`before` as this call's snapshots."""
@@ -181,7 +195,7 @@ class FileTracker:
                 report.deleted.append(path)
                 events.append(_snapshot(path, old[path], None, tool_use_id, extra))
             if events:
-                await session.append(events)
+                await self._append(session, events)
             report.events = events
             return report
 
@@ -203,7 +217,8 @@ class FileTracker:
                         data = f.read()
                 except OSError:
                     return None
-                return path, blobs.put_sync(data)  # a stored content costs a hash and a stat
+                # a stored content costs a hash and a stat
+                return path, blobs.put_sync(data, ref=self.pin)
 
             def store_all() -> list[tuple[str, str] | None]:
                 with ThreadPoolExecutor(_WRITERS) as pool:
@@ -218,7 +233,7 @@ class FileTracker:
             for path, data in await asyncio.to_thread(_read_batch, self.workdir, batch):
                 digest = hashlib.sha256(data).hexdigest()
                 if self.hashes.get(path) != digest or not await blobs.has(digest):
-                    digest = await blobs.put(data)
+                    digest = await blobs.put(data, ref=self.pin)
                 self.hashes[path] = digest
                 stored[path] = digest
         return stored

@@ -194,6 +194,11 @@ class FileCheckpointer:
     def __repr__(self) -> str:
         return f"FileCheckpointer({self._dir!r}, durable={self.durable})"
 
+    @property
+    def location(self) -> str:
+        """``file:`` and the folder's real path (see ``SupportsLocation``)."""
+        return "file:" + os.path.realpath(self._dir)
+
     # -- plumbing ----------------------------------------------------------------------------
 
     def _check_open(self) -> None:

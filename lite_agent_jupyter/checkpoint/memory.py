@@ -48,6 +48,11 @@ class MemoryCheckpointer:
         """The :class:`~.protocol.SupportsTaskLists` capability: lists in memory too."""
         return self._task_lists
 
+    @property
+    def location(self) -> None:
+        """None: the sessions live in this process only (see ``SupportsLocation``)."""
+        return None
+
     async def append(
         self, session_id: str, events: Sequence[Event], *, expected_head: int | None = None
     ) -> int:

@@ -5,14 +5,15 @@ migrations, a lazily opened ``psycopg_pool.AsyncConnectionPool``, and the SQL of
 Checkpointer method. It knows nothing of agents: it stores encoded event lines
 (:func:`~lite_agent_jupyter.checkpoint.events.encode`) and file-snapshot blobs.
 
-Schema (version 2)::
+Schema (version 3)::
 
     <schema>.schema_version (version PK, applied_at)          one row per applied migration
     <schema>.sessions (id PK, head, mtime, title_json, turns) index sessions_mtime_idx (mtime DESC)
     <schema>.events   (session_id, seq, anchor, body)         PK (session_id, seq)
-    <schema>.blobs    (hash PK, size, data bytea, created)
+    <schema>.blobs    (hash PK, size, data bytea, created, used)
     <schema>.append_events(...)                               the append, as one plpgsql call
     <schema>.task_lists (id PK, data, mtime)                  the agent's task lists (version 2)
+    <schema>.blob_refs (scope, owner, hash, touched)          who uses a blob (version 3)
 
 ``title_json`` is the title as a JSON string: ``text`` cannot hold NUL, a prompt can.
 
@@ -43,7 +44,7 @@ import hashlib
 import json
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC
 from typing import Any, LiteralString, TypeVar
@@ -60,7 +61,7 @@ from ..errors import (
     CorruptLogError,
     UnsupportedVersionError,
 )
-from ..storage import blob_hash
+from ..storage import BlobCollection, BlobRef, blob_hash
 from .events import EVENT_VERSION, Event, decode_rows, encode, is_checkpoint, now_iso
 from .protocol import (
     MARK_KINDS,
@@ -178,6 +179,21 @@ _MIGRATIONS: dict[int, tuple[LiteralString | _Function, ...]] = {
             mtime timestamptz NOT NULL DEFAULT clock_timestamp()
         )""",
     ),
+    3: (
+        # Who uses which blob (storage.BlobRef), recorded before a blob is stored or reused;
+        # the blobs there before are pinned as "legacy" (a log may name them) and kept.
+        """CREATE TABLE {schema}.blob_refs (
+            scope text NOT NULL,
+            owner text NOT NULL,
+            hash text NOT NULL,
+            touched timestamptz NOT NULL DEFAULT now(),
+            PRIMARY KEY (scope, owner, hash)
+        )""",
+        "CREATE INDEX blob_refs_hash_idx ON {schema}.blob_refs (hash)",
+        "ALTER TABLE {schema}.blobs ADD COLUMN used timestamptz NOT NULL DEFAULT now()",
+        "INSERT INTO {schema}.blob_refs (scope, owner, hash)"
+        " SELECT 'legacy', 'legacy', hash FROM {schema}.blobs",
+    ),
 }
 
 # ``encode`` puts ``seq`` right after ``v``: a batch is encoded (and fails on a non-JSON
@@ -191,6 +207,10 @@ _PING_AFTER = 5.0
 """Seconds a pooled connection may sit idle before a write checks it with an empty query."""
 _BIG_BLOB = 16 * 1024
 """Above this size, ``put`` asks whether a blob exists before sending its content."""
+PROCESS_REF_TTL = 30 * 24 * 3600.0
+"""Seconds after which a process-scope blob reference is dropped: PostgreSQL cannot tell
+whether a process on another machine is still alive (the file store can, with a lock)."""
+_COLLECT_POLL = 0.05
 
 
 def redact_dsn(dsn: str) -> str:
@@ -228,9 +248,9 @@ def _is_connection_failure(exc: BaseException) -> bool:
     return state is None or state.startswith(_CONNECTION_LOST_STATES)
 
 
-def _lock_key(schema: str) -> int:
-    """A signed 64-bit advisory-lock key for migrating ``schema``."""
-    digest = hashlib.sha256(f"lite_agent_jupyter:migrate:{schema}".encode()).digest()
+def _lock_key(schema: str, what: str = "migrate") -> int:
+    """A signed 64-bit advisory-lock key for ``what`` (migrating, the blobs) in ``schema``."""
+    digest = hashlib.sha256(f"lite_agent_jupyter:{what}:{schema}".encode()).digest()
     return int.from_bytes(digest[:8], "big", signed=True)
 
 
@@ -283,6 +303,20 @@ class _Database:
         self.q: Callable[[LiteralString], bytes] = lambda text: (
             sql.SQL(text).format(schema=ident).as_bytes(None)
         )
+
+    @property
+    def location(self) -> str:
+        """The server, port, database and schema, without user or password: the same for
+        every process that reaches this schema by the same host name."""
+        dsn = self.dsn
+        if self._pool is not None and not self._owned and isinstance(self._pool.conninfo, str):
+            dsn = self._pool.conninfo
+        try:
+            params = conninfo_to_dict(dsn)
+        except psycopg.ProgrammingError:
+            params = {}
+        host, port, dbname = (str(params.get(k, "")) for k in ("host", "port", "dbname"))
+        return f"postgresql://{host}:{port}/{dbname}#{self.schema}"
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -573,6 +607,12 @@ class PostgresCheckpointer:
     def schema(self) -> str:
         return self._db.schema
 
+    @property
+    def location(self) -> str:
+        """``postgresql``, the server and database (no password) and the schema (see
+        ``SupportsLocation``)."""
+        return self._db.location
+
     def blobs(self) -> PostgresBlobStore:
         """A blob store in the same schema, sharing this checkpointer's pool.
 
@@ -762,7 +802,13 @@ class PostgresBlobStore:
 
     Keyed by sha256, deduplicated with ``ON CONFLICT DO NOTHING``, content checked against
     its hash on every read. PostgreSQL compresses large values itself (TOAST), so blobs are
-    stored as they are.
+    stored as they are (never as deltas: ``bases`` is always empty).
+
+    References live in ``<schema>.blob_refs``. A write records its ref and stores (or
+    reuses) the blob in one transaction holding a *shared* advisory lock of the schema's
+    blobs; :meth:`collect` deletes, in one transaction holding it *exclusively*, the blobs
+    no ref names and not used for ``grace`` seconds. So a collector never deletes a blob
+    a writer has just decided to reuse, whichever machine either runs on.
     """
 
     def __init__(self, db: _Database, *, owns: bool) -> None:
@@ -770,14 +816,42 @@ class PostgresBlobStore:
         self._owns = owns
         q = db.q
         self._where = f"{db.where} {db.schema}.blobs"
+        self._key = _lock_key(db.schema, "blobs")
         self._sql_put = q(
             "INSERT INTO {schema}.blobs (hash, size, data) VALUES (%s, %s, %b)"
             " ON CONFLICT (hash) DO NOTHING"
         )
+        self._sql_put_touch = q(
+            "INSERT INTO {schema}.blobs (hash, size, data) VALUES (%s, %s, %b)"
+            " ON CONFLICT (hash) DO UPDATE SET used = now()"
+        )
+        self._sql_touch = q("UPDATE {schema}.blobs SET used = now() WHERE hash = %s")
         self._sql_get = q("SELECT data FROM {schema}.blobs WHERE hash = %s")
         self._sql_has = q("SELECT 1 FROM {schema}.blobs WHERE hash = %s")
         self._sql_delete = q("DELETE FROM {schema}.blobs WHERE hash = %s")
         self._sql_hashes = q("SELECT hash FROM {schema}.blobs ORDER BY hash")
+        self._sql_shared = b"SELECT pg_advisory_xact_lock_shared(%s)"
+        self._sql_exclusive = b"SELECT pg_try_advisory_xact_lock(%s)"
+        self._sql_refs = q(
+            "INSERT INTO {schema}.blob_refs (scope, owner, hash)"
+            " SELECT %s, %s, unnest(%s::text[]) ON CONFLICT DO NOTHING"
+        )
+        self._sql_refs_touch = q(
+            "INSERT INTO {schema}.blob_refs (scope, owner, hash)"
+            " SELECT %s, %s, unnest(%s::text[])"
+            " ON CONFLICT (scope, owner, hash) DO UPDATE SET touched = now()"
+        )
+        self._sql_drop = q("DELETE FROM {schema}.blob_refs WHERE scope = %s AND owner = %s")
+        self._sql_expire = q(
+            "DELETE FROM {schema}.blob_refs WHERE scope LIKE 'process:%%'"
+            " AND touched < now() - make_interval(secs => %s)"
+        )
+        self._sql_collect = q(
+            "DELETE FROM {schema}.blobs b WHERE b.used < now() - make_interval(secs => %s)"
+            " AND NOT EXISTS (SELECT 1 FROM {schema}.blob_refs r WHERE r.hash = b.hash)"
+            " RETURNING b.hash"
+        )
+        self._sql_count = q("SELECT count(*) FROM {schema}.blobs")
 
     def __repr__(self) -> str:
         return f"PostgresBlobStore({self._db.where!r}, schema={self._db.schema!r})"
@@ -788,15 +862,33 @@ class PostgresBlobStore:
             raise ValueError(f"not a blob hash: {digest!r}")
         return digest
 
-    async def put(self, data: bytes, *, base: str | None = None) -> str:
+    async def _record(self, conn: Conn, ref: BlobRef, digests: list[str]) -> None:
+        """Inside a transaction holding the shared lock: ``ref`` uses ``digests``."""
+        sql_refs = self._sql_refs_touch if ref.transient else self._sql_refs
+        await conn.execute(sql_refs, (ref.scope, ref.owner, digests))
+
+    async def put(self, data: bytes, *, base: str | None = None, ref: BlobRef | None = None) -> str:
         """Store ``data`` (a full copy: ``base``, the previous version, is not used here)."""
         data = bytes(data)
         digest = blob_hash(data)
-        if len(data) > _BIG_BLOB and await self.has(digest):
-            return digest
 
         async def op(conn: Conn, attempt: _Attempt) -> None:
-            await conn.execute(self._sql_put, (digest, len(data), data))
+            async with conn.transaction():
+                await conn.execute(self._sql_shared, (self._key,))
+                if ref is not None:
+                    await self._record(conn, ref, [digest])
+                    if len(data) > _BIG_BLOB:  # do not send what is already there
+                        cur = await conn.execute(self._sql_has, (digest,))
+                        if await cur.fetchone() is not None:
+                            return
+                    await conn.execute(self._sql_put, (digest, len(data), data))
+                    return
+                # no ref: reusing the blob restarts its grace period
+                if len(data) > _BIG_BLOB:
+                    cur = await conn.execute(self._sql_touch, (digest,))
+                    if cur.rowcount:
+                        return
+                await conn.execute(self._sql_put_touch, (digest, len(data), data))
 
         await self._db.run(op, what=f"put of blob {digest}")
         return digest
@@ -826,6 +918,51 @@ class PostgresBlobStore:
             return await cur.fetchone() is not None
 
         return await self._db.run(op, what=f"lookup of blob {digest}")
+
+    async def add_refs(self, ref: BlobRef, digests: Iterable[str]) -> None:
+        wanted = [self._check(d) for d in dict.fromkeys(digests)]
+        if not wanted:
+            return
+
+        async def op(conn: Conn, attempt: _Attempt) -> None:
+            async with conn.transaction():
+                await conn.execute(self._sql_shared, (self._key,))
+                await self._record(conn, ref, wanted)
+
+        await self._db.run(op, what=f"references of {ref.owner}")
+
+    async def drop_refs(self, ref: BlobRef) -> None:
+        async def op(conn: Conn, attempt: _Attempt) -> None:
+            await conn.execute(self._sql_drop, (ref.scope, ref.owner))
+
+        await self._db.run(op, what=f"drop of the references of {ref.owner}")
+
+    async def collect(
+        self, *, grace: float, stop: Callable[[], bool] | None = None
+    ) -> BlobCollection:
+        """One transaction under the exclusive lock (retried until writers let it in):
+        expire old process-scope refs, delete what no ref names and is older than ``grace``."""
+
+        async def op(conn: Conn, attempt: _Attempt) -> BlobCollection | None:
+            async with conn.transaction():
+                cur = await conn.execute(self._sql_exclusive, (self._key,))
+                row = await cur.fetchone()
+                if row is None or not row[0]:
+                    return None
+                await conn.execute(self._sql_expire, (PROCESS_REF_TTL,))
+                cur = await conn.execute(self._sql_collect, (float(grace),))
+                deleted = tuple(str(r[0]) for r in await cur.fetchall())
+                cur = await conn.execute(self._sql_count)
+                count = await cur.fetchone()
+                return BlobCollection(deleted=deleted, kept=int(count[0]) if count else 0)
+
+        while True:
+            result = await self._db.run(op, what="blob collection")
+            if result is not None:
+                return result
+            if stop is not None and stop():
+                return BlobCollection(skipped="stopped")
+            await asyncio.sleep(_COLLECT_POLL)
 
     async def delete(self, digest: str) -> None:
         self._check(digest)

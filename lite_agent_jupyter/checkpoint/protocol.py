@@ -146,6 +146,21 @@ class SupportsSync(Protocol):
 
 
 @runtime_checkable
+class SupportsLocation(Protocol):
+    """A backend that can name where its sessions live, the same in every process that
+    opens them (``file:/abs/folder``, ``sqlite:/abs/file.db``, ``postgresql://host/db#schema``).
+
+    Blob references are kept per location (``storage.BlobRef.scope``), so agents with
+    different checkpointers sharing one blob store never mistake each other's sessions.
+    ``None``: the sessions live in this process only (memory). A backend without this
+    protocol is treated as durable and scoped by its class name.
+    """
+
+    @property
+    def location(self) -> str | None: ...
+
+
+@runtime_checkable
 class SupportsBlobs(Protocol):
     """A backend that keeps file snapshots beside its logs (PostgreSQL: one database for
     everything, so another machine can restore files too).

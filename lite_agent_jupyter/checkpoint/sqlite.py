@@ -197,6 +197,12 @@ class SQLiteCheckpointer:
         (closed with it)."""
         return SQLiteTaskLists(self._run, self.file)
 
+    @property
+    def location(self) -> str | None:
+        """``sqlite:`` and the file's real path; None for ``:memory:`` (see
+        ``SupportsLocation``)."""
+        return None if self.file == MEMORY else "sqlite:" + os.path.realpath(self.file)
+
     # -- plumbing ----------------------------------------------------------------------------
 
     def _check_open(self) -> None:

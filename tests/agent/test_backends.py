@@ -47,6 +47,7 @@ async def test_agent_on_backend(
         storage=tmp_path / "store",
         checkpointer=checkpointer,
         session_id=session_id,
+        blob_grace=0,
     )
     try:
         result = await again.send("what did you do?")
@@ -60,6 +61,7 @@ async def test_agent_on_backend(
         assert [(i.id, i.title, i.turns) for i in infos] == [(session_id, "write notes", 2)]
         await again.delete_session(session_id)
         assert await again.list_sessions() == []
+        await again.wait_maintenance()
         assert not await again.blobs.has(snap.after)
     finally:
         await again.close()

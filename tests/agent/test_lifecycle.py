@@ -114,7 +114,7 @@ async def test_delete_session_removes_log_blobs_and_task_list(
             "ok",
         ]
     )
-    agent = make_agent(model=model, approvals="allow")
+    agent = make_agent(model=model, approvals="allow", blob_grace=0)
     (workdir / "shared.txt").write_text("v0")
     await agent.send("write")
     doomed = agent.session_id
@@ -135,6 +135,7 @@ async def test_delete_session_removes_log_blobs_and_task_list(
     await agent.delete_session(doomed)
     assert await agent.checkpointer.read(doomed) == []
     assert [i.id for i in await agent.list_sessions()] == [kept]
+    await agent.wait_maintenance()  # blobs are collected in the background
     assert not await agent.blobs.has(private_blob)
     assert await agent.blobs.has(shared_blob)  # still referenced by the kept session
     assert not (storage.base / "tasks" / f"{doomed}.json").exists()
