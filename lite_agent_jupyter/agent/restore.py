@@ -15,12 +15,15 @@ Safety, in the order a restore runs:
    :class:`RestoreConflictError` lists every conflicting path and nothing is changed, unless
    ``force=True``.
 2. *Undo data first.* The current content of every file to be replaced goes to the blob store,
-   and a record (``archive/<id>.restore-NNNNNN.jsonl``: a header, one ``file_snapshot`` per
-   file from now to target, the log tail cut) is written before anything changes.
-3. *Journal.* ``archive/<id>.journal.json`` names the operation, every file's old and new
-   content and the log change. A process killed halfway leaves it behind; the next call on the
-   session (a restore, an undo, a listing, a turn) finishes the operation if its log change is
-   in the log, else rolls every file back. A restore is never left half-done.
+   and the undo record (a header, one ``file_snapshot`` per file from now to target, the log
+   tail cut) is written before anything changes.
+3. *Journal.* The record's header carries the journal: the operation, every file's old and
+   new content and the log change. It is written (one atomic, fsynced write) as
+   ``archive/<id>.journal.json`` and renamed to ``archive/<id>.restore-NNNNNN.jsonl`` when the
+   restore is done (an undo writes a small JSON journal of its own). A process killed halfway
+   leaves the journal behind; the next call on the session (a restore, an undo, a listing, a
+   turn) finishes the operation if its log change is in the log, else rolls every file back.
+   A restore is never left half-done.
 4. Files are replaced atomically (temp file + rename), then the log is changed with
    ``expected_head``: a writer that moved the log meanwhile makes the restore fail with a
    conflict, and the files are rolled back. Each file is checked again just before it is
@@ -173,6 +176,19 @@ class RestoreResult:
 
 
 @dataclass(slots=True)
+class _Listing:
+    """What :meth:`Restorer.list_checkpoints` keeps of a session between calls."""
+
+    marks: list[Event]
+    checkpoints: list[Checkpoint] | None = None
+
+
+_LISTED_KINDS = ("checkpoint", "file_snapshot")
+_LISTINGS_KEPT = 16
+"""Sessions whose marks a Restorer keeps (the most recently listed)."""
+
+
+@dataclass(slots=True)
 class _FilePlan:
     path: str
     new: str | None  # the content the file gets (blob hash), None = absent
@@ -203,6 +219,7 @@ class Restorer:
         self.storage = storage
         self._confinement = Confinement(self.workdir, storage.root.resolve())
         self._locks: dict[str, asyncio.Lock] = {}
+        self._listings: dict[str, _Listing] = {}
 
     # -- paths of the bookkeeping ----------------------------------------------------------
 
@@ -227,28 +244,47 @@ class Restorer:
 
     async def list_checkpoints(self, session_id: str) -> list[Checkpoint]:
         await self.recover(session_id)
-        marks = await read_marks(
-            self.checkpointer, session_id, kinds=("checkpoint", "file_snapshot")
-        )
-        changed: set[str] = set()
-        ordered: list[str] = []  # ``changed``, sorted as it grows (no sort per checkpoint)
-        out: list[Checkpoint] = []
-        for event in reversed(marks):
-            if isinstance(event, FileSnapshotEvent):
-                if event.path not in changed:
-                    changed.add(event.path)
-                    bisect.insort(ordered, event.path)
-            elif isinstance(event, UserEvent) and is_checkpoint(event):
-                out.append(
-                    Checkpoint(
-                        seq=event.seq - 1,
-                        prompt=prompt_text(event),
-                        ts=datetime.fromisoformat(event.ts),
-                        files=tuple(ordered),
-                    )
-                )
-        out.reverse()
-        return out
+        listing = await self._listing(session_id)
+        if listing.checkpoints is None:
+            listing.checkpoints = _checkpoints(listing.marks)
+        return list(listing.checkpoints)
+
+    async def _listing(self, session_id: str) -> _Listing:
+        """The session's checkpoint and snapshot marks, read incrementally.
+
+        The marks read last time are kept; the next call reads only the marks from the last
+        kept one on (``read_marks(after=...)``: what the backend's index returns, no decode of
+        the rest). That last mark must come back equal (same seq, ts and content): the log
+        only grows or is truncated, and an event appended again after a truncation gets a
+        new ``ts``, so an equal last mark proves every kept mark still stands; otherwise
+        (another process truncated the log) everything is read again. Our own restores and
+        undos trim the kept marks when they truncate (:meth:`_trim`)."""
+        listing = self._listings.get(session_id)
+        if listing is not None and listing.marks:
+            last = listing.marks[-1]
+            newer = await read_marks(
+                self.checkpointer, session_id, after=last.seq - 1, kinds=_LISTED_KINDS
+            )
+            if newer and newer[0] == last:
+                if len(newer) > 1:
+                    listing.marks.extend(newer[1:])
+                    listing.checkpoints = None
+                return listing
+        marks = await read_marks(self.checkpointer, session_id, kinds=_LISTED_KINDS)
+        listing = _Listing(marks)
+        self._listings.pop(session_id, None)
+        while len(self._listings) >= _LISTINGS_KEPT:
+            del self._listings[next(iter(self._listings))]
+        self._listings[session_id] = listing
+        return listing
+
+    def _trim(self, session_id: str, head: int) -> None:
+        """The log of ``session_id`` was truncated to ``head`` by us: drop the kept marks
+        beyond it (they are gone), keep the others (untouched by a truncation)."""
+        listing = self._listings.get(session_id)
+        if listing is not None:
+            listing.marks = [m for m in listing.marks if m.seq <= head]
+            listing.checkpoints = None
 
     # -- planning --------------------------------------------------------------------------
 
@@ -416,8 +452,8 @@ class Restorer:
                 "head_after": head_after,
                 "log": log_op,
                 "files": [{"path": p.path, "old": old_hashes[p.path], "new": p.new} for p in todo],
+                "in_record": True,
             }
-            self._write_journal(session_id, journal)
             header = UnknownEvent(
                 unknown_type="restore",
                 extra={
@@ -427,6 +463,7 @@ class Restorer:
                     "files": files,
                     "conversation": conversation and head > seq,
                     "notice": log_op == "notice",
+                    "journal": journal,
                 },
             )
             lines = [encode(header, seq=0, ts=now_iso())]
@@ -435,7 +472,10 @@ class Restorer:
                 for p in todo
             ]
             lines += [encode(e) for e in tail]
-            write_private_file(record, ("\n".join(lines) + "\n").encode("utf-8"))
+            # One durable write: the undo record, carrying the journal, under the journal's
+            # name; renamed to the record's once the restore is done (see _finish).
+            data = ("\n".join(lines) + "\n").encode("utf-8")
+            write_private_file(self._journal_path(session_id), data)
             if log_op == "notice":  # the files' new known state, then the model's notice
                 appended = [
                     FileSnapshotEvent(
@@ -483,10 +523,7 @@ class Restorer:
                 paths=(),
             ) from exc
         # Any other failure leaves the journal: the next call finds out what happened.
-        self._journal_path(session_id).unlink()
-        if journal["op"] == "undo":
-            with contextlib.suppress(FileNotFoundError):
-                (self._archive() / journal["record"]).unlink()
+        self._finish(session_id, journal)
         return RestoreResult(
             restored=tuple(p.path for p in todo if p.new is not None),
             deleted=tuple(p.path for p in todo if p.new is None),
@@ -495,20 +532,32 @@ class Restorer:
             conversation_restored=conversation,
         )
 
+    def _finish(self, session_id: str, journal: dict[str, Any]) -> None:
+        """Forget a finished operation. A restore's journal is its undo record: renamed into
+        place (no fsync: if a power loss undoes the rename, the journal is found again and the
+        restore, its log change made, finished again). An undo's record goes with it."""
+        path = self._journal_path(session_id)
+        if journal.get("in_record"):
+            os.rename(path, self._archive() / journal["record"])
+            return
+        path.unlink()
+        if journal["op"] == "undo":
+            with contextlib.suppress(FileNotFoundError):
+                (self._archive() / journal["record"]).unlink()
+
     async def _change_log(
         self, session_id: str, journal: dict[str, Any], appended: Sequence[Event]
     ) -> None:
         op, before, after = journal["log"], journal["head_before"], journal["head_after"]
-        if op == "truncate":
+        if op in ("truncate", "cut"):
             await self.checkpointer.truncate(session_id, after, expected_head=before)
+            self._trim(session_id, after)
         elif op == "notice":
             assert appended
             await self.checkpointer.append(session_id, appended, expected_head=before)
         elif op == "reappend":
             tail = self._record_tail(self._archive() / journal["record"])
             await self.checkpointer.append(session_id, tail, expected_head=before)
-        elif op == "cut":
-            await self.checkpointer.truncate(session_id, after, expected_head=before)
 
     # -- undo ------------------------------------------------------------------------------
 
@@ -584,10 +633,8 @@ class Restorer:
             return await self._recover_locked(session_id)
 
     async def _recover_locked(self, session_id: str) -> bool:
-        path = self._journal_path(session_id)
-        try:
-            journal = json.loads(path.read_bytes())
-        except FileNotFoundError:
+        journal = self._load_journal(session_id)
+        if journal is None:
             return False
         head = await self.checkpointer.head(session_id)
         before, after, op = journal["head_before"], journal["head_after"], journal["log"]
@@ -601,10 +648,7 @@ class Restorer:
                 session_id,
                 journal["op"],
             )
-            path.unlink()
-            if journal["op"] == "undo":
-                with contextlib.suppress(FileNotFoundError):
-                    (self._archive() / journal["record"]).unlink()
+            self._finish(session_id, journal)
         else:
             log.warning("session %s: rolled back an interrupted %s", session_id, journal["op"])
             failed = await self._rollback(session_id, journal)
@@ -672,6 +716,22 @@ class Restorer:
             number = int(match[1]) + 1
         return self.storage.archive_dir / f"{session_id}.restore-{number:06d}.jsonl"
 
+    def _load_journal(self, session_id: str) -> dict[str, Any] | None:
+        """The journal an unfinished operation left, ``None`` if there is none: a JSON object
+        (an undo's), or a restore's undo record whose header carries it."""
+        try:
+            data = self._journal_path(session_id).read_bytes()
+        except FileNotFoundError:
+            return None
+        first = data.split(b"\n", 1)[0]
+        journal = json.loads(first)
+        if isinstance(journal, dict) and "op" in journal:
+            return journal
+        header = decode(first)
+        assert isinstance(header, UnknownEvent) and header.type == "restore"
+        found: dict[str, Any] = header.extra["journal"]
+        return found
+
     def _write_journal(self, session_id: str, journal: dict[str, Any]) -> None:
         data = json.dumps(journal, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         write_private_file(self._journal_path(session_id), data)
@@ -689,6 +749,30 @@ class Restorer:
     def _record_tail(self, path: Path) -> list[Event]:
         """The cut tail of a record, to append again (the backend stamps seq and ts anew)."""
         return self._read_record(path)[2]
+
+
+def _checkpoints(marks: Sequence[Event]) -> list[Checkpoint]:
+    """One :class:`Checkpoint` per prompt in ``marks`` (checkpoint and snapshot marks, seq
+    order), each with the files snapshotted from it on."""
+    changed: set[str] = set()
+    ordered: list[str] = []  # ``changed``, sorted as it grows (no sort per checkpoint)
+    out: list[Checkpoint] = []
+    for event in reversed(marks):
+        if isinstance(event, FileSnapshotEvent):
+            if event.path not in changed:
+                changed.add(event.path)
+                bisect.insort(ordered, event.path)
+        elif isinstance(event, UserEvent) and is_checkpoint(event):
+            out.append(
+                Checkpoint(
+                    seq=event.seq - 1,
+                    prompt=prompt_text(event),
+                    ts=datetime.fromisoformat(event.ts),
+                    files=tuple(ordered),
+                )
+            )
+    out.reverse()
+    return out
 
 
 def _notice(todo: Iterable[_FilePlan], seq: int, record: str) -> UserEvent:

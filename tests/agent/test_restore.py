@@ -19,6 +19,7 @@ import pytest
 from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
 
 from lite_agent_jupyter import (
+    Checkpoint,
     LiteAgent,
     RestoreConflictError,
     SessionsDisabledError,
@@ -887,3 +888,46 @@ async def test_restores_racing_a_folder_swapping_process_never_touch_outside(
     head = await agent.checkpointer.head(sid)
     expected = {"sub/a.txt": b"one\n"} if head == 0 else after
     assert state(workdir) == expected, outcomes
+
+
+async def test_list_checkpoints_follows_what_other_agents_do_to_the_log(
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    project: Path,
+) -> None:
+    """An agent keeps the marks it listed and reads only newer ones next time; another agent
+    (its own Restorer, as another process would be) restoring, undoing, or truncating and
+    writing a different prompt at the same positions must show in the next listing."""
+    agent = make_agent(model=claude(), approvals="allow")
+    await three_prompts(agent, fake_anthropic, project)
+    sid = agent.session_id
+    first = await agent.list_checkpoints()
+    assert [c.prompt for c in first] == PROMPTS
+    other = make_agent(model=claude(), approvals="allow")
+
+    async def cold() -> list[Checkpoint]:  # what an agent that kept nothing lists
+        return await make_agent(model=claude()).list_checkpoints(sid)
+
+    await other.restore(sid, first[1].seq)
+    cut = await agent.list_checkpoints(sid)
+    assert [c.prompt for c in cut] == PROMPTS[:1] and cut == await cold()
+    await other.undo_restore(sid)
+    again = await agent.list_checkpoints(sid)
+    assert [(c.seq, c.prompt, c.files) for c in again] == [
+        (c.seq, c.prompt, c.files) for c in first
+    ]
+    assert again[2].ts > first[2].ts  # appended again: new timestamps
+    assert again == await cold()
+
+    # truncated and rewritten to the same length by someone else: a different last prompt
+    await other.restore(sid, first[2].seq, files=False)
+    fake_anthropic.script(
+        FakeReply("", tool_calls=[FakeToolCall("write_file", {"path": "z.txt", "content": "z"})]),
+        "done",
+    )
+    await other.send("something else")
+    listed = await agent.list_checkpoints(sid)
+    assert [c.prompt for c in listed] == [*PROMPTS[:2], "something else"]
+    assert listed[2].files == ("z.txt",)
+    assert listed == await cold()
