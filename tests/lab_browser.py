@@ -22,12 +22,14 @@ import sys
 import time
 import urllib.request
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import nbformat
 from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
+from nbclient import NotebookClient
+from process_helpers import kernel_env
 
 CHROMIUM = os.environ.get("LITE_AGENT_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -179,6 +181,30 @@ def write_notebook(path: Path, cells: list[str]) -> Path:
     nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
     nbformat.write(nb, str(path))
     return path
+
+
+def run_cells(path: Path, fake: FakeAnthropicServer, indexes: Sequence[int]) -> Any:
+    """Open ``path`` in a new kernel (started as JupyterLab starts one for it), run the cells
+    ``indexes``, save it without widget state (JupyterLab's default) and return it as read
+    back from disk."""
+    notebook = nbformat.read(path, as_version=4)
+    client = NotebookClient(
+        notebook,
+        timeout=120,
+        kernel_name="python3",
+        store_widget_state=False,
+        resources={"metadata": {"path": str(path.parent)}},
+    )
+    env = {
+        "ANTHROPIC_API_KEY": fake.api_key,
+        "ANTHROPIC_BASE_URL": fake.url,
+        "JPY_SESSION_NAME": str(path),
+    }
+    with client.setup_kernel(env=kernel_env(env)):
+        for index in indexes:
+            client.execute_cell(notebook.cells[index], index)
+    nbformat.write(notebook, str(path))
+    return nbformat.read(path, as_version=4)
 
 
 def launch_chromium(playwright: Any) -> Any:

@@ -1,10 +1,14 @@
-"""Helpers for tests that watch real OS processes and poll for a condition with a deadline."""
+"""Helpers for tests that start or watch real OS processes (kernels: their environment) and
+poll for a condition with a deadline."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from pathlib import Path
 
 
 def process_alive(pid: int) -> bool:
@@ -34,3 +38,21 @@ async def async_wait_until(predicate: Callable[[], bool], timeout: float = 60.0)
             return False
         await asyncio.sleep(0.01)
     return True
+
+
+def kernel_env(extra: Mapping[str, str | None]) -> dict[str, str]:
+    """This process's environment without ANTHROPIC_* and JPY_*, plus ``extra`` (``None``
+    removes a name)."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("ANTHROPIC_", "JPY_", "LITE_AGENT_"))
+    }
+    env["PYTHONUNBUFFERED"] = "1"
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    for key, value in extra.items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
+    return env

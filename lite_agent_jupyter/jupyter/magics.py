@@ -454,6 +454,17 @@ class LiteAgentMagics(Magics):
             self.usage = self.usage + result.usage
             self.turns += 1
 
+    def continued_agent(self) -> LiteAgent:
+        """The agent, on the session this notebook continues. After a kernel start the first
+        ``%%agent`` cell picks up the notebook's most recent session; a widget shown before
+        it does the same, so a reopened notebook's ``%agent ui`` shows that session rather
+        than an empty new one (and marks as current the session the next cell writes to)."""
+        agent = self.require_agent()
+        if not self._continued:
+            for note in self._continue_latest(agent):
+                print(note)
+        return agent
+
     def _continue_latest(self, agent: LiteAgent) -> list[str]:
         """After a kernel restart: continue the notebook's most recent session."""
         self._continued = True
@@ -676,15 +687,8 @@ class _TerminalOutput:
     arg("--text", action="store_true", help="print the table, no widget"),
 )
 def _sessions(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
-    agent = magics.require_agent()
-    facade = magics.runner.facade
-    if args.text or not magics.in_kernel:
-        print(render.sessions_text(facade.list_sessions(), agent.session_id))
-        return
-    browser = widgets.SessionBrowser(facade)
-    widgets.display(browser.widget)
-    # The table stays readable in the saved notebook (widget state is not saved).
-    print(render.sessions_text(browser.sessions, agent.session_id))
+    magics.continued_agent()
+    widgets.show_sessions(magics.runner.facade, text=args.text or not magics.in_kernel)
 
 
 @subcommand(
@@ -694,30 +698,14 @@ def _sessions(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
     arg("--text", action="store_true", help="print the table, no widget"),
 )
 def _checkpoints(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
-    magics.require_agent()
-    facade = magics.runner.facade
-    if args.text or not magics.in_kernel:
-        print(render.checkpoints_text(facade.list_checkpoints(facade.session_id)))
-        return
-    slider = widgets.CheckpointSlider(facade)
-    widgets.display(slider.widget)
-    # The table stays readable in the saved notebook (widget state is not saved).
-    print(render.checkpoints_text(cast(Any, slider.checkpoints)))
+    magics.continued_agent()
+    widgets.show_checkpoints(magics.runner.facade, text=args.text or not magics.in_kernel)
 
 
 @subcommand("ui", "The session browser and the checkpoint slider of the current session.")
 def _ui(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
-    agent = magics.require_agent()
-    facade = magics.runner.facade
-    if not magics.in_kernel:
-        _sessions(magics, argparse.Namespace(text=True))
-        _checkpoints(magics, argparse.Namespace(text=True))
-        return
-    browser = widgets.SessionBrowser(facade)
-    slider = widgets.CheckpointSlider(facade)
-    widgets.display(widgets.stacked(browser.widget, slider.widget))
-    print(render.sessions_text(browser.sessions, agent.session_id))
-    print(render.checkpoints_text(cast(Any, slider.checkpoints)))
+    magics.continued_agent()
+    widgets.show_ui(magics.runner.facade, text=not magics.in_kernel)
 
 
 @subcommand("new", "Start a new, empty session (the current one is kept).")

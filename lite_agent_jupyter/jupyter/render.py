@@ -224,12 +224,16 @@ def _when(ts: datetime) -> str:
     return ts.astimezone().strftime("%Y-%m-%d %H:%M")
 
 
-def sessions_text(sessions: Sequence[SessionInfo], current: str | None = None) -> str:
-    """The ``%agent sessions`` table, newest first; ``*`` marks the current session."""
+def sessions_text(
+    sessions: Sequence[SessionInfo], current: str | None = None, *, limit: int | None = None
+) -> str:
+    """The ``%agent sessions`` table, newest first; ``*`` marks the current session. With
+    ``limit``, only the newest ``limit`` rows (the summary under the session browser)."""
     if not sessions:
         return "No sessions yet in this notebook's storage."
+    shown = sessions if limit is None else sessions[:limit]
     rows = [("", "id", "modified", "prompts", "first prompt")]
-    for info in sessions:
+    for info in shown:
         rows.append(
             (
                 "*" if info.id == current else "",
@@ -239,7 +243,15 @@ def sessions_text(sessions: Sequence[SessionInfo], current: str | None = None) -
                 _clip((info.title or "").replace("\n", " "), 60),
             )
         )
-    return _table(rows) + "\n(* current; `%agent resume ID` switches, `%agent new` starts one)"
+    lines = [_table(rows)]
+    if len(shown) < len(sessions):
+        lines.append(
+            f"… and {len(sessions) - len(shown)} older (`%agent sessions --text` lists all)"
+        )
+    if current is not None and not any(info.id == current for info in sessions):
+        lines.append(f"current: {short_id(current)} (nothing sent yet)")
+    lines.append("(* current; `%agent resume ID` switches, `%agent new` starts one)")
+    return "\n".join(lines)
 
 
 def _table(rows: Iterable[Sequence[str]]) -> str:
@@ -280,12 +292,14 @@ def compact_text(result: CompactResult) -> str:
     )
 
 
-def checkpoints_text(checkpoints: Sequence[Checkpoint]) -> str:
-    """The ``%agent checkpoints`` table, oldest first, with the command for each."""
+def checkpoints_text(checkpoints: Sequence[Checkpoint], *, limit: int | None = None) -> str:
+    """The ``%agent checkpoints`` table, oldest first, with the command for each. With
+    ``limit``, only the newest ``limit`` rows (the summary under the slider)."""
     if not checkpoints:
         return "No checkpoints yet: each %%agent prompt makes one."
+    shown = checkpoints if limit is None else checkpoints[-limit:]
     rows = [("seq", "when", "prompt", "files changed after it", "rewind with")]
-    for cp in checkpoints:
+    for cp in shown:
         files = ", ".join(cp.files[:4]) + (f" (+{len(cp.files) - 4})" if len(cp.files) > 4 else "")
         rows.append(
             (
@@ -296,7 +310,9 @@ def checkpoints_text(checkpoints: Sequence[Checkpoint]) -> str:
                 f"%agent restore {cp.seq}",
             )
         )
-    return _table(rows)
+    older = len(checkpoints) - len(shown)
+    head = f"… {older} older (`%agent checkpoints --text` lists all)\n" if older else ""
+    return head + _table(rows)
 
 
 def plan_text(plan: RestorePlan) -> str:

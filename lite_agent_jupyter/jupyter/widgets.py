@@ -2,94 +2,62 @@
 
 No front-end code of our own, so they render wherever ipywidgets does. Both talk to the agent
 through a small *blocking* interface (:class:`SessionControls`, :class:`CheckpointControls`):
-the magics' sync facade, which runs each call on the agent's own event-loop thread. A widget
-callback may run on the kernel's main thread when the kernel is idle or, with comms over
-subshells, on another thread while a cell runs; either way it only calls the facade, which
-serialises access to the agent. A click while a turn runs on the same session answers "busy"
-and changes nothing.
+the kernel's :class:`~.runner.AgentFacade`, which runs each call on the agent's own event-loop
+thread. A widget callback may run on the kernel's main thread when the kernel is idle or, with
+comms over subshells, on another thread while a cell runs; either way it only calls the
+facade, which serialises access to the agent. A click while a turn runs on the same session
+answers "busy" and changes nothing.
 
 A callback's exception would otherwise vanish into the browser's log console, so every action
 reports its result or error inline. Widget state is not saved in notebooks: each ``show_*``
-also leaves a static text summary in the cell output.
+also prints a static text summary under the widget.
+
+What a widget costs on screen is mostly how many widget models the front end has to create
+(each is a message, a model and a view): the widgets share their ``Layout`` and ``Style``
+models (:class:`_Look`), show and hide buttons by changing their box's children rather than
+by a layout of their own, and send one page of sessions, never the whole list.
 """
 
 from __future__ import annotations
 
+import contextlib
 import html
 import threading
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import ipywidgets as w
 from IPython import display as _ipython_display
+from ipywidgets.widgets.widget_string import HTMLStyle
 
+from ..agent import Checkpoint, RestorePlan, RestoreResult
 from ..checkpoint.protocol import SessionInfo
 from ..errors import LiteAgentError, RestoreConflictError, SessionBusyError
+from . import render
 
 display: Callable[..., Any] = _ipython_display.display  # untyped in IPython
 
 __all__ = [
+    "NOT_REWOUND",
+    "SUMMARY_CHECKPOINTS",
     "CheckpointControls",
     "CheckpointSlider",
     "SessionBrowser",
     "SessionControls",
-    "checkpoint_table",
     "relative_time",
-    "session_table",
     "show_checkpoints",
     "show_sessions",
     "show_ui",
-    "stacked",
-    "widget_frontend",
 ]
 
-
-class _Checkpoint(Protocol):
-    @property
-    def seq(self) -> int: ...
-    @property
-    def prompt(self) -> str: ...
-    @property
-    def ts(self) -> datetime: ...
-    @property
-    def files(self) -> Sequence[str]: ...
-
-
-class _FileAction(Protocol):
-    @property
-    def path(self) -> str: ...
-    @property
-    def action(self) -> str: ...
-    @property
-    def diff(self) -> str | None: ...
-    @property
-    def summary(self) -> str: ...
-
-
-class _RestorePlan(Protocol):
-    @property
-    def files(self) -> Sequence[_FileAction]: ...
-    @property
-    def events_cut(self) -> int: ...
-    @property
-    def conflicts(self) -> Sequence[str]: ...
-
-
-class _RestoreResult(Protocol):
-    @property
-    def restored(self) -> Sequence[str]: ...
-    @property
-    def deleted(self) -> Sequence[str]: ...
-    @property
-    def skipped(self) -> Sequence[str]: ...
-    @property
-    def conversation_restored(self) -> bool: ...
+SUMMARY_CHECKPOINTS = 20
+"""The static summary under the slider lists this many of the newest checkpoints."""
 
 
 class SessionControls(Protocol):
-    """The blocking agent calls the session browser needs (the magics' sync facade)."""
+    """The blocking agent calls the session browser needs (the kernel's facade)."""
 
     @property
     def session_id(self) -> str:
@@ -112,7 +80,7 @@ class SessionControls(Protocol):
         """Delete the session as ``LiteAgent.delete_session`` does."""
         ...
 
-    def is_busy(self, session_id: str) -> bool:
+    def is_busy(self, session_id: str | None = None) -> bool:
         """True while a turn of ``session_id`` runs."""
         ...
 
@@ -120,11 +88,11 @@ class SessionControls(Protocol):
 class CheckpointControls(SessionControls, Protocol):
     """The session calls plus time travel (``list_checkpoints`` ... ``undo_restore``)."""
 
-    def list_checkpoints(self, session_id: str) -> Sequence[_Checkpoint]:
+    def list_checkpoints(self, session_id: str | None = None) -> list[Checkpoint]:
         """One checkpoint per prompt of the session, oldest first."""
         ...
 
-    def preview_restore(self, session_id: str, seq: int) -> _RestorePlan:
+    def preview_restore(self, session_id: str, seq: int) -> RestorePlan:
         """What ``restore`` would do; changes nothing."""
         ...
 
@@ -136,24 +104,13 @@ class CheckpointControls(SessionControls, Protocol):
         files: bool = True,
         conversation: bool = True,
         force: bool = False,
-    ) -> _RestoreResult:
+    ) -> RestoreResult:
         """Rewind files and/or conversation to just before the prompt after ``seq``."""
         ...
 
-    def undo_restore(self, session_id: str) -> _RestoreResult:
+    def undo_restore(self, session_id: str, *, force: bool = False) -> RestoreResult:
         """Put back what the last restore of the session replaced."""
         ...
-
-
-def widget_frontend() -> bool:
-    """True when the kernel talks to a front end that can show widgets (a Jupyter kernel);
-    False in terminal IPython or plain Python, where the text twins are used."""
-    try:
-        from IPython import get_ipython
-    except ImportError:  # pragma: no cover - IPython comes with ipywidgets
-        return False
-    shell = get_ipython()
-    return shell is not None and getattr(shell, "kernel", None) is not None
 
 
 def relative_time(when: datetime, now: datetime | None = None) -> str:
@@ -171,10 +128,6 @@ def relative_time(when: datetime, now: datetime | None = None) -> str:
     return when.astimezone(UTC).strftime("%Y-%m-%d")
 
 
-def short_id(session_id: str) -> str:
-    return session_id[:8]
-
-
 def _shorten(text: str | None, width: int) -> str:
     if not text:
         return ""
@@ -182,57 +135,73 @@ def _shorten(text: str | None, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def session_table(
-    sessions: Sequence[SessionInfo],
-    current: str,
-    *,
-    limit: int | None = None,
-    now: datetime | None = None,
-) -> str:
-    """The sessions as a plain text table, the current one marked ``*``."""
-    lines = [f"  {'id':<8}  {'modified':<12}  {'prompts':>7}  first prompt"]
-    shown = sessions if limit is None else sessions[:limit]
-    for info in shown:
-        mark = "*" if info.id == current else " "
-        turns = "" if info.turns is None else str(info.turns)
-        lines.append(
-            f"{mark} {short_id(info.id):<8}  {relative_time(info.mtime, now):<12}  "
-            f"{turns:>7}  {_shorten(info.title, 60)}"
+@contextlib.contextmanager
+def _batched(*widgets: w.Widget) -> Iterator[None]:
+    """Send each widget's trait changes as one message when the block ends."""
+    with contextlib.ExitStack() as stack:
+        for widget in widgets:
+            stack.enter_context(widget.hold_sync())
+        yield
+
+
+class _Look:
+    """The ``Layout`` and ``Style`` models one widget's parts share.
+
+    ipywidgets gives every widget a layout and (most) a style model of its own: a Button is
+    three models, so a browser of a dozen parts was ~40 models for the front end to create.
+    Shared ones are never changed after creation (a change would show on every part)."""
+
+    def __init__(self) -> None:
+        self.auto = w.Layout(width="auto")
+        self.full = w.Layout(width="100%")
+        self.row = w.Layout(align_items="center", flex_flow="row wrap")
+        self.text = w.Layout()
+        self.button_style = w.ButtonStyle()
+        self.html_style = HTMLStyle()
+
+    def button(self, description: str, name: str, **traits: Any) -> w.Button:
+        return w.Button(
+            description=description,
+            layout=self.auto,
+            style=self.button_style,
+            _dom_classes=(f"lite-agent-{name}",),
+            **traits,
         )
-    if limit is not None and len(sessions) > limit:
-        lines.append(f"  … and {len(sessions) - limit} more")
-    if not any(info.id == current for info in sessions):
-        lines.append(f"* {short_id(current):<8}  (current, nothing sent yet)")
-    return "\n".join(lines)
+
+    def html(self, value: str = "", name: str | None = None) -> w.HTML:
+        classes = (f"lite-agent-{name}",) if name else ()
+        return w.HTML(value=value, layout=self.text, style=self.html_style, _dom_classes=classes)
+
+    def hbox(self, children: Sequence[w.Widget]) -> w.HBox:
+        return w.HBox(list(children), layout=self.row)
 
 
 class _Reporter:
-    """One place that shows an action's outcome: a status line and an Output for errors."""
+    """One place that shows an action's outcome: a status line (with the traceback of an
+    unexpected error under it)."""
 
-    def __init__(self) -> None:
-        self.status = w.HTML(value="")
-        self.errors = w.Output()
+    def __init__(self, look: _Look) -> None:
+        self.status = look.html(name="status")
         self.lock = threading.Lock()
 
     def ok(self, message: str) -> None:
-        self.errors.outputs = ()
         self.status.value = f"<span>{html.escape(message)}</span>"
 
     def busy(self, session_id: str) -> None:
-        self.errors.outputs = ()
         self.status.value = (
-            f"<b>busy</b>: a turn is running in session {html.escape(short_id(session_id))}; "
-            "nothing changed. Try again when it has finished."
+            f"<b>busy</b>: a turn is running in session {html.escape(render.short_id(session_id))}"
+            "; nothing changed. Try again when it has finished."
         )
 
     def fail(self, what: str, error: BaseException) -> None:
-        self.status.value = (
+        line = (
             f"<b>{html.escape(what)} failed</b>: {html.escape(type(error).__name__)}: "
             f"{html.escape(str(error))}"
         )
-        self.errors.outputs = ()
         if not isinstance(error, LiteAgentError):
-            self.errors.append_stderr("".join(traceback.format_exception(error)))
+            trace = html.escape("".join(traceback.format_exception(error)))
+            line += f"<details><summary>traceback</summary><pre>{trace}</pre></details>"
+        self.status.value = line
 
     def run(self, what: str, action: Callable[[], None]) -> None:
         """Run one action; its exception is shown inline, never lost in the browser's log."""
@@ -249,6 +218,8 @@ class _Reporter:
             self.lock.release()
 
 
+# -- the session browser ------------------------------------------------------------------
+
 _SESSIONS_CSS = (
     "<style>.lite-agent-sessions select{font-family:var(--jp-code-font-family,monospace);"
     "font-size:var(--jp-code-font-size,13px)}</style>"
@@ -260,7 +231,7 @@ def session_row(info: SessionInfo, current: bool, now: datetime | None = None) -
     turns = "" if info.turns is None else f"{info.turns} prompt{'s' * (info.turns != 1)}"
     cells = [
         "●" if current else " ",
-        f"{short_id(info.id):<8}",
+        f"{render.short_id(info.id):<8}",
         f"{relative_time(info.mtime, now):<11}",
         f"{turns:>11}",
         _shorten(info.title, 90) or "(no prompt)",
@@ -286,28 +257,20 @@ class SessionBrowser:
         self.page = 0
         self.sessions: list[SessionInfo] = []
         self.confirming: str | None = None
-        self.report = _Reporter()
         self._drawing = False
-        self.title = w.HTML()
-        self.new_button = w.Button(description="New", icon="plus", tooltip="new empty session")
-        self.refresh_button = w.Button(description="Refresh", icon="refresh")
-        self.prev_button = w.Button(description="◀ Newer")
-        self.next_button = w.Button(description="Older ▶")
-        self.page_label = w.HTML()
-        self.rows = w.Select(options=[], rows=1, layout=w.Layout(width="100%"))
-        self.resume_button = w.Button(description="Resume", button_style="primary")
-        self.delete_button = w.Button(description="Delete")
-        for button, name in (
-            (self.new_button, "new"),
-            (self.refresh_button, "refresh"),
-            (self.prev_button, "newer"),
-            (self.next_button, "older"),
-            (self.resume_button, "resume"),
-            (self.delete_button, "delete"),
-        ):
-            button.layout.width = "auto"
-            button.add_class(f"lite-agent-{name}")
-        self.rows.add_class("lite-agent-session-rows")
+        look = _Look()
+        self.report = _Reporter(look)
+        self.title = look.html()
+        self.new_button = look.button("New", "new", icon="plus", tooltip="new empty session")
+        self.refresh_button = look.button("Refresh", "refresh", icon="refresh")
+        self.prev_button = look.button("◀ Newer", "newer")
+        self.next_button = look.button("Older ▶", "older")
+        self.page_label = look.html()
+        self.rows = w.Select(
+            options=[], rows=2, layout=look.full, _dom_classes=("lite-agent-session-rows",)
+        )
+        self.resume_button = look.button("Resume", "resume", button_style="primary")
+        self.delete_button = look.button("Delete", "delete")
         self.new_button.on_click(lambda _b: self.new())
         self.refresh_button.on_click(lambda _b: self.report.run("Refresh", self._refresh_ok))
         self.prev_button.on_click(lambda _b: self.show_page(self.page - 1))
@@ -315,7 +278,7 @@ class SessionBrowser:
         self.resume_button.on_click(lambda _b: self.resume(self.selected))
         self.delete_button.on_click(lambda _b: self.delete(self.selected))
         self.rows.observe(self._selection_changed, names="value")
-        header = w.HBox(
+        self.header = look.hbox(
             [
                 self.title,
                 self.new_button,
@@ -323,19 +286,21 @@ class SessionBrowser:
                 self.prev_button,
                 self.page_label,
                 self.next_button,
-            ],
-            layout=w.Layout(align_items="center", flex_flow="row wrap"),
+            ]
         )
-        actions = w.HBox(
-            [self.resume_button, self.delete_button, self.report.status],
-            layout=w.Layout(align_items="center"),
-        )
-        self.widget = w.VBox(
-            [w.HTML(_SESSIONS_CSS), header, self.rows, actions, self.report.errors],
-            layout=w.Layout(width="100%"),
-        )
-        self.widget.add_class("lite-agent-sessions")
+        self.actions = look.hbox([self.resume_button, self.delete_button, self.report.status])
+        self._box: w.VBox | None = None
         self.refresh()
+        # Built last, with its children as they are: no second message to change them.
+        self._box = w.VBox(
+            self._children(), layout=look.full, _dom_classes=("lite-agent-sessions",)
+        )
+
+    @property
+    def widget(self) -> w.VBox:
+        """The widget to display."""
+        assert self._box is not None  # built in __init__
+        return self._box
 
     # -- reading ------------------------------------------------------------------------
 
@@ -381,40 +346,49 @@ class SessionBrowser:
         self.confirming = None
         self._draw()
 
+    def _children(self) -> list[w.Widget]:
+        """The rows are left out while there are none (an empty list box says nothing)."""
+        rows = [self.rows] if self.rows.options else []
+        return [self.header, *rows, self.actions]
+
     def _draw(self) -> None:
         current = self.controls.session_id
         now = datetime.now(UTC)
         start = self.page * self.page_size
         shown = self.sessions[start : start + self.page_size]
-        self._drawing = True
-        try:
-            self.rows.options = [
-                (session_row(info, info.id == current, now), info.id) for info in shown
-            ]
-            self.rows.rows = max(2, len(shown))  # 1 would draw a drop-down
-            ids = [info.id for info in shown]
-            self.rows.value = current if current in ids else None
-        finally:
-            self._drawing = False
-        self.rows.layout.display = None if shown else "none"
         total = len(self.sessions)
         listed = any(info.id == current for info in self.sessions)
-        note = "" if listed else f" · current: {short_id(current)} (nothing sent yet)"
-        self.title.value = f"<b>Sessions</b> ({total}){html.escape(note)}"
-        self.page_label.value = (
-            f"{start + 1}–{start + len(shown)} of {total}" if total else "no sessions yet"
-        )
-        self.prev_button.disabled = self.page == 0
-        self.next_button.disabled = self.page >= self.pages - 1
+        note = "" if listed else f" · current: {render.short_id(current)} (nothing sent yet)"
+        parts = (self.rows, self.title, self.page_label, self.prev_button, self.next_button)
+        with _batched(*parts):
+            self._drawing = True
+            try:
+                self.rows.options = [
+                    (session_row(info, info.id == current, now), info.id) for info in shown
+                ]
+                self.rows.rows = max(2, len(shown))  # 1 would draw a drop-down
+                ids = [info.id for info in shown]
+                self.rows.value = current if current in ids else None
+            finally:
+                self._drawing = False
+            self.title.value = f"{_SESSIONS_CSS}<b>Sessions</b> ({total}){html.escape(note)}"
+            self.page_label.value = (
+                f"{start + 1}–{start + len(shown)} of {total}" if total else "no sessions yet"
+            )
+            self.prev_button.disabled = self.page == 0
+            self.next_button.disabled = self.page >= self.pages - 1
         self._draw_actions()
+        if self._box is not None and list(self._box.children) != self._children():
+            self._box.children = self._children()
 
     def _draw_actions(self) -> None:
         selected = self.selected
-        self.resume_button.disabled = selected is None or selected == self.controls.session_id
-        self.delete_button.disabled = selected is None
         confirming = selected is not None and selected == self.confirming
-        self.delete_button.description = "Confirm delete" if confirming else "Delete"
-        self.delete_button.button_style = "danger" if confirming else ""
+        with _batched(self.resume_button, self.delete_button):
+            self.resume_button.disabled = selected is None or selected == self.controls.session_id
+            self.delete_button.disabled = selected is None
+            self.delete_button.description = "Confirm delete" if confirming else "Delete"
+            self.delete_button.button_style = "danger" if confirming else ""
 
     def _selection_changed(self, _change: object) -> None:
         if self._drawing:
@@ -423,10 +397,8 @@ class SessionBrowser:
         self._draw_actions()
 
     def summary(self) -> str:
-        """The static text left beside the widget (widget state is not saved)."""
-        return f"Sessions ({len(self.sessions)}, newest first; * = current):\n" + session_table(
-            self.sessions, self.controls.session_id, limit=self.page_size
-        )
+        """The static text printed under the widget (widget state is not saved)."""
+        return render.sessions_text(self.sessions, self.controls.session_id, limit=self.page_size)
 
     # -- actions ------------------------------------------------------------------------
 
@@ -447,7 +419,7 @@ class SessionBrowser:
                 return
             self.controls.resume(session_id)
             self.refresh()
-            self.report.ok(f"Resumed session {short_id(session_id)}.")
+            self.report.ok(f"Resumed session {render.short_id(session_id)}.")
 
         self.report.run("Resume", action)
 
@@ -459,7 +431,7 @@ class SessionBrowser:
                 return
             new_id = self.controls.clear()
             self.refresh()
-            self.report.ok(f"New session {short_id(new_id)} is current.")
+            self.report.ok(f"New session {render.short_id(new_id)} is current.")
 
         self.report.run("New", action)
 
@@ -474,7 +446,7 @@ class SessionBrowser:
                 self.confirming = session_id
                 self._draw_actions()
                 self.report.ok(
-                    f"Delete session {short_id(session_id)} and its files? Click "
+                    f"Delete session {render.short_id(session_id)} and its files? Click "
                     "'Confirm delete' to delete it; any other action cancels."
                 )
                 return
@@ -484,27 +456,9 @@ class SessionBrowser:
                 return
             self.controls.delete_session(session_id)
             self.refresh()
-            self.report.ok(f"Deleted session {short_id(session_id)}.")
+            self.report.ok(f"Deleted session {render.short_id(session_id)}.")
 
         self.report.run("Delete", action)
-
-
-def _show(widget: w.Widget, summary: str) -> None:
-    display(widget)
-    display({"text/plain": summary}, raw=True)
-
-
-def show_sessions(
-    controls: SessionControls, *, text: bool = False, page_size: int = 15
-) -> SessionBrowser | None:
-    """``%agent sessions``: the browser where a widget front end is present (with a static
-    summary beside it), else (or with ``text=True``) the text table. Returns the browser."""
-    if text or not widget_frontend():
-        print(session_table(controls.list_sessions(), controls.session_id))
-        return None
-    browser = SessionBrowser(controls, page_size=page_size)
-    _show(browser.widget, browser.summary())
-    return browser
 
 
 # -- the checkpoint slider ----------------------------------------------------------------
@@ -524,28 +478,13 @@ def first_words(text: str, count: int = 6, width: int = 40) -> str:
     return _shorten(short, width) or "(empty prompt)"
 
 
-def stop_label(checkpoint: _Checkpoint) -> str:
+def stop_label(checkpoint: Checkpoint) -> str:
     """The slider readout of a stop: the state just before that prompt."""
     return f"before: {first_words(checkpoint.prompt)}"
 
 
 def _when(ts: datetime, now: datetime | None = None) -> str:
     return f"{ts.astimezone(UTC).strftime('%Y-%m-%d %H:%M:%S UTC')} ({relative_time(ts, now)})"
-
-
-def checkpoint_table(checkpoints: Sequence[_Checkpoint], *, limit: int = 50) -> str:
-    """The checkpoints as plain text (oldest first), with the command that restores each."""
-    lines = [f"  {'seq':>6}  {'when':<12}  prompt  (files changed from there on)"]
-    shown = list(checkpoints)[-limit:]
-    if len(checkpoints) > limit:
-        lines.append(f"  … {len(checkpoints) - limit} older prompts")
-    for cp in shown:
-        files = f"  ({', '.join(cp.files[:4])}{', …' if len(cp.files) > 4 else ''})"
-        lines.append(
-            f"  {cp.seq:>6}  {relative_time(cp.ts):<12}  {_shorten(cp.prompt, 50)}"
-            f"{files if cp.files else ''}"
-        )
-    return "\n".join(lines)
 
 
 _ACTION_WORDS = {
@@ -561,17 +500,19 @@ class CheckpointSlider:
     """A slider over the prompts of one session with a preview, Restore and Undo restore.
 
     Each stop is the state just before that prompt, oldest on the left; it starts on the
-    newest stop with its preview on screen, so Restore works at once.
+    newest stop with its preview on screen, so Restore works at once. ``Restore anyway``
+    and ``Undo restore`` are in the button row only while they apply.
     """
 
     def __init__(self, controls: CheckpointControls, session_id: str | None = None) -> None:
         self.controls = controls
         self.session_id = session_id or controls.session_id
-        self.checkpoints: list[_Checkpoint] = []
-        self.plan: _RestorePlan | None = None
-        self.report = _Reporter()
+        self.checkpoints: list[Checkpoint] = []
+        self.plan: RestorePlan | None = None
         self._moving = False
-        self.title = w.HTML()
+        look = _Look()
+        self.report = _Reporter(look)
+        self.title = look.html()
         self.slider = w.SelectionSlider(
             options=[("(none)", 0)],
             value=0,
@@ -580,49 +521,42 @@ class CheckpointSlider:
             readout=False,
             layout=w.Layout(flex="1 1 auto", min_width="0"),
             style={"description_width": "0px"},
+            _dom_classes=("lite-agent-slider",),
         )
-        self.slider.add_class("lite-agent-slider")
-        self.readout = w.HTML(layout=w.Layout(flex="0 1 auto", max_width="50%"))
-        self.readout.add_class("lite-agent-readout")
+        self.readout = w.HTML(
+            layout=w.Layout(flex="0 1 auto", max_width="50%"),
+            style=look.html_style,
+            _dom_classes=("lite-agent-readout",),
+        )
         self.slider.observe(self._moved, names="value")
-        self.preview = w.HTML()
-        self.preview.add_class("lite-agent-preview")
+        self.preview = look.html(name="preview")
         self.diffs_button = w.ToggleButton(
-            value=False, description="Show diffs", icon="code", layout=w.Layout(width="auto")
+            value=False, description="Show diffs", icon="code", layout=look.auto
         )
         self.diffs_button.observe(lambda _c: self._draw_diffs(), names="value")
-        self.diffs = w.HTML()
-        self.files_toggle = w.Checkbox(value=True, description="files", indent=False)
-        self.conversation_toggle = w.Checkbox(value=True, description="conversation", indent=False)
-        for toggle in (self.files_toggle, self.conversation_toggle):
-            toggle.layout = w.Layout(width="auto")
-        self.restore_button = w.Button(description="Restore", button_style="warning", icon="undo")
-        self.restore_button.add_class("lite-agent-restore")
+        self.diffs = look.html(name="diffs")
+        self.files_toggle = w.Checkbox(
+            value=True, description="files", indent=False, layout=look.auto
+        )
+        self.conversation_toggle = w.Checkbox(
+            value=True,
+            description="conversation",
+            indent=False,
+            layout=look.auto,
+            style=self.files_toggle.style,
+        )
+        self.restore_button = look.button("Restore", "restore", button_style="warning", icon="undo")
         self.restore_button.on_click(lambda _b: self.restore())
-        self.force_button = w.Button(
-            description="Restore anyway", button_style="danger", layout=w.Layout(display="none")
-        )
-        self.force_button.add_class("lite-agent-restore-anyway")
+        self.force_button = look.button("Restore anyway", "restore-anyway", button_style="danger")
         self.force_button.on_click(lambda _b: self.restore(force=True))
-        self.undo_button = w.Button(
-            description="Undo restore", icon="redo", layout=w.Layout(display="none")
-        )
-        self.undo_button.add_class("lite-agent-undo")
+        self.undo_button = look.button("Undo restore", "undo", icon="redo")
         self.undo_button.on_click(lambda _b: self.undo())
-        self.result = w.HTML()
-        self.result.add_class("lite-agent-result")
-        note = w.HTML(f"<small><i>{html.escape(NOT_REWOUND)}</i></small>")
-        actions = w.HBox(
-            [
-                self.restore_button,
-                self.files_toggle,
-                self.conversation_toggle,
-                self.diffs_button,
-                self.force_button,
-                self.undo_button,
-            ],
-            layout=w.Layout(align_items="center", flex_flow="row wrap"),
-        )
+        self.result = look.html(name="result")
+        self.note = look.html(f"<small><i>{html.escape(NOT_REWOUND)}</i></small>")
+        self._undoable = False
+        self._conflicted = False
+        self.actions = look.hbox(self._buttons())
+        self.reload()
         self.widget = w.VBox(
             [
                 self.title,
@@ -631,50 +565,68 @@ class CheckpointSlider:
                     layout=w.Layout(width="100%", align_items="center"),
                 ),
                 self.preview,
-                actions,
+                self.actions,
                 self.diffs,
                 self.result,
                 self.report.status,
-                self.report.errors,
-                note,
+                self.note,
             ],
-            layout=w.Layout(width="100%"),
+            layout=look.full,
+            _dom_classes=("lite-agent-checkpoints",),
         )
-        self.widget.add_class("lite-agent-checkpoints")
-        self.reload()
 
     # -- reading ------------------------------------------------------------------------
 
     @property
-    def selected(self) -> _Checkpoint | None:
+    def selected(self) -> Checkpoint | None:
         if not self.checkpoints:
             return None
         return self.checkpoints[int(self.slider.value)]
+
+    def shows(self, button: w.Button) -> bool:
+        """Whether ``button`` is in the button row now (Restore anyway, Undo restore)."""
+        return button in self.actions.children
+
+    def _buttons(self) -> list[w.Widget]:
+        extra = [self.force_button] if self._conflicted else []
+        extra += [self.undo_button] if self._undoable else []
+        base = [self.restore_button, self.files_toggle, self.conversation_toggle]
+        return [*base, self.diffs_button, *extra]
+
+    def _set_buttons(self, *, conflicted: bool | None = None, undoable: bool | None = None) -> None:
+        if conflicted is not None:
+            self._conflicted = conflicted
+        if undoable is not None:
+            self._undoable = undoable
+        wanted = self._buttons()
+        if list(self.actions.children) != wanted:
+            self.actions.children = wanted
 
     def reload(self) -> None:
         """Re-read the checkpoints; select the newest stop and preview it."""
         self.checkpoints = list(self.controls.list_checkpoints(self.session_id))
         count = len(self.checkpoints)
-        self.title.value = (
-            f"<b>Checkpoints</b> of session {html.escape(short_id(self.session_id))}: "
-            f"{count} prompt{'s' * (count != 1)}" + (", oldest on the left" if count > 1 else "")
-        )
-        self._moving = True
-        try:
-            if count:
-                self.slider.options = [
-                    (stop_label(cp), index) for index, cp in enumerate(self.checkpoints)
-                ]
-                self.slider.value = count - 1
-            else:
-                self.slider.options = [("no prompts yet", 0)]
-                self.slider.value = 0
-        finally:
-            self._moving = False
-        # One stop: a slider cannot move; the readout still names the prompt.
-        self.slider.disabled = count < 2
-        self.restore_button.disabled = count == 0
-        self.force_button.layout.display = "none"
+        with _batched(self.slider, self.title, self.restore_button):
+            self.title.value = (
+                f"<b>Checkpoints</b> of session {html.escape(render.short_id(self.session_id))}"
+                f": {count} prompt{'s' * (count != 1)}"
+                + (", oldest on the left" if count > 1 else "")
+            )
+            self._moving = True
+            try:
+                if count:
+                    self.slider.options = [
+                        (stop_label(cp), index) for index, cp in enumerate(self.checkpoints)
+                    ]
+                    self.slider.value = count - 1
+                else:
+                    self.slider.options = [("no prompts yet", 0)]
+                    self.slider.value = 0
+            finally:
+                self._moving = False
+            # One stop: a slider cannot move; the readout still names the prompt.
+            self.slider.disabled = count < 2
+            self.restore_button.disabled = count == 0
         self._show_preview()
 
     def _moved(self, _change: object) -> None:
@@ -682,53 +634,19 @@ class CheckpointSlider:
             self.report.run("Preview", self._show_preview)
 
     def _show_preview(self) -> None:
+        self._set_buttons(conflicted=False)
         checkpoint = self.selected
-        self.force_button.layout.display = "none"
-        self.readout.value = (
-            "<i>no prompts yet</i>"
-            if checkpoint is None
-            else f"<b>{html.escape(stop_label(checkpoint))}</b>"
-        )
         if checkpoint is None:
             self.plan = None
-            self.preview.value = "<i>No prompts in this session yet: nothing to restore.</i>"
+            with _batched(self.readout, self.preview):
+                self.readout.value = "<i>no prompts yet</i>"
+                self.preview.value = "<i>No prompts in this session yet: nothing to restore.</i>"
             self._draw_diffs()
             return
         self.plan = self.controls.preview_restore(self.session_id, checkpoint.seq)
-        number = self.checkpoints.index(checkpoint) + 1
-        parts = [
-            f"<div><b>Before prompt {number}</b> · {html.escape(_when(checkpoint.ts))} · "
-            f"seq {checkpoint.seq}</div>",
-            "<div style='white-space:pre-wrap;border-left:3px solid "
-            "var(--jp-border-color1,#ccc);padding-left:6px;margin:4px 0'>"
-            f"{html.escape(_shorten(checkpoint.prompt, 400))}</div>",
-        ]
-        changes = [f for f in self.plan.files if f.action != "unchanged"]
-        if changes:
-            items = "".join(
-                f"<li><code>{html.escape(f.path)}</code>: "
-                f"{html.escape(_ACTION_WORDS.get(f.action, f.action))}"
-                f"{' — ' + html.escape(f.summary) if f.summary else ''}</li>"
-                for f in changes
-            )
-            parts.append(
-                f"<div>Files a restore would change ({len(changes)}):<ul>{items}</ul></div>"
-            )
-        else:
-            parts.append("<div>No file would change.</div>")
-        cut = self.plan.events_cut
-        parts.append(
-            f"<div>Conversation: {cut} event{'s' * (cut != 1)} after this point would be "
-            "cut (kept for Undo restore).</div>"
-        )
-        if self.plan.conflicts:
-            parts.append(
-                "<div><b>Edited outside the agent</b> (Restore will refuse; "
-                "Restore anyway overwrites): "
-                + ", ".join(f"<code>{html.escape(p)}</code>" for p in self.plan.conflicts)
-                + "</div>"
-            )
-        self.preview.value = "".join(parts)
+        with _batched(self.readout, self.preview):
+            self.readout.value = f"<b>{html.escape(stop_label(checkpoint))}</b>"
+            self.preview.value = _preview_html(checkpoint, int(self.slider.value) + 1, self.plan)
         self._draw_diffs()
 
     def _draw_diffs(self) -> None:
@@ -743,14 +661,12 @@ class CheckpointSlider:
         self.diffs.value = "".join(blocks) or "<i>No text differences to show.</i>"
 
     def summary(self) -> str:
-        """The static text left beside the widget (widget state is not saved)."""
-        head = (
-            f"Checkpoints of session {self.session_id} ({len(self.checkpoints)} prompts, "
-            "oldest first). Restore one with: %agent restore SEQ"
+        """The static text printed under the widget (widget state is not saved)."""
+        return (
+            f"Checkpoints of session {render.short_id(self.session_id)}… "
+            f"({len(self.checkpoints)} prompts):\n"
+            + render.checkpoints_text(self.checkpoints, limit=SUMMARY_CHECKPOINTS)
         )
-        if not self.checkpoints:
-            return head + "\n  (no prompts yet)"
-        return head + "\n" + checkpoint_table(self.checkpoints)
 
     # -- actions ------------------------------------------------------------------------
 
@@ -783,21 +699,21 @@ class CheckpointSlider:
                 return
             label = stop_label(checkpoint)
             self.result.value = _result_html(f"Restored to {label}", result)
-            self.undo_button.layout.display = None
+            self._set_buttons(undoable=True)
             self.reload()
-            self.report.ok(f"Restored session {short_id(self.session_id)} to {label}.")
+            self.report.ok(f"Restored session {render.short_id(self.session_id)} to {label}.")
 
         self.report.run("Restore", action)
 
     def _show_conflicts(self, error: RestoreConflictError) -> None:
-        paths = getattr(error, "paths", ()) or (self.plan.conflicts if self.plan else ())
+        paths = error.paths or (self.plan.conflicts if self.plan else ())
         listed = ", ".join(f"<code>{html.escape(p)}</code>" for p in paths)
         self.result.value = (
             "<b>Not restored</b>: these files were changed outside the agent since it last "
             f"wrote them: {listed or html.escape(str(error))}. Nothing was changed. "
             "<b>Restore anyway</b> overwrites them (Undo restore brings them back)."
         )
-        self.force_button.layout.display = None
+        self._set_buttons(conflicted=True)
         self.report.ok("Restore refused: files edited outside the agent.")
 
     def undo(self) -> None:
@@ -806,14 +722,50 @@ class CheckpointSlider:
                 return
             result = self.controls.undo_restore(self.session_id)
             self.result.value = _result_html("Undid the last restore", result, undo=True)
-            self.undo_button.layout.display = "none"
+            self._set_buttons(undoable=False)
             self.reload()
-            self.report.ok(f"Undid the last restore of session {short_id(self.session_id)}.")
+            self.report.ok(f"Undid the last restore of session {render.short_id(self.session_id)}.")
 
         self.report.run("Undo restore", action)
 
 
-def _result_html(what: str, result: _RestoreResult, *, undo: bool = False) -> str:
+def _preview_html(checkpoint: Checkpoint, number: int, plan: RestorePlan) -> str:
+    """The preview of one stop: its prompt and time, the files a restore would change, how
+    much of the conversation it cuts, files edited outside the agent."""
+    parts = [
+        f"<div><b>Before prompt {number}</b> · {html.escape(_when(checkpoint.ts))} · "
+        f"seq {checkpoint.seq}</div>",
+        "<div style='white-space:pre-wrap;border-left:3px solid "
+        "var(--jp-border-color1,#ccc);padding-left:6px;margin:4px 0'>"
+        f"{html.escape(_shorten(checkpoint.prompt, 400))}</div>",
+    ]
+    changes = [f for f in plan.files if f.action != "unchanged"]
+    if changes:
+        items = "".join(
+            f"<li><code>{html.escape(f.path)}</code>: "
+            f"{html.escape(_ACTION_WORDS.get(f.action, f.action))}"
+            f"{' — ' + html.escape(f.summary) if f.summary else ''}</li>"
+            for f in changes
+        )
+        parts.append(f"<div>Files a restore would change ({len(changes)}):<ul>{items}</ul></div>")
+    else:
+        parts.append("<div>No file would change.</div>")
+    cut = plan.events_cut
+    parts.append(
+        f"<div>Conversation: {cut} event{'s' * (cut != 1)} after this point would be "
+        "cut (kept for Undo restore).</div>"
+    )
+    if plan.conflicts:
+        parts.append(
+            "<div><b>Edited outside the agent</b> (Restore will refuse; "
+            "Restore anyway overwrites): "
+            + ", ".join(f"<code>{html.escape(p)}</code>" for p in plan.conflicts)
+            + "</div>"
+        )
+    return "".join(parts)
+
+
+def _result_html(what: str, result: RestoreResult, *, undo: bool = False) -> str:
     def paths(items: Sequence[str]) -> str:
         return ", ".join(f"<code>{html.escape(p)}</code>" for p in items) or "none"
 
@@ -831,39 +783,46 @@ def _result_html(what: str, result: _RestoreResult, *, undo: bool = False) -> st
     return " ".join(parts)
 
 
-def show_checkpoints(
-    controls: CheckpointControls, session_id: str | None = None, *, text: bool = False
-) -> CheckpointSlider | None:
-    """``%agent checkpoints``: the slider (with a static summary) where a widget front end
-    is present, else (or with ``text=True``) the text table."""
-    if text or not widget_frontend():
-        sid = session_id or controls.session_id
-        print(f"Checkpoints of session {sid} (oldest first); restore with %agent restore SEQ")
-        print(checkpoint_table(controls.list_checkpoints(sid)))
+# -- showing them -------------------------------------------------------------------------
+
+
+def show_sessions(controls: SessionControls, *, text: bool = False) -> SessionBrowser | None:
+    """``%agent sessions``: the browser with its static summary printed under it; with
+    ``text=True`` (no widget front end, or ``--text``) the whole table only."""
+    if text:
+        print(render.sessions_text(controls.list_sessions(), controls.session_id))
         return None
-    slider = CheckpointSlider(controls, session_id)
-    _show(slider.widget, slider.summary())
+    browser = SessionBrowser(controls)
+    display(browser.widget)
+    print(browser.summary())
+    return browser
+
+
+def show_checkpoints(
+    controls: CheckpointControls, *, text: bool = False
+) -> CheckpointSlider | None:
+    """``%agent checkpoints``: the slider of the current session with its static summary
+    printed under it; with ``text=True`` every checkpoint as a table only."""
+    if text:
+        print(render.checkpoints_text(controls.list_checkpoints(controls.session_id)))
+        return None
+    slider = CheckpointSlider(controls)
+    display(slider.widget)
+    print(slider.summary())
     return slider
 
 
-def stacked(*parts: w.Widget) -> w.VBox:
-    """Widgets one under the other, separated by a rule (``%agent ui``)."""
-    children: list[w.Widget] = []
-    for part in parts:
-        if children:
-            children.append(w.HTML("<hr>"))
-        children.append(part)
-    return w.VBox(children)
-
-
-def show_ui(controls: CheckpointControls) -> tuple[SessionBrowser, CheckpointSlider] | None:
-    """``%agent ui``: the session browser and the checkpoint slider of the current session."""
-    if not widget_frontend():
+def show_ui(
+    controls: CheckpointControls, *, text: bool = False
+) -> tuple[SessionBrowser, CheckpointSlider] | None:
+    """``%agent ui``: the session browser over the checkpoint slider of the current session,
+    one summary for both printed under them."""
+    if text:
         show_sessions(controls, text=True)
         show_checkpoints(controls, text=True)
         return None
     browser = SessionBrowser(controls)
     slider = CheckpointSlider(controls)
-    box = stacked(browser.widget, slider.widget)
-    _show(box, browser.summary() + "\n\n" + slider.summary())
+    display(w.VBox([browser.widget, w.HTML("<hr>"), slider.widget]))
+    print(browser.summary() + "\n\n" + slider.summary())
     return browser, slider

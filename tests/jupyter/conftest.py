@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 from fake_anthropic import FakeAnthropicServer
-from nbkernel import SETUP, Kernel, StartKernel, kernel_env
+from nbkernel import SETUP, Kernel, StartKernel
+from process_helpers import kernel_env
 
 
 @pytest.fixture

@@ -9,9 +9,7 @@ reads the final Markdown and text of each display and counts the display message
 
 from __future__ import annotations
 
-import os
 import queue
-import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -181,21 +179,3 @@ class Kernel:
 
 
 StartKernel = Callable[..., "Kernel"]
-
-
-def kernel_env(extra: Mapping[str, str | None]) -> dict[str, str]:
-    """This process's environment without ANTHROPIC_* and JPY_*, plus ``extra`` (``None``
-    removes a name)."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("ANTHROPIC_", "JPY_", "LITE_AGENT_"))
-    }
-    env["PYTHONUNBUFFERED"] = "1"
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    for key, value in extra.items():
-        if value is None:
-            env.pop(key, None)
-        else:
-            env[key] = value
-    return env

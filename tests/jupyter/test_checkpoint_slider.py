@@ -1,6 +1,8 @@
 """The checkpoint slider, clicked without a browser: preview, Restore, Undo restore, conflicts
-and Restore anyway, files-only, busy, against a real agent (the official client and the fake
-Messages API server), the real file backend, real files and the real restore."""
+and Restore anyway, files-only, busy, on the kernel's own runner and facade
+(``AgentRunner.facade``, what ``%agent checkpoints`` hands the widget) over a real agent (the
+official client and the fake Messages API server), the real file backend, real files and the
+real restore. Assertions read the files on disk, the log and the agent's current session."""
 
 from __future__ import annotations
 
@@ -11,10 +13,11 @@ from pathlib import Path
 
 import pytest
 from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
-from widget_controls import LoopThreadControls
+from kernel_agent import send, send_in_background, start_runner
 
 from lite_agent_jupyter import Storage, create_lite_agent
-from lite_agent_jupyter.jupyter.widgets import NOT_REWOUND, CheckpointSlider
+from lite_agent_jupyter.jupyter.runner import AgentFacade, AgentRunner
+from lite_agent_jupyter.jupyter.widgets import NOT_REWOUND, SUMMARY_CHECKPOINTS, CheckpointSlider
 from lite_agent_jupyter.providers import anthropic
 
 
@@ -31,11 +34,11 @@ def storage(tmp_path: Path) -> Storage:
 
 
 @pytest.fixture
-def controls(
+def runner(
     fake_anthropic: FakeAnthropicServer, workdir: Path, storage: Storage
-) -> Iterator[LoopThreadControls]:
+) -> Iterator[AgentRunner]:
     fake_anthropic.default = FakeReply("Done.")
-    made = LoopThreadControls(
+    made = start_runner(
         lambda: create_lite_agent(
             model=anthropic(api_key=fake_anthropic.api_key, base_url=fake_anthropic.url),
             workdir=workdir,
@@ -44,7 +47,12 @@ def controls(
         )
     )
     yield made
-    made.close()
+    made.stop()
+
+
+@pytest.fixture
+def controls(runner: AgentRunner) -> AgentFacade:
+    return runner.facade
 
 
 def write(server: FakeAnthropicServer, path: str, content: str) -> None:
@@ -70,21 +78,19 @@ def prompts(storage: Storage, session_id: str) -> list[object]:
 
 
 @pytest.fixture
-def three_prompts(
-    controls: LoopThreadControls, fake_anthropic: FakeAnthropicServer, workdir: Path
-) -> str:
+def three_prompts(runner: AgentRunner, fake_anthropic: FakeAnthropicServer, workdir: Path) -> str:
     """notes.txt written (v1) then changed (v2), then other.txt written."""
     write(fake_anthropic, "notes.txt", "version one\n")
-    controls.send("Write notes.txt with version one")
+    send(runner, "Write notes.txt with version one")
     write(fake_anthropic, "notes.txt", "version two\n")
-    controls.send("Change notes.txt to version two")
+    send(runner, "Change notes.txt to version two")
     write(fake_anthropic, "other.txt", "other\n")
-    controls.send("Add other.txt")
-    return controls.session_id
+    send(runner, "Add other.txt")
+    return runner.agent().session_id
 
 
 def test_starts_on_the_newest_stop_with_its_preview(
-    controls: LoopThreadControls, three_prompts: str
+    controls: AgentFacade, three_prompts: str
 ) -> None:
     slider = CheckpointSlider(controls)
     labels = [label for label, _ in slider.slider.options]
@@ -98,14 +104,16 @@ def test_starts_on_the_newest_stop_with_its_preview(
     assert "Before prompt 3" in slider.preview.value and "Add other.txt" in slider.preview.value
     assert "<code>other.txt</code>: delete" in slider.preview.value
     assert "notes.txt" not in slider.preview.value
-    assert NOT_REWOUND in slider.widget.children[-1].value
+    assert NOT_REWOUND in slider.note.value
     summary = slider.summary()
-    assert "3 prompts" in summary and "%agent restore SEQ" in summary
+    assert "(3 prompts)" in summary and "older" not in summary
+    seqs = [cp.seq for cp in slider.checkpoints]
+    assert all(f"%agent restore {seq}" in summary for seq in seqs)
     assert "Change notes.txt to version two" in summary
 
 
 def test_moving_the_slider_previews_that_stop_with_diffs_on_demand(
-    controls: LoopThreadControls, three_prompts: str
+    controls: AgentFacade, three_prompts: str
 ) -> None:
     slider = CheckpointSlider(controls)
     slider.slider.value = 1
@@ -122,7 +130,7 @@ def test_moving_the_slider_previews_that_stop_with_diffs_on_demand(
 
 
 def test_restore_then_undo_restore(
-    controls: LoopThreadControls, three_prompts: str, workdir: Path, storage: Storage
+    controls: AgentFacade, three_prompts: str, workdir: Path, storage: Storage
 ) -> None:
     sid = three_prompts
     slider = CheckpointSlider(controls)
@@ -133,7 +141,7 @@ def test_restore_then_undo_restore(
     assert prompts(storage, sid) == ["Write notes.txt with version one"]
     assert "Restored to before: Change notes.txt" in slider.result.value
     assert "Conversation rewound" in slider.result.value
-    assert slider.undo_button.layout.display != "none"
+    assert slider.shows(slider.undo_button)
     assert len(slider.slider.options) == 1  # the stops after it are gone with the conversation
 
     slider.undo_button.click()
@@ -142,13 +150,13 @@ def test_restore_then_undo_restore(
     assert len(prompts(storage, sid)) == 3
     assert "Undid the last restore" in slider.result.value
     assert "Conversation put back" in slider.result.value
-    assert slider.undo_button.layout.display == "none"
+    assert not slider.shows(slider.undo_button)
     assert len(slider.slider.options) == 3 and slider.slider.value == 2
     assert controls.session_id == sid
 
 
 def test_files_only_keeps_the_conversation(
-    controls: LoopThreadControls, three_prompts: str, workdir: Path, storage: Storage
+    controls: AgentFacade, three_prompts: str, workdir: Path, storage: Storage
 ) -> None:
     slider = CheckpointSlider(controls)
     slider.slider.value = 0
@@ -160,7 +168,7 @@ def test_files_only_keeps_the_conversation(
 
 
 def test_a_file_edited_outside_the_agent_is_a_conflict_then_restore_anyway(
-    controls: LoopThreadControls, three_prompts: str, workdir: Path, storage: Storage
+    controls: AgentFacade, three_prompts: str, workdir: Path, storage: Storage
 ) -> None:
     (workdir / "notes.txt").write_text("edited by hand\n")
     slider = CheckpointSlider(controls)
@@ -171,17 +179,18 @@ def test_a_file_edited_outside_the_agent_is_a_conflict_then_restore_anyway(
     assert (workdir / "other.txt").exists()
     assert len(prompts(storage, three_prompts)) == 3
     assert "Not restored" in slider.result.value and "<code>notes.txt</code>" in slider.result.value
-    assert slider.force_button.layout.display != "none"
+    assert slider.shows(slider.force_button)
     slider.force_button.click()
     assert (workdir / "notes.txt").read_text() == "version one\n"
     assert not (workdir / "other.txt").exists()
-    assert slider.force_button.layout.display == "none"
+    assert not slider.shows(slider.force_button)
     slider.undo_button.click()  # the hand edit comes back too
     assert (workdir / "notes.txt").read_text() == "edited by hand\n"
 
 
 def test_a_click_while_a_turn_runs_is_busy_and_changes_nothing(
-    controls: LoopThreadControls,
+    runner: AgentRunner,
+    controls: AgentFacade,
     three_prompts: str,
     workdir: Path,
     storage: Storage,
@@ -191,12 +200,15 @@ def test_a_click_while_a_turn_runs_is_busy_and_changes_nothing(
     slider.slider.value = 0
     release = threading.Event()
     fake_anthropic.script(FakeReply("slow answer", hold=release))
-    turn = controls.start_send("a long question")
+    turn = send_in_background(runner, "a long question")
     try:
         fake_anthropic.wait_for_requests(7)
+        assert controls.is_busy(three_prompts)
         slider.restore_button.click()
         assert "busy" in slider.report.status.value
         assert (workdir / "notes.txt").read_text() == "version two\n"
+        slider.undo_button.click()
+        assert "busy" in slider.report.status.value
     finally:
         release.set()
     turn.result(timeout=30)
@@ -205,8 +217,21 @@ def test_a_click_while_a_turn_runs_is_busy_and_changes_nothing(
     assert not (workdir / "notes.txt").exists()
 
 
-def test_a_session_without_prompts(controls: LoopThreadControls) -> None:
+def test_a_session_without_prompts(controls: AgentFacade) -> None:
     slider = CheckpointSlider(controls)
     assert slider.restore_button.disabled
     assert "No prompts" in slider.preview.value
-    assert "(no prompts yet)" in slider.summary()
+    assert "No checkpoints yet" in slider.summary()
+
+
+def test_the_saved_summary_lists_the_newest_prompts_only(
+    runner: AgentRunner, controls: AgentFacade
+) -> None:
+    for i in range(SUMMARY_CHECKPOINTS + 3):
+        send(runner, f"question {i}")
+    slider = CheckpointSlider(controls)
+    assert len(slider.slider.options) == SUMMARY_CHECKPOINTS + 3
+    summary = slider.summary()
+    assert "… 3 older" in summary
+    assert f"question {SUMMARY_CHECKPOINTS + 2}" in summary and "question 2\n" not in summary
+    assert "question 3" in summary

@@ -9,7 +9,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbclient import NotebookClient
-from nbkernel import kernel_env
+from process_helpers import kernel_env
 
 NOTEBOOKS = sorted((Path(__file__).parents[2] / "notebooks").glob("*.ipynb"))
 

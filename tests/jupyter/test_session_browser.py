@@ -1,19 +1,24 @@
 """The session browser, clicked without a browser: Resume, New, Delete, Confirm delete, paging,
-busy and inline errors, against a real agent (the official client and the fake Messages API
-server), the real file backend and real files."""
+busy and inline errors, on the kernel's own runner and facade (``AgentRunner.facade``, what
+``%agent sessions`` hands the widget) over a real agent (the official client and the fake
+Messages API server), the real file backend and real files. Assertions read the agent's
+current session, the files on disk and the logs."""
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from fake_anthropic import FakeAnthropicServer, FakeReply
-from widget_controls import LoopThreadControls
+from kernel_agent import send, send_in_background, start_runner
 
 from lite_agent_jupyter import Storage, create_lite_agent
-from lite_agent_jupyter.jupyter.widgets import SessionBrowser, session_table
+from lite_agent_jupyter.jupyter import render
+from lite_agent_jupyter.jupyter.runner import AgentFacade, AgentRunner
+from lite_agent_jupyter.jupyter.widgets import SessionBrowser
 from lite_agent_jupyter.providers import anthropic
 
 
@@ -23,13 +28,13 @@ def storage(tmp_path: Path) -> Storage:
 
 
 @pytest.fixture
-def controls(
+def runner(
     fake_anthropic: FakeAnthropicServer, tmp_path: Path, storage: Storage
-) -> Iterator[LoopThreadControls]:
+) -> Iterator[AgentRunner]:
     workdir = tmp_path / "project"
     workdir.mkdir()
     fake_anthropic.default = FakeReply("Done.")
-    made = LoopThreadControls(
+    made = start_runner(
         lambda: create_lite_agent(
             model=anthropic(api_key=fake_anthropic.api_key, base_url=fake_anthropic.url),
             workdir=workdir,
@@ -38,19 +43,30 @@ def controls(
         )
     )
     yield made
-    made.close()
+    made.stop()
+
+
+@pytest.fixture
+def facade(runner: AgentRunner) -> AgentFacade:
+    return runner.facade
 
 
 def log_path(storage: Storage, session_id: str) -> Path:
     return storage.base / "sessions" / f"{session_id}.jsonl"
 
 
-def make_sessions(controls: LoopThreadControls, prompts: list[str]) -> list[str]:
+def logged_prompts(storage: Storage, session_id: str) -> list[object]:
+    lines = log_path(storage, session_id).read_text().splitlines()
+    events = [json.loads(line) for line in lines if line]
+    return [e["content"] for e in events if e["type"] == "user" and e.get("checkpoint")]
+
+
+def make_sessions(runner: AgentRunner, prompts: list[str]) -> list[str]:
     ids = []
     for prompt in prompts:
-        controls.clear()
-        controls.send(prompt)
-        ids.append(controls.session_id)
+        runner.facade.clear()
+        send(runner, prompt)
+        ids.append(runner.facade.session_id)
     return ids
 
 
@@ -60,11 +76,11 @@ def labels(browser: SessionBrowser) -> list[str]:
 
 
 def test_rows_show_the_sessions_newest_first_with_the_current_one_marked(
-    controls: LoopThreadControls,
+    runner: AgentRunner, facade: AgentFacade
 ) -> None:
-    ids = make_sessions(controls, ["first question", "second question", "third one"])
-    controls.send("a follow-up")
-    browser = SessionBrowser(controls)
+    ids = make_sessions(runner, ["first question", "second question", "third one"])
+    send(runner, "a follow-up")
+    browser = SessionBrowser(facade)
     texts = labels(browser)
     assert [value for _, value in browser.rows.options] == [ids[2], ids[1], ids[0]]
     assert texts[0].startswith(f"●  {ids[2][:8]}  just now")
@@ -72,47 +88,55 @@ def test_rows_show_the_sessions_newest_first_with_the_current_one_marked(
     assert texts[1].startswith(f"   {ids[1][:8]}") and " 1 prompt  " in texts[1]
     assert browser.selected == ids[2]  # the current one is selected (highlighted)
     assert browser.resume_button.disabled  # no Resume of the current one
+    assert "<b>Sessions</b> (3)" in browser.title.value
     summary = browser.summary()
-    assert summary.startswith("Sessions (3, newest first")
-    assert f"* {ids[2][:8]}" in summary and "first question" in summary
+    assert summary.splitlines()[1].startswith(f"*  {ids[2][:8]}")
+    assert "first question" in summary and "older" not in summary
 
 
-def test_resume_makes_the_row_current(controls: LoopThreadControls) -> None:
-    ids = make_sessions(controls, ["alpha", "beta"])
-    browser = SessionBrowser(controls)
+def test_resume_makes_the_row_current_and_the_next_turn_goes_there(
+    runner: AgentRunner, facade: AgentFacade, storage: Storage
+) -> None:
+    ids = make_sessions(runner, ["alpha", "beta"])
+    browser = SessionBrowser(facade)
     browser.select(ids[0])
     assert not browser.resume_button.disabled
     browser.resume_button.click()
-    assert controls.session_id == ids[0]
+    assert runner.agent().session_id == ids[0]
     assert labels(browser)[1].startswith(f"●  {ids[0][:8]}")
     assert browser.selected == ids[0] and browser.resume_button.disabled
     assert "Resumed session" in browser.report.status.value
-    # the next turn goes to the resumed session's log
-    controls.send("gamma")
-    assert "gamma" in log_path(controls.agent.storage, ids[0]).read_text()
+    send(runner, "gamma")
+    assert logged_prompts(storage, ids[0]) == ["alpha", "gamma"]
+    assert logged_prompts(storage, ids[1]) == ["beta"]
 
 
 def test_new_switches_to_an_empty_session_and_keeps_the_old_one(
-    controls: LoopThreadControls,
+    runner: AgentRunner, facade: AgentFacade, storage: Storage
 ) -> None:
-    [old] = make_sessions(controls, ["alpha"])
-    browser = SessionBrowser(controls)
+    [old] = make_sessions(runner, ["alpha"])
+    browser = SessionBrowser(facade)
     browser.new_button.click()
-    assert controls.session_id != old
-    assert log_path(controls.agent.storage, old).exists()
+    new = runner.agent().session_id
+    assert new != old
     assert "nothing sent yet" in browser.title.value
     assert all(not text.startswith("●") for text in labels(browser))
     assert browser.selected is None
     assert browser.resume_button.disabled and browser.delete_button.disabled
     assert "New session" in browser.report.status.value
+    send(runner, "into the new one")
+    assert logged_prompts(storage, new) == ["into the new one"]
+    assert logged_prompts(storage, old) == ["alpha"]
+    browser.refresh_button.click()
+    assert labels(browser)[0].startswith(f"●  {new[:8]}")
 
 
 def test_delete_needs_a_second_click_then_removes_the_log(
-    controls: LoopThreadControls, storage: Storage
+    runner: AgentRunner, facade: AgentFacade, storage: Storage
 ) -> None:
-    keep, doomed = make_sessions(controls, ["keep me", "delete me"])
-    controls.resume(keep)
-    browser = SessionBrowser(controls)
+    keep, doomed = make_sessions(runner, ["keep me", "delete me"])
+    facade.resume(keep)
+    browser = SessionBrowser(facade)
     browser.select(doomed)
     delete = browser.delete_button
     delete.click()
@@ -121,17 +145,18 @@ def test_delete_needs_a_second_click_then_removes_the_log(
     assert "Confirm delete" in browser.report.status.value
     delete.click()
     assert not log_path(storage, doomed).exists()
-    assert [s.id for s in controls.list_sessions()] == [keep]
+    assert [s.id for s in facade.list_sessions()] == [keep]
     assert [value for _, value in browser.rows.options] == [keep]
     assert delete.description == "Delete"
-    assert controls.session_id == keep
+    assert runner.agent().session_id == keep
+    assert logged_prompts(storage, keep) == ["keep me"]
 
 
 def test_any_other_action_cancels_a_pending_delete(
-    controls: LoopThreadControls, storage: Storage
+    runner: AgentRunner, facade: AgentFacade, storage: Storage
 ) -> None:
-    first, second = make_sessions(controls, ["one", "two"])
-    browser = SessionBrowser(controls)
+    first, second = make_sessions(runner, ["one", "two"])
+    browser = SessionBrowser(facade)
     browser.select(first)
     browser.delete_button.click()
     browser.refresh_button.click()
@@ -147,33 +172,45 @@ def test_any_other_action_cancels_a_pending_delete(
     assert log_path(storage, first).exists() and log_path(storage, second).exists()
 
 
-def test_deleting_the_current_session(controls: LoopThreadControls, storage: Storage) -> None:
-    [current] = make_sessions(controls, ["only"])
-    browser = SessionBrowser(controls)
+def test_deleting_the_current_session_switches_to_a_new_one(
+    runner: AgentRunner, facade: AgentFacade, storage: Storage
+) -> None:
+    [current] = make_sessions(runner, ["only"])
+    browser = SessionBrowser(facade)
     browser.delete_button.click()
     browser.delete_button.click()
     assert not log_path(storage, current).exists()
+    assert runner.agent().session_id != current
     assert browser.rows.options == ()
+    assert browser.rows not in browser.widget.children  # no empty list box
     assert "no sessions yet" in browser.page_label.value
+    send(runner, "afterwards")
+    browser.refresh_button.click()
+    assert browser.rows in browser.widget.children
+    assert labels(browser)[0].startswith(f"●  {runner.agent().session_id[:8]}")
 
 
 def test_a_click_while_a_turn_runs_on_that_session_is_busy_and_changes_nothing(
-    controls: LoopThreadControls, fake_anthropic: FakeAnthropicServer, storage: Storage
+    runner: AgentRunner,
+    facade: AgentFacade,
+    fake_anthropic: FakeAnthropicServer,
+    storage: Storage,
 ) -> None:
-    other, running = make_sessions(controls, ["other", "running"])
-    browser = SessionBrowser(controls)
+    other, running = make_sessions(runner, ["other", "running"])
+    browser = SessionBrowser(facade)
     release = threading.Event()
     fake_anthropic.script(FakeReply("slow answer", hold=release))
-    turn = controls.start_send("a long question")
+    turn = send_in_background(runner, "a long question")
     try:
         fake_anthropic.wait_for_requests(3)
+        assert facade.is_busy(running)
         browser.select(other)
         browser.resume_button.click()
         assert "busy" in browser.report.status.value
-        assert controls.session_id == running
+        assert runner.agent().session_id == running
         browser.new_button.click()
         assert "busy" in browser.report.status.value
-        assert controls.session_id == running
+        assert runner.agent().session_id == running
         browser.select(running)
         browser.delete_button.click()
         browser.delete_button.click()
@@ -182,15 +219,16 @@ def test_a_click_while_a_turn_runs_on_that_session_is_busy_and_changes_nothing(
     finally:
         release.set()
     assert turn.result(timeout=30).text == "slow answer"
+    assert logged_prompts(storage, running) == ["running", "a long question"]
     browser.select(other)
     browser.resume_button.click()
-    assert controls.session_id == other
+    assert runner.agent().session_id == other
 
 
-def test_paging_through_many_sessions(controls: LoopThreadControls) -> None:
-    ids = make_sessions(controls, [f"prompt number {i}" for i in range(7)])
-    controls.resume(ids[0])  # the oldest: on the last page
-    browser = SessionBrowser(controls, page_size=3)
+def test_paging_through_many_sessions(runner: AgentRunner, facade: AgentFacade) -> None:
+    ids = make_sessions(runner, [f"prompt number {i}" for i in range(7)])
+    facade.resume(ids[0])  # the oldest: on the last page
+    browser = SessionBrowser(facade, page_size=3)
     assert browser.pages == 3 and browser.page == 2
     assert browser.page_label.value == "7–7 of 7"
     assert browser.next_button.disabled and not browser.prev_button.disabled
@@ -203,21 +241,38 @@ def test_paging_through_many_sessions(controls: LoopThreadControls) -> None:
     assert "prompt number 6" in labels(browser)[0]
     browser.select(ids[0])  # selecting a row of another page turns to it
     assert browser.page == 2
+    # the saved summary is one page, never the whole store
+    summary = browser.summary()
+    assert "prompt number 6" in summary and "prompt number 3" not in summary
+    assert "… and 4 older" in summary
 
 
-def test_an_error_shows_inline(controls: LoopThreadControls) -> None:
-    make_sessions(controls, ["one"])
-    browser = SessionBrowser(controls)
-    controls.call(controls.agent.close())
+def test_an_error_shows_inline(runner: AgentRunner, facade: AgentFacade) -> None:
+    make_sessions(runner, ["one"])
+    browser = SessionBrowser(facade)
+    facade.call(lambda agent: agent.close())
     browser.new_button.click()
     assert "New failed" in browser.report.status.value
     assert "AgentClosedError" in browser.report.status.value
 
 
-def test_session_table_text_twin(controls: LoopThreadControls) -> None:
-    ids = make_sessions(controls, ["hello there"])
-    table = session_table(controls.list_sessions(), ids[0])
-    assert table.splitlines()[1].startswith(f"* {ids[0][:8]}")
-    assert "hello there" in table and "just now" in table
-    controls.clear()
-    assert "nothing sent yet" in session_table(controls.list_sessions(), controls.session_id)
+def test_an_unexpected_error_shows_its_traceback_inline(
+    runner: AgentRunner, facade: AgentFacade, storage: Storage
+) -> None:
+    make_sessions(runner, ["one"])
+    browser = SessionBrowser(facade)
+    sessions = storage.base / "sessions"
+    sessions.rename(sessions.with_name("moved"))
+    sessions.write_text("not a folder")  # listing now fails with an OSError
+    browser.refresh_button.click()
+    status = browser.report.status.value
+    assert "Refresh failed" in status and "<summary>traceback</summary>" in status
+
+
+def test_text_twin(runner: AgentRunner, facade: AgentFacade) -> None:
+    ids = make_sessions(runner, ["hello there"])
+    table = render.sessions_text(facade.list_sessions(), ids[0])
+    assert table.splitlines()[1].startswith(f"*  {ids[0][:8]}")
+    assert "hello there" in table
+    facade.clear()
+    assert "nothing sent yet" in render.sessions_text(facade.list_sessions(), facade.session_id)

@@ -13,7 +13,8 @@ from typing import Any
 import nbformat
 from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
 from nbclient import NotebookClient
-from nbkernel import SETUP, Kernel, StartKernel, kernel_env
+from nbkernel import SETUP, Kernel, StartKernel
+from process_helpers import kernel_env
 
 PROMPTS = (
     "Write primes.py with a function primes(n) returning the primes below n.",

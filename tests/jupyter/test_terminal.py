@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
-from nbkernel import kernel_env
+from process_helpers import kernel_env
 
 SCRIPT = """\
 %load_ext lite_agent_jupyter

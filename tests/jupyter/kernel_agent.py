@@ -1,0 +1,60 @@
+"""The kernel's own agent runner, driven from a test: the widgets get the same
+:class:`~lite_agent_jupyter.jupyter.runner.AgentFacade` the magics give them, and turns run
+through :meth:`AgentRunner.start_turn` as ``%%agent`` runs them (so ``is_busy`` is the
+kernel's own answer while a turn runs)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+
+from lite_agent_jupyter import LiteAgent, LiteAgentResult
+from lite_agent_jupyter.agent.results import TurnFinished
+from lite_agent_jupyter.jupyter.runner import AgentRunner, ApprovalAsk, TurnError, TurnStream
+
+
+def start_runner(make_agent: Callable[[], LiteAgent]) -> AgentRunner:
+    """A runner whose agent is ``make_agent()`` (built on the runner's loop, as the magics
+    build theirs)."""
+    runner = AgentRunner()
+    runner.agent("test", lambda _approve: make_agent())
+    return runner
+
+
+def finish(stream: TurnStream, timeout: float = 60.0) -> LiteAgentResult:
+    """Read a turn to its end, as the ``%%agent`` cell does; its result (or its error)."""
+    result: LiteAgentResult | None = None
+    while True:
+        item = stream.get(timeout)
+        if item is None:
+            break
+        if isinstance(item, TurnError):
+            raise item.error
+        if isinstance(item, ApprovalAsk):
+            item.reply(True)
+        elif isinstance(item, TurnFinished):
+            result = item.result
+    assert result is not None, "the turn ended without a result"
+    return result
+
+
+def send(runner: AgentRunner, prompt: str) -> LiteAgentResult:
+    """One turn on the current session, to its end."""
+    return finish(runner.start_turn(runner.agent(), prompt))
+
+
+def send_in_background(runner: AgentRunner, prompt: str) -> Future[LiteAgentResult]:
+    """Start a turn on the current session and read it on a thread (the runner marks the
+    session busy before this returns); the future holds its result."""
+    stream = runner.start_turn(runner.agent(), prompt)
+    done: Future[LiteAgentResult] = Future()
+
+    def read() -> None:
+        try:
+            done.set_result(finish(stream))
+        except BaseException as error:
+            done.set_exception(error)
+
+    threading.Thread(target=read, daemon=True).start()
+    return done
