@@ -353,3 +353,27 @@ async def test_blobs_stored_before_references_existed_are_kept(storage: Storage)
     age_blobs(storage)
     assert (await blobs.collect(grace=0)).deleted == (new,)
     assert await blobs.get(digest) == old
+
+
+async def test_memory_sessions_on_the_file_store_keep_their_blobs_while_they_live(
+    make_agent: MakeAgent, storage: Storage
+) -> None:
+    """A memory checkpointer's sessions live in this process only: their refs are of the
+    process scope, kept while it lives (another agent's collection keeps them), dropped with
+    the session."""
+    from lite_agent_jupyter import memory_checkpointer
+
+    memory = make_agent(
+        model=writer("m.txt", "in a memory session\n"),
+        approvals="allow",
+        checkpointer=memory_checkpointer(),
+    )
+    await memory.send("write")
+    digest = blob_hash(b"in a memory session\n")
+    other = make_agent(model=scripted([]))
+    age_blobs(storage)
+    assert (await other.collect_blobs()).deleted == ()
+    assert await storage.blobs.has(digest)
+    await memory.delete_session(memory.session_id)
+    await memory.wait_maintenance()
+    assert not await storage.blobs.has(digest)

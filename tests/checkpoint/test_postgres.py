@@ -40,7 +40,7 @@ from lite_agent_jupyter.errors import (
     InvalidSessionIdError,
     UnsupportedVersionError,
 )
-from lite_agent_jupyter.storage import Blobs, blob_hash
+from lite_agent_jupyter.storage import BlobRef, Blobs, blob_hash, process_scope
 
 pytestmark = pytest.mark.postgres
 
@@ -694,3 +694,96 @@ async def test_blob_store_unreachable_is_clear() -> None:
         assert "topsecret" not in str(info.value)
     finally:
         await store.close()
+
+
+# -- blob references and collection (issue #8, defect 1) ------------------------------------------
+
+
+async def test_blob_refs_keep_blobs_until_every_user_is_gone(
+    cp: PostgresCheckpointer, dsn_schema: tuple[str, str], sql: SyncConn
+) -> None:
+    _, schema = dsn_schema
+    blobs = cp.blobs()
+    one, two = BlobRef(cp.location, "one"), BlobRef("file:/another/checkpointer", "one")
+    shared = await blobs.put(b"used by both", ref=one)
+    assert await blobs.put(b"used by both", ref=two) == shared  # reuse records the ref too
+    big = await blobs.put(bytes(range(256)) * 200, ref=one)  # > 16 KiB: existence asked first
+    loose = await blobs.put(b"named by nobody")
+    assert (await blobs.collect(grace=3600)).deleted == ()  # the loose one is still young
+    assert (await blobs.collect(grace=0)).deleted == (loose,)
+    await blobs.drop_refs(one)
+    result = await blobs.collect(grace=0)
+    assert result.deleted == (big,) and result.kept == 1
+    assert await blobs.get(shared) == b"used by both"  # the other checkpointer's session
+    await blobs.drop_refs(two)
+    assert (await blobs.collect(grace=0)).deleted == (shared,)
+    assert _count(sql, schema, "SELECT count(*) FROM {schema}.blob_refs") == 0
+
+
+async def test_a_collection_waits_for_a_writer_between_its_ref_and_its_reuse(
+    cp: PostgresCheckpointer, dsn_schema: tuple[str, str]
+) -> None:
+    """A writer in another connection holds the shared blob lock while it records its ref
+    and finds the blob present; the collector cannot delete the blob in between."""
+    dsn, schema = dsn_schema
+    blobs = cp.blobs()
+    digest = await blobs.put(b"about to be reused")  # unreferenced: garbage right now
+    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as writer:
+        async with writer.transaction():
+            await writer.execute(
+                "SELECT pg_advisory_xact_lock_shared(%s)", (pg._lock_key(schema, "blobs"),)
+            )
+            collection = asyncio.ensure_future(blobs.collect(grace=0))
+            await asyncio.sleep(0.3)  # it polls for the lock meanwhile
+            assert not collection.done()
+            await writer.execute(
+                _q(
+                    schema,
+                    "INSERT INTO {schema}.blob_refs (scope, owner, hash) VALUES (%s, %s, %s)",
+                ),
+                ("postgresql://elsewhere", "reuser", digest),
+            )
+        result = await collection
+    assert result.deleted == () and await blobs.get(digest) == b"about to be reused"
+
+
+async def test_blobs_from_before_references_are_kept_after_the_migration(
+    dsn_schema: tuple[str, str], sql: SyncConn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dsn, schema = dsn_schema
+    with monkeypatch.context() as patch:  # a schema as the previous version left it
+        patch.setattr(pg, "_MIGRATIONS", {k: v for k, v in pg._MIGRATIONS.items() if k < 3})
+        old = postgres_checkpointer(dsn, schema=schema)
+        await old.head("s")  # creates the schema at version 2
+        await old.close()
+    data = b"stored by an older version"  # as that version's put did
+    sql.execute(
+        _q(schema, "INSERT INTO {schema}.blobs (hash, size, data) VALUES (%s, %s, %s)"),
+        (blob_hash(data), len(data), data),
+    )
+    cp = postgres_checkpointer(dsn, schema=schema)
+    try:
+        blobs = cp.blobs()
+        assert (await blobs.collect(grace=0)).deleted == ()
+        assert await blobs.get(blob_hash(b"stored by an older version"))
+        rows = sql.execute(_q(schema, "SELECT scope, owner FROM {schema}.blob_refs")).fetchall()
+        assert rows == [("legacy", "legacy")]
+    finally:
+        await cp.close()
+
+
+async def test_process_scope_refs_expire(
+    cp: PostgresCheckpointer, dsn_schema: tuple[str, str], sql: SyncConn
+) -> None:
+    """PostgreSQL cannot see another machine's processes: a process-scope ref (a pin) is
+    dropped once it is older than PROCESS_REF_TTL; a session's never expires."""
+    _, schema = dsn_schema
+    blobs = cp.blobs()
+    pinned = await blobs.put(b"pinned", ref=BlobRef(process_scope(), "pin"))
+    session = await blobs.put(b"a session's", ref=BlobRef(cp.location, "s"))
+    sql.execute(
+        _q(schema, "UPDATE {schema}.blob_refs SET touched = now() - make_interval(secs => %s)"),
+        (pg.PROCESS_REF_TTL + 60,),
+    )
+    assert (await blobs.collect(grace=0)).deleted == (pinned,)
+    assert await blobs.has(session)
