@@ -588,18 +588,10 @@ def _walk(ctx: ToolContext, root: Path, signal: AbortSignal, result: _Walk) -> I
     storage = storage_root_of(ctx)
     try:
         root_fd = open_dir(ctx, root)
-    except OSError as exc:
-        if exc.errno != errno.ENOTDIR:
+    except (OSError, ToolError) as exc:
+        if isinstance(exc, OSError) and exc.errno != errno.ENOTDIR:
             raise
-        try:
-            target = open_target(ctx, root)
-        except FileNotFoundError:
-            return
-        with target:
-            yield _Entry(root, target.dir_fd, target.name, None)
-        return
-    except ToolError:
-        try:
+        try:  # not a folder: the walk is the one file
             target = open_target(ctx, root)
         except FileNotFoundError:
             return
