@@ -278,22 +278,20 @@ class SQLiteCheckpointer:
         )
         try:
             self._busy_ms = busy_ms
-            self._user_version(conn)  # refuse a newer database before changing anything
+            version = self._user_version(conn)  # refuse a newer one before changing anything
             if self.file != MEMORY:
                 mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
                 if str(mode).lower() != "wal":
                     logger.warning("SQLite database %s is in %s mode, not WAL", self.file, mode)
             conn.execute(f"PRAGMA synchronous = {'FULL' if self.durable else 'NORMAL'}")
-            self._migrate(conn)
+            if version != SCHEMA_VERSION:
+                self._migrate(conn)
         except BaseException:
             conn.close()
             raise
         return conn
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
-        version = self._user_version(conn)
-        if version == SCHEMA_VERSION:
-            return
         conn.execute("BEGIN IMMEDIATE")
         try:
             version = self._user_version(conn)  # another process may have migrated meanwhile

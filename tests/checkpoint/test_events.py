@@ -171,3 +171,33 @@ def test_decode_rows_rules() -> None:
             decode_rows(rows, after=0, where="db[s]", line_of=lambda index: index + 10)
         assert info.value.path == "db[s]" and "at seq" in str(info.value)
         assert info.value.line == info.value.seq + 9  # type: ignore[operator]
+
+
+def test_decode_rows_sparse_and_fast_path_agree_with_from_dict() -> None:
+    """Rows decode to the same events inline (decode_rows' common case) as through
+    ``from_dict``; absent fields get their defaults, fresh objects for mutable ones; a
+    selection of rows (``sparse``) keeps the order and seq rules."""
+    from lite_agent_jupyter.checkpoint.events import decode_rows
+    from lite_agent_jupyter.errors import CorruptLogError
+
+    bare = [cls.TYPE for cls in EVENT_TYPES.values()]
+    lines = [f'{{"v":1,"seq":{i},"type":"{name}"}}' for i, name in enumerate(bare, 1)]
+    events = decode_rows(enumerate(lines, 1), after=0, where="w")
+    assert events == [from_dict(json.loads(line)) for line in lines]
+    assert events == [type(e)(seq=e.seq) for e in events]  # the dataclass defaults
+    again = decode_rows(enumerate(lines, 1), after=0, where="w")
+    for first, second in zip(events, again, strict=True):
+        assert first.extra is not second.extra
+        if isinstance(first, AssistantEvent) and isinstance(second, AssistantEvent):
+            assert first.content is not second.content and first.usage is not second.usage
+    rows = [(2, lines[1]), (5, lines[4])]  # a selection: gaps are fine, order is not
+    assert [e.seq for e in decode_rows(rows, after=1, where="w", sparse=True)] == [2, 5]
+    with pytest.raises(CorruptLogError, match="seq 2 where at least 6 was expected"):
+        decode_rows([*rows, (2, lines[1])], after=1, where="w", sparse=True)
+    with pytest.raises(CorruptLogError, match="seq 2 where 3 was expected"):
+        decode_rows([(3, lines[1])], after=0, where="w", sparse=True)
+    unknown = '{"v":1,"seq":1,"type":"user","content":"x","later":[1]}'  # the general path
+    (event,) = decode_rows([(1, unknown)], after=0, where="w")
+    assert isinstance(event, UserEvent) and event.extra == {"later": [1]}
+    (event,) = decode_rows([(1, unknown.encode())], after=0, where="w")  # bytes lines too
+    assert event.extra == {"later": [1]}
