@@ -7,12 +7,27 @@ its turns in cells; ``get_agent()`` gives cells the same agent to ``await``. Nee
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from . import approval
 from .magics import SUBCOMMANDS, AgentInterrupted, LiteAgentMagics, subcommand, use_model
 from .runner import AgentFacade, AgentRunner, AsyncAgentFacade
 
 _LOADED: dict[int, LiteAgentMagics] = {}
+_TRANSFORMS: dict[int, Callable[[list[str]], list[str]]] = {}
+
+
+def _async_cells(shell: Any) -> Callable[[list[str]], list[str]]:
+    """The input transformer that makes ``%%agent`` cells coroutines (``approval.py``), as
+    long as IPython runs top-level ``await`` on asyncio (``%autoawait`` on, its default)."""
+
+    def transform(lines: list[str]) -> list[str]:
+        if not shell.autoawait or shell.loop_runner is not shell.loop_runner_map["asyncio"][0]:
+            return lines
+        return approval.async_cell_transform(lines)
+
+    return transform
 
 
 def load_ipython_extension(ipython: Any) -> None:
@@ -21,6 +36,9 @@ def load_ipython_extension(ipython: Any) -> None:
     ipython.register_magics(magics)
     ipython.events.register("post_run_cell", magics.record_error)
     _LOADED[id(ipython)] = magics
+    if magics.in_kernel and approval.kernel_handles_comms_while_awaiting():
+        transform = _TRANSFORMS[id(ipython)] = _async_cells(ipython)
+        ipython.input_transformers_post.append(transform)
 
 
 def unload_ipython_extension(ipython: Any) -> None:
@@ -29,6 +47,9 @@ def unload_ipython_extension(ipython: Any) -> None:
     if found is None:
         return
     magics: LiteAgentMagics = found
+    transform = _TRANSFORMS.pop(id(ipython), None)
+    if transform in ipython.input_transformers_post:
+        ipython.input_transformers_post.remove(transform)
     magics.close()
     for kind in ("line", "cell"):
         table = ipython.magics_manager.magics[kind]
@@ -48,6 +69,12 @@ def _magics() -> LiteAgentMagics:
     if magics is None:
         raise RuntimeError("run %load_ext lite_agent_jupyter first")
     return magics
+
+
+async def agent_cell_async(line: str, cell: str) -> None:
+    """What a ``%%agent`` cell runs where widget clicks are handled while it awaits (the
+    input transformer writes this call; see ``approval.py``)."""
+    await _magics().agent_cell_async(line, cell)
 
 
 def current_facade() -> AgentFacade:
@@ -73,6 +100,7 @@ __all__ = [
     "AgentRunner",
     "AsyncAgentFacade",
     "LiteAgentMagics",
+    "agent_cell_async",
     "current_facade",
     "get_agent",
     "load_ipython_extension",

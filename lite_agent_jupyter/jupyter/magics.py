@@ -18,6 +18,7 @@ a short ``AgentInterrupted`` (so "Run All" stops there, as for any interrupted c
 from __future__ import annotations
 
 import argparse
+import asyncio
 import getpass
 import json
 import os
@@ -26,7 +27,7 @@ import shlex
 import time
 import traceback
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Generator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -55,7 +56,7 @@ from ..providers import Usage, anthropic
 from ..providers.base import Provider
 from ..storage import Storage
 from ..tools import Tool, default_tools
-from . import render, widgets
+from . import approval, render, widgets
 from .context import (
     NotebookLocation,
     guard_notebook,
@@ -80,6 +81,82 @@ class AgentInterrupted(KeyboardInterrupt):
 
     def _render_traceback_(self) -> list[str]:
         return [f"AgentInterrupted: {self}"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Wait:
+    """A turn's step: the next item of ``stream`` within ``timeout`` seconds (else
+    :data:`_EMPTY`)."""
+
+    stream: TurnStream
+    timeout: float
+
+
+_EMPTY: Any = object()
+"""Sent back into a turn's steps when no item came within the wait."""
+
+R = TypeVar("R")
+
+_Steps = Generator[_Wait | ApprovalAsk, Any, R]
+"""A ``%%agent`` turn as steps: it yields what it waits for (an event, an approval) and gets
+the answer back. One rendering loop, two drivers: :func:`_drive` blocks (terminal IPython,
+kernels without widget support), :func:`_drive_async` awaits (a cell whose widget clicks the
+kernel handles while it waits)."""
+
+
+def _drive(steps: _Steps[R], ask: Callable[[ApprovalRequest], bool]) -> R:
+    """Run a turn's steps, blocking this thread; a KeyboardInterrupt goes into the steps."""
+    value: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            need = steps.send(value) if error is None else steps.throw(error)
+        except StopIteration as stop:
+            return cast(R, stop.value)
+        value, error = None, None
+        try:
+            if isinstance(need, ApprovalAsk):
+                value = ask(need.request)
+            else:
+                try:
+                    value = need.stream.get(timeout=need.timeout)
+                except queue.Empty:
+                    value = _EMPTY
+        except KeyboardInterrupt as exc:
+            error = exc
+
+
+async def _drive_async(steps: _Steps[R], ask: Callable[[ApprovalRequest], Awaitable[bool]]) -> R:
+    """Run a turn's steps on the kernel's loop, awaiting. A kernel interrupt of an awaiting
+    cell cancels its task (ipykernel); that goes into the steps as a KeyboardInterrupt, so
+    the cell ends as the blocking one does (``AgentInterrupted``, one line)."""
+    value: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            need = steps.send(value) if error is None else steps.throw(error)
+        except StopIteration as stop:
+            return cast(R, stop.value)
+        value, error = None, None
+        try:
+            if isinstance(need, ApprovalAsk):
+                value = await ask(need.request)
+            else:
+                try:
+                    value = await need.stream.aget(need.timeout)
+                except queue.Empty:
+                    value = _EMPTY
+        except asyncio.CancelledError:
+            error = KeyboardInterrupt("interrupted")
+        except KeyboardInterrupt as exc:
+            error = exc
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            # Handled here (also a cancellation something below swallowed): the cell goes
+            # on to end as interrupted.
+            while task.uncancel():
+                pass
+            error = error or KeyboardInterrupt("interrupted")
 
 
 @dataclass
@@ -409,10 +486,25 @@ class LiteAgentMagics(Magics):
           --no-interpolate  send {...} in the prompt as written
           --max-tokens N    stop this turn before its model calls pass N tokens
         """
+        steps = self._cell(line, cell)
+        if steps is not None:
+            _drive(steps, self._ask)
+
+    async def agent_cell_async(self, line: str, cell: str) -> None:
+        """``%%agent`` as a coroutine (what the cell runs in a kernel that handles widget
+        messages while a cell awaits, see ``approval.py``): approvals are Allow / Deny
+        buttons, answered while the turn waits."""
+        steps = self._cell(line, cell)
+        if steps is not None:
+            await _drive_async(steps, self._ask_async)
+
+    def _cell(self, line: str, cell: str) -> _Steps[None] | None:
+        """Parse and prepare a ``%%agent`` cell; the turn itself is the returned steps
+        (``None``: nothing to run)."""
         try:
             args = _cell_parser().parse_args(shlex.split(line))
         except _HelpShown:
-            return
+            return None
         if args.memory and self.sessions:
             self.sessions = False
             print(
@@ -428,7 +520,7 @@ class LiteAgentMagics(Magics):
         agent = self.agent()
         if agent is None:
             print(NO_KEY_MESSAGE)
-            return
+            return None
         notes: list[str] = []
         if args.new:
             agent.clear()
@@ -449,7 +541,20 @@ class LiteAgentMagics(Magics):
         budget = args.max_tokens if args.max_tokens is not None else self.max_turn_tokens
         if budget is not None and budget < 1:
             raise UsageError("%%agent --max-tokens: a number of tokens >= 1")
-        result = self._run_turn(agent, prompt, notes, quiet=args.quiet, max_turn_tokens=budget)
+        return self._cell_turn(agent, prompt, notes, quiet=args.quiet, max_turn_tokens=budget)
+
+    def _cell_turn(
+        self,
+        agent: LiteAgent,
+        prompt: str,
+        notes: list[str],
+        *,
+        quiet: bool,
+        max_turn_tokens: int | None,
+    ) -> _Steps[None]:
+        result = yield from self._run_turn(
+            agent, prompt, notes, quiet=quiet, max_turn_tokens=max_turn_tokens
+        )
         if result is not None:
             self.usage = self.usage + result.usage
             self.turns += 1
@@ -488,7 +593,10 @@ class LiteAgentMagics(Magics):
         *,
         quiet: bool,
         max_turn_tokens: int | None = None,
-    ) -> LiteAgentResult | None:
+    ) -> _Steps[LiteAgentResult | None]:
+        """The turn, rendered as it streams: a generator of what it waits for (the next
+        event within a time, an approval), driven by :func:`_drive` (blocking) or
+        :func:`_drive_async` (awaiting)."""
         view = render.TurnView(notes=list(notes))
         out = _NotebookOutput(view) if self.in_kernel else _TerminalOutput(view)
         real = bool(getattr(agent.model, "is_real_model", True))
@@ -505,9 +613,8 @@ class LiteAgentMagics(Magics):
                 wait = 0.25
                 if dirty:
                     wait = max(0.0, last + interval - time.monotonic())
-                try:
-                    item = stream.get(timeout=wait)
-                except queue.Empty:
+                item = yield _Wait(stream, wait)
+                if item is _EMPTY:
                     if dirty:
                         out.update()
                         last, dirty = time.monotonic(), False
@@ -530,7 +637,7 @@ class LiteAgentMagics(Magics):
                     continue
                 elif isinstance(item, ApprovalAsk):
                     out.update()
-                    item.reply(self._ask(item.request))
+                    item.reply((yield item))
                     continue
                 elif isinstance(item, TurnError):
                     error = item.error
@@ -571,17 +678,52 @@ class LiteAgentMagics(Magics):
         return result
 
     def _ask(self, request: ApprovalRequest) -> bool:
+        """Ask with ``input()`` (terminal IPython, front ends without widgets)."""
         shown = render.key_argument(request.tool_name, request.input)
         question = f"Allow {request.tool_name} {shown}? [y/N] "
+        if not self._someone_can_answer():
+            return self._no_one_to_ask(request)
         try:
             answer = input(question)
         except (EOFError, StdinNotImplementedError):
-            print(
-                f"(no way to ask here: {request.tool_name} denied; "
-                "%config LiteAgentMagics.approvals = 'allow' lets tools run)"
-            )
-            return False
+            return self._no_one_to_ask(request)
         return answer.strip().lower() in ("y", "yes")
+
+    async def _ask_async(self, request: ApprovalRequest) -> bool:
+        """Ask with Allow / Deny buttons; ``input()`` where no front end shows them."""
+        if not self._someone_can_answer():
+            return self._no_one_to_ask(request)
+        from IPython import display as ipd
+
+        display_id = f"lite-agent-approval-{uuid.uuid4().hex}"
+        show: Any = ipd.display
+        update: Any = ipd.update_display
+
+        def show_text(line: str) -> None:
+            bundle = {"text/plain": f"[{line}]", "text/markdown": f"*{line}*"}
+            update(bundle, raw=True, display_id=display_id)
+
+        decided = await approval.ask_with_buttons(
+            request, lambda widget: show(widget, display_id=display_id), show_text
+        )
+        return self._ask(request) if decided is None else decided
+
+    def _someone_can_answer(self) -> bool:
+        """False where the front end said it cannot answer a prompt (nbconvert, nbclient:
+        ``allow_stdin`` is off in their execute requests)."""
+        get_parent = getattr(getattr(self.shell, "kernel", None), "get_parent", None)
+        if get_parent is None:
+            return True  # terminal IPython: stdin is there
+        content = get_parent().get("content") or {}
+        return bool(content.get("allow_stdin", True))
+
+    @staticmethod
+    def _no_one_to_ask(request: ApprovalRequest) -> bool:
+        print(
+            f"(no way to ask here: {request.tool_name} denied; "
+            "%config LiteAgentMagics.approvals = 'allow' lets tools run)"
+        )
+        return False
 
     # -- %agent ------------------------------------------------------------------------
 

@@ -77,15 +77,54 @@ class TurnStream:
         self.events: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._runner = runner
         self._future: concurrent.futures.Future[None] | None = None
+        self._waker: Callable[[], None] | None = None
         self.finished = False
 
-    def get(self, timeout: float | None) -> AgentEvent | ApprovalAsk | TurnError | None:
-        """The next item; ``None`` when the turn is over. Raises ``queue.Empty`` on timeout."""
-        item = self.events.get(timeout=timeout)
+    def put(self, item: Any) -> None:
+        """Queue an item (any thread) and wake an awaiting reader."""
+        self.events.put(item)
+        waker = self._waker
+        if waker is not None:
+            waker()
+
+    def _item(self, item: Any) -> AgentEvent | ApprovalAsk | TurnError | None:
         if item is _DONE:
             self.finished = True
             return None
         return item  # type: ignore[no-any-return]
+
+    def get(self, timeout: float | None) -> AgentEvent | ApprovalAsk | TurnError | None:
+        """The next item; ``None`` when the turn is over. Raises ``queue.Empty`` on timeout."""
+        return self._item(self.events.get(timeout=timeout))
+
+    async def aget(self, timeout: float) -> AgentEvent | ApprovalAsk | TurnError | None:
+        """:meth:`get` for a reader on an event loop (an awaiting cell): waits without
+        blocking that loop. Raises ``queue.Empty`` on timeout.
+
+        It awaits one plain future (no ``asyncio.wait_for``: on Python 3.11 that can swallow
+        the cancellation a kernel interrupt sends at the moment its timeout fires)."""
+        with contextlib.suppress(queue.Empty):
+            return self._item(self.events.get_nowait())
+        loop = asyncio.get_running_loop()
+        ready: asyncio.Future[None] = loop.create_future()
+
+        def settle() -> None:
+            if not ready.done():
+                ready.set_result(None)
+
+        def wake() -> None:
+            loop.call_soon_threadsafe(settle)
+
+        self._waker = wake
+        timer = loop.call_later(timeout, settle)
+        try:
+            with contextlib.suppress(queue.Empty):  # queued before the waker was set
+                return self._item(self.events.get_nowait())
+            await ready
+            return self._item(self.events.get_nowait())
+        finally:
+            timer.cancel()
+            self._waker = None
 
     def cancel(self, timeout: float = 30.0) -> None:
         """Stop the turn and wait until its cleanup (the log made valid) is done."""
@@ -236,7 +275,7 @@ class AgentRunner:
             sid = session_id or agent.session_id
             self.claim(sid)
             stream = TurnStream(self, sid)
-            self._asks[sid] = stream.events.put
+            self._asks[sid] = stream.put
         try:
             stream._future = self.submit(
                 self._pump(agent, prompt, session_id, stream, max_turn_tokens)
@@ -258,15 +297,15 @@ class AgentRunner:
             async for event in agent.run(
                 prompt, session_id=session_id, max_turn_tokens=max_turn_tokens
             ):
-                stream.events.put(event)
+                stream.put(event)
         except asyncio.CancelledError:
-            stream.events.put(TurnError(KeyboardInterrupt("interrupted")))
+            stream.put(TurnError(KeyboardInterrupt("interrupted")))
             raise
         except BaseException as exc:
-            stream.events.put(TurnError(exc))
+            stream.put(TurnError(exc))
         finally:
             self.release(stream.session_id)
-            stream.events.put(_DONE)
+            stream.put(_DONE)
 
     # -- lifecycle ---------------------------------------------------------------------
 

@@ -1,0 +1,177 @@
+"""Allow / Deny buttons for a tool call, answered while the ``%%agent`` cell waits.
+
+Why this works at all: a widget click reaches the kernel as a ``comm_msg`` on the shell
+channel, behind the running cell. A cell that *blocks* (the sync magic, ``input()``) would
+never see it. From ipykernel 7.4 on, the kernel dispatches comm messages while the running
+cell *awaits* (the cell holds the execute lock, but its coroutine yields the kernel's event
+loop). So in a kernel that can do this, ``%%agent`` cells run as coroutines (see
+:func:`async_cell_transform`) and the turn waits on the click with ``await``.
+
+A button is only useful where something renders it. :class:`ApprovalButtons` turns on
+ipywidgets' view counting (``_view_count``, which a widget front end updates when it shows a
+view); if no view reports itself within :data:`RENDER_TIMEOUT` (a front end without widgets:
+``jupyter console``, a client that ignores comms), the caller falls back to ``input()``.
+
+Each prompt leaves a text line in place of the buttons once answered (widget state is not
+saved with the notebook; a saved notebook shows "allowed" / "denied", not a broken widget).
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import concurrent.futures
+import html
+import json
+from collections.abc import Callable
+from typing import Any
+
+from ..agent import ApprovalRequest
+from . import render
+
+RENDER_TIMEOUT = 5.0
+"""Seconds to wait for a front end to show the buttons before asking with ``input()``."""
+
+MIN_IPYKERNEL = (7, 4)
+"""The first ipykernel that handles comm messages while a cell awaits."""
+
+INPUT_PREVIEW = 1200
+"""Characters of the call's input shown under the buttons."""
+
+
+def kernel_handles_comms_while_awaiting() -> bool:
+    """True in an ipykernel that dispatches widget messages during an awaiting cell."""
+    try:
+        import ipykernel
+        import ipywidgets  # noqa: F401  (the buttons need it)
+    except ImportError:
+        return False
+    version = tuple(getattr(ipykernel, "version_info", (0,))[:2])
+    return version >= MIN_IPYKERNEL
+
+
+def outcome_text(request: ApprovalRequest, outcome: str) -> str:
+    """The line that replaces the buttons: ``allowed write_file hello.py`` and the like."""
+    shown = render.key_argument(request.tool_name, request.input)
+    return f"{outcome}: {request.tool_name} {shown}".rstrip()
+
+
+class ApprovalButtons:
+    """The Allow / Deny prompt of one tool call.
+
+    ``decision`` resolves with ``True`` (Allow) or ``False`` (Deny) on the first click; later
+    clicks change nothing. ``rendered`` resolves once a front end shows the prompt. Both are
+    ``concurrent.futures.Future`` so that a click handled on any thread (the main shell, or a
+    subshell under JupyterLab's per-comm setting) can settle them; the cell awaits them.
+    """
+
+    def __init__(self, request: ApprovalRequest) -> None:
+        import ipywidgets as w
+
+        self.request = request
+        self.decision: concurrent.futures.Future[bool] = concurrent.futures.Future()
+        self.rendered: concurrent.futures.Future[None] = concurrent.futures.Future()
+        shown = html.escape(render.key_argument(request.tool_name, request.input))
+        self.allow = w.Button(description="Allow", button_style="success", icon="check")
+        self.deny = w.Button(description="Deny", button_style="danger", icon="times")
+        self.allow.on_click(lambda _: self.answer(True))
+        self.deny.on_click(lambda _: self.answer(False))
+        preview = json.dumps(request.input, indent=1, ensure_ascii=False)
+        if len(preview) > INPUT_PREVIEW:
+            preview = preview[: INPUT_PREVIEW - 1] + "…"
+        self.question = w.HTML(
+            f"<b>The agent asks to run</b> <code>{html.escape(request.tool_name)}</code> "
+            f"<code>{shown}</code>"
+            f"<details><summary>input</summary><pre>{html.escape(preview)}</pre></details>"
+        )
+        # _view_count is ipywidgets' own view counting: 0 turns it on, and the front end
+        # raises it when it shows the prompt (None, the default, means "not tracked").
+        self.widget = w.VBox([self.question, w.HBox([self.allow, self.deny])], _view_count=0)
+        self.widget.observe(self._on_views, names="_view_count")
+
+    def _on_views(self, change: dict[str, Any]) -> None:
+        if isinstance(change.get("new"), int) and change["new"] > 0 and not self.rendered.done():
+            self.rendered.set_result(None)
+
+    def answer(self, allowed: bool) -> bool:
+        """Settle the decision (first answer wins); returns the decision in force."""
+        if not self.decision.done():
+            self.decision.set_result(allowed)
+            self.allow.disabled = self.deny.disabled = True
+        return self.decision.result()
+
+    def close(self) -> None:
+        for widget in (self.allow, self.deny, self.question, self.widget):
+            widget.close()
+
+
+async def ask_with_buttons(
+    request: ApprovalRequest,
+    show_widget: Callable[[Any], None],
+    show_text: Callable[[str], None],
+    *,
+    render_timeout: float = RENDER_TIMEOUT,
+) -> bool | None:
+    """Show Allow / Deny for ``request`` and await the click.
+
+    ``show_widget(widget)`` displays the prompt, ``show_text(line)`` replaces it with a text
+    line. Returns the decision, or ``None`` when no front end rendered the buttons within
+    ``render_timeout`` seconds (the caller asks another way). Cancelling (a kernel interrupt)
+    replaces the buttons with "interrupted" and propagates.
+    """
+    buttons = ApprovalButtons(request)
+    show_widget(buttons.widget)
+    outcome = "interrupted"
+    try:
+        # asyncio.wait, not wait_for: on Python 3.11 wait_for can swallow an interrupt's
+        # cancellation that arrives as its timeout fires.
+        rendered = asyncio.wrap_future(buttons.rendered)
+        try:
+            done, _ = await asyncio.wait({rendered}, timeout=render_timeout)
+        finally:
+            rendered.cancel()  # no-op once shown
+        if not done and not buttons.decision.done():
+            outcome = "no widget front end here; asking below"
+            return None
+        allowed = await asyncio.wrap_future(buttons.decision)
+        outcome = "allowed" if allowed else "denied"
+        return allowed
+    finally:
+        show_text(outcome_text(request, outcome))
+        buttons.close()
+
+
+def async_cell_transform(lines: list[str]) -> list[str]:
+    """An IPython ``input_transformers_post`` entry: a ``%%agent`` cell (which IPython has
+    turned into ``get_ipython().run_cell_magic('agent', line, body)``) becomes
+    ``await``-ing :func:`lite_agent_jupyter.jupyter.agent_cell_async`, so the cell runs as a
+    coroutine and the kernel handles widget clicks while it waits. Anything else is kept."""
+    source = "".join(lines)
+    if "run_cell_magic" not in source:
+        return lines
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return lines
+    if len(tree.body) != 1 or not isinstance(tree.body[0], ast.Expr):
+        return lines
+    call = tree.body[0].value
+    if not (
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and call.func.attr == "run_cell_magic"
+        and isinstance(call.func.value, ast.Call)
+        and isinstance(call.func.value.func, ast.Name)
+        and call.func.value.func.id == "get_ipython"
+        and len(call.args) == 3
+        and not call.keywords
+        and all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in call.args)
+    ):
+        return lines
+    name, line, body = (a.value for a in call.args)  # type: ignore[attr-defined]
+    if name != "agent":
+        return lines
+    return [
+        "await __import__('lite_agent_jupyter.jupyter', fromlist=['agent_cell_async'])"
+        f".agent_cell_async({line!r}, {body!r})\n"
+    ]
