@@ -1,0 +1,262 @@
+"""Approval buttons: the widget logic in this process, and the whole path in a real kernel
+where this test plays the widget front end (it answers the view count and sends the click as
+comm messages while the ``%%agent`` cell waits). The same in Chromium: tests/browser."""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
+from nbkernel import Cell, Kernel, StartKernel
+
+from lite_agent_jupyter.agent import ApprovalRequest
+from lite_agent_jupyter.jupyter import approval
+
+REQUEST = ApprovalRequest(
+    tool_name="write_file",
+    input={"path": "hello.py", "content": "print('hi')\n"},
+    kind="write",
+    session_id="s1",
+    tool_use_id="t1",
+)
+
+
+def test_first_click_decides_and_disables_the_buttons() -> None:
+    buttons = approval.ApprovalButtons(REQUEST)
+    buttons.deny.click()
+    buttons.allow.click()
+    assert buttons.decision.result(0) is False
+    assert buttons.allow.disabled and buttons.deny.disabled
+    assert "hello.py" in buttons.question.value
+
+
+def test_a_view_reported_by_the_front_end_marks_it_rendered() -> None:
+    buttons = approval.ApprovalButtons(REQUEST)
+    assert buttons.widget._view_count == 0  # tracking on
+    assert not buttons.rendered.done()
+    buttons.widget._view_count = 1  # what the front end syncs when it shows the view
+    assert buttons.rendered.done()
+
+
+def _ask(clicks: str, *, render: bool, timeout: float = 5.0) -> tuple[bool | None, list[str]]:
+    shown: list[Any] = []
+    texts: list[str] = []
+
+    def show(widget: Any) -> None:
+        shown.append(widget)
+
+    async def main() -> bool | None:
+        task = asyncio.ensure_future(
+            approval.ask_with_buttons(REQUEST, show, texts.append, render_timeout=timeout)
+        )
+        while not shown:
+            await asyncio.sleep(0.01)
+        box = shown[0]
+        if render:
+            box._view_count = 1
+        for click in clicks:
+            buttons = box.children[1].children
+            (buttons[0] if click == "a" else buttons[1]).click()
+        return await task
+
+    return asyncio.run(main()), texts
+
+
+def test_ask_with_buttons_returns_the_click_and_leaves_a_text_line() -> None:
+    assert _ask("a", render=True) == (True, ["allowed: write_file hello.py"])
+    assert _ask("d", render=True) == (False, ["denied: write_file hello.py"])
+
+
+def test_no_front_end_renders_the_buttons_so_the_caller_asks_another_way() -> None:
+    decided, texts = _ask("", render=False, timeout=0.2)
+    assert decided is None
+    assert texts == ["no widget front end here; asking below: write_file hello.py"]
+
+
+def test_interrupt_while_waiting_replaces_the_buttons() -> None:
+    texts: list[str] = []
+    shown: list[Any] = []
+
+    async def main() -> None:
+        task = asyncio.ensure_future(
+            approval.ask_with_buttons(REQUEST, shown.append, texts.append, render_timeout=30)
+        )
+        while not shown:
+            await asyncio.sleep(0.01)
+        shown[0]._view_count = 1
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    assert texts == ["interrupted: write_file hello.py"]
+
+
+@pytest.mark.parametrize(
+    ("lines", "expected"),
+    [
+        (
+            ["get_ipython().run_cell_magic('agent', '--new', 'hi {x}\\n')\n"],
+            "await __import__('lite_agent_jupyter.jupyter', fromlist=['agent_cell_async'])"
+            ".agent_cell_async('--new', 'hi {x}\\n')\n",
+        ),
+        (["get_ipython().run_cell_magic('timeit', '', 'x\\n')\n"], None),
+        (["x = 1\n", "get_ipython().run_cell_magic('agent', '', 'hi')\n"], None),
+        (["print('run_cell_magic')\n"], None),
+    ],
+)
+def test_only_agent_cells_become_coroutines(lines: list[str], expected: str | None) -> None:
+    out = approval.async_cell_transform(lines)
+    assert out == (lines if expected is None else [expected])
+
+
+# ---------------------------------------------------------------- in a real kernel
+
+
+def _comm_msg(kernel: Kernel, comm_id: str, data: dict[str, Any]) -> None:
+    msg = kernel.kc.session.msg("comm_msg", {"comm_id": comm_id, "data": data})
+    kernel.kc.shell_channel.send(msg)
+
+
+def _run_answering(kernel: Kernel, code: str, answer: str | None) -> tuple[Cell, float]:
+    """Run ``code`` as a widget front end would: when the approval prompt opens, report a
+    view of it and click ``answer`` ("Allow"/"Deny"; ``None``: report no view, click
+    nothing). Returns the cell and the seconds the prompt waited for its click."""
+    msg_id = str(kernel.kc.execute(code, allow_stdin=True, stop_on_error=True))
+    cell = Cell(msg_id)
+    models: dict[str, dict[str, Any]] = {}
+    waited = 0.0
+    replied = idle = False
+    deadline = time.monotonic() + 120
+    while not (replied and idle):
+        assert time.monotonic() < deadline, "the cell did not finish"
+        try:
+            msg = kernel.kc.get_iopub_msg(timeout=0.05)
+        except queue.Empty:
+            msg = None
+        if msg is not None and msg["parent_header"].get("msg_id") == msg_id:
+            kind = msg["msg_type"]
+            if kind == "comm_open":
+                state = msg["content"]["data"]["state"]
+                models[msg["content"]["comm_id"]] = state
+                if state.get("_model_name") == "VBoxModel" and state.get("_view_count") == 0:
+                    box = msg["content"]["comm_id"]
+                    children = [c.removeprefix("IPY_MODEL_") for c in state["children"]]
+                    buttons = models[children[1]]["children"]
+                    labels = {
+                        models[b.removeprefix("IPY_MODEL_")]["description"]: b.removeprefix(
+                            "IPY_MODEL_"
+                        )
+                        for b in buttons
+                    }
+                    if answer is not None:
+                        _comm_msg(kernel, box, {"method": "update", "state": {"_view_count": 1}})
+                        time.sleep(0.3)  # a person reading the question
+                        waited = 0.3
+                        _comm_msg(
+                            kernel,
+                            labels[answer],
+                            {"method": "custom", "content": {"event": "click"}},
+                        )
+            elif kind == "status":
+                idle = msg["content"]["execution_state"] == "idle"
+            elif kind not in ("execute_input", "comm_msg", "comm_close"):
+                cell.add(msg)
+        try:
+            reply = kernel.kc.get_shell_msg(timeout=0)
+        except queue.Empty:
+            continue
+        if reply["parent_header"].get("msg_id") == msg_id:
+            cell.status = reply["content"]["status"]
+            replied = True
+    return cell, waited
+
+
+def _ask_kernel(start_kernel: StartKernel, fake_env: dict[str, str | None], tmp: Path) -> Kernel:
+    kernel = start_kernel(tmp / "work", fake_env)
+    kernel.run("%load_ext lite_agent_jupyter").check()  # approvals: "ask" (the default)
+    return kernel
+
+
+def _script_write(fake: FakeAnthropicServer) -> None:
+    fake.script(
+        FakeReply(
+            "I'll write it.",
+            tool_calls=[FakeToolCall("write_file", {"path": "hello.py", "content": "hi\n"})],
+        ),
+        FakeReply("Finished."),
+    )
+
+
+def test_allow_clicked_while_the_turn_waits_runs_the_tool(
+    start_kernel: StartKernel,
+    fake_env: dict[str, str | None],
+    fake_anthropic: FakeAnthropicServer,
+    tmp_path: Path,
+) -> None:
+    kernel = _ask_kernel(start_kernel, fake_env, tmp_path)
+    _script_write(fake_anthropic)
+    cell, _ = _run_answering(kernel, "%%agent\nWrite hello.py", "Allow")
+    cell.check()
+    assert (tmp_path / "work" / "hello.py").read_text() == "hi\n"
+    assert "allowed: write_file hello.py" in cell.markdown
+    assert "Finished." in cell.markdown
+    # the model got the tool's real result
+    result = fake_anthropic.message_requests[1].messages[-1]["content"][0]
+    assert result["type"] == "tool_result" and not result.get("is_error")
+
+
+def test_deny_clicked_leaves_the_file_unwritten_and_tells_the_model(
+    start_kernel: StartKernel,
+    fake_env: dict[str, str | None],
+    fake_anthropic: FakeAnthropicServer,
+    tmp_path: Path,
+) -> None:
+    kernel = _ask_kernel(start_kernel, fake_env, tmp_path)
+    _script_write(fake_anthropic)
+    cell, _ = _run_answering(kernel, "%%agent\nWrite hello.py", "Deny")
+    cell.check()
+    assert not (tmp_path / "work" / "hello.py").exists()
+    assert "denied: write_file hello.py" in cell.markdown
+    result = fake_anthropic.message_requests[1].messages[-1]["content"][0]
+    assert result["is_error"] is True and "denied" in str(result["content"])
+
+
+def test_no_widget_front_end_falls_back_to_input(
+    start_kernel: StartKernel,
+    fake_env: dict[str, str | None],
+    fake_anthropic: FakeAnthropicServer,
+    tmp_path: Path,
+) -> None:
+    """A client with stdin that shows no widgets (``jupyter console``): after the render
+    wait the question comes as an input request, and "y" allows the call."""
+    kernel = _ask_kernel(start_kernel, fake_env, tmp_path)
+    _script_write(fake_anthropic)
+    msg_id = str(kernel.kc.execute("%%agent\nWrite hello.py", allow_stdin=True))
+    request = kernel.kc.get_stdin_msg(timeout=60)
+    assert "Allow write_file hello.py?" in request["content"]["prompt"]
+    kernel.kc.input("y")
+    cell = kernel.collect([msg_id])[0].check()
+    assert (tmp_path / "work" / "hello.py").read_text() == "hi\n"
+    assert "no widget front end here" in cell.markdown
+
+
+def test_no_one_to_answer_denies_at_once(
+    start_kernel: StartKernel,
+    fake_env: dict[str, str | None],
+    fake_anthropic: FakeAnthropicServer,
+    tmp_path: Path,
+) -> None:
+    """nbconvert / nbclient (``allow_stdin`` off): denied without showing buttons."""
+    kernel = _ask_kernel(start_kernel, fake_env, tmp_path)
+    _script_write(fake_anthropic)
+    cell = kernel.run("%%agent\nWrite hello.py").check()
+    assert not (tmp_path / "work" / "hello.py").exists()
+    assert "no way to ask here: write_file denied" in cell.stream_text
+    assert not any(m["msg_type"] == "comm_open" for m in cell.messages)
