@@ -1,0 +1,76 @@
+"""Approval buttons in a real JupyterLab, clicked in Debian's Chromium while the ``%%agent``
+cell waits: Allow writes the file and the answer streams on; Deny leaves no file and the
+model is told. The kernel's agent talks to the fake Messages API server of this process."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
+from lab_browser import JupyterLabServer, LabNotebook, no_widget_errors, wait_for, write_notebook
+
+SETUP = "%load_ext lite_agent_jupyter"  # approvals: "ask", the default
+
+
+def _start_cell(nb: LabNotebook, index: int) -> Any:
+    """Run cell ``index`` without waiting for it to finish."""
+    cell = nb.cell(index)
+    cell.locator(".jp-InputPrompt").click()
+    nb.page.keyboard.press("Escape")
+    nb.page.keyboard.press("Shift+Enter")
+    return cell
+
+
+def _finished(cell: Any, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    prompt = cell.locator(".jp-InputPrompt")
+    while not prompt.inner_text().strip()[1:-2].strip().isdigit():
+        assert time.monotonic() < deadline, "the cell did not finish"
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("answer", ["Allow", "Deny"])
+def test_approval_buttons_answer_the_waiting_turn(
+    answer: str,
+    lab: JupyterLabServer,
+    lab_root: Path,
+    page: Any,
+    fake_anthropic: FakeAnthropicServer,
+    artifacts: Path,
+) -> None:
+    fake_anthropic.script(
+        FakeReply(
+            "I'll write hello.py.",
+            tool_calls=[FakeToolCall("write_file", {"path": "hello.py", "content": "hi\n"})],
+        ),
+        FakeReply("Answer after the approval.", text_chunk=5),
+    )
+    write_notebook(lab_root / "approve.ipynb", [SETUP, "%%agent\nWrite hello.py"])
+    nb = LabNotebook(page, lab, "approve.ipynb").open()
+    nb.run_cell(0)
+    cell = _start_cell(nb, 1)
+    button = cell.get_by_role("button", name=answer)
+    button.wait_for(state="visible", timeout=60_000)
+    no_widget_errors(page)
+    assert "write_file" in nb.output_text(1) and "hello.py" in nb.output_text(1)
+    assert not (lab_root / "hello.py").exists()  # the turn waits
+    page.screenshot(path=str(artifacts / "approval-buttons.png"))
+    button.click()
+    _finished(cell)
+    nb.wait_idle()
+    out = nb.output_text(1)
+    result = fake_anthropic.message_requests[1].messages[-1]["content"][0]
+    if answer == "Allow":
+        wait_for(lambda: (lab_root / "hello.py").exists(), "hello.py on disk")
+        assert (lab_root / "hello.py").read_text() == "hi\n"
+        assert "allowed: write_file hello.py" in out
+        assert result["type"] == "tool_result" and not result.get("is_error")
+    else:
+        assert not (lab_root / "hello.py").exists()
+        assert "denied: write_file hello.py" in out
+        assert result["is_error"] is True and "denied" in str(result["content"])
+    assert "Answer after the approval." in out
+    assert cell.get_by_role("button", name=answer).count() == 0  # a text line now
