@@ -40,6 +40,10 @@ from ..abort import AbortSignal
 from ..agent import (
     DEFAULT_MODEL_NAME,
     ApprovalRequest,
+    BackgroundEvent,
+    BackgroundNotice,
+    BackgroundTurnFinished,
+    BackgroundTurnStarted,
     LiteAgent,
     LiteAgentResult,
     TextDelta,
@@ -335,6 +339,7 @@ class LiteAgentMagics(Magics):
         self._continued = False
         self.location = self._locate()
         self.teach = teach.TeachState()
+        self.background = _BackgroundTurns(self.runner)
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -541,6 +546,7 @@ class LiteAgentMagics(Magics):
         budget = args.max_tokens if args.max_tokens is not None else self.max_turn_tokens
         if budget is not None and budget < 1:
             raise UsageError("%%agent --max-tokens: a number of tokens >= 1")
+        self.background.show(agent, rich=self.in_kernel)
         return self._cell_turn(agent, prompt, notes, quiet=args.quiet, max_turn_tokens=budget)
 
     def _cell_turn(
@@ -614,6 +620,7 @@ class LiteAgentMagics(Magics):
                 if dirty:
                     wait = max(0.0, last + interval - time.monotonic())
                 item = yield _Wait(stream, wait)
+                self.background.show(agent, rich=self.in_kernel)
                 if item is _EMPTY:
                     if dirty:
                         out.update()
@@ -758,6 +765,62 @@ def _error_text(error: BaseException) -> str:
     if isinstance(error, MissingAPIKeyError):
         return NO_KEY_MESSAGE
     return f"error: {type(error).__name__}: {error}"
+
+
+class _BackgroundTurns:
+    """Background completion turns (SPEC §7: a background job's completion runs as a turn
+    of its own, with no ``run()`` caller), shown in cells: each in a display of its own,
+    opened in the ``%%agent`` cell that runs when its notices are read (the next one, or the
+    one running) and updated in place as its events arrive; a terminal prints it when done."""
+
+    def __init__(self, runner: AgentRunner) -> None:
+        self.runner = runner
+        self.views: dict[str, tuple[render.TurnView, _NotebookOutput | None]] = {}
+
+    def _view(self, job_id: str, rich: bool, note: str) -> tuple[render.TurnView, Any]:
+        entry = self.views.get(job_id)
+        if entry is None:
+            view = render.TurnView(notes=[note])
+            entry = self.views[job_id] = (view, _NotebookOutput(view) if rich else None)
+        return entry
+
+    def show(self, agent: LiteAgent, *, rich: bool) -> None:
+        """Show what arrived since the last call (never blocks)."""
+        notices: list[BackgroundNotice] = []
+        while True:
+            try:
+                notices.append(self.runner.notices.get_nowait())
+            except queue.Empty:
+                break
+        if not notices:
+            return
+        real = bool(getattr(agent.model, "is_real_model", True))
+        changed: dict[str, tuple[render.TurnView, Any]] = {}
+        for notice in notices:
+            job = notice.job_id
+            if isinstance(notice, BackgroundTurnStarted):
+                code = "" if notice.exit_code is None else f" (exit code {notice.exit_code})"
+                note = f"background job {job} finished{code}: {notice.description}"
+                changed[job] = self._view(job, rich, note)
+            elif isinstance(notice, BackgroundEvent):
+                view, out = self._view(job, rich, f"background job {job}")
+                if view.apply(notice.event):
+                    changed[job] = (view, out)
+            elif isinstance(notice, BackgroundTurnFinished):
+                view, out = self._view(job, rich, f"background job {job}")
+                if notice.result is not None:
+                    view.finish(
+                        notice.result, agent.options.model_name, real_model=real, background=True
+                    )
+                else:
+                    view.status = f"the background turn ended early: {notice.error}"
+                changed[job] = (view, out)
+                del self.views[job]
+                if out is None:
+                    print(f"\n{view.plain()}")
+        for _, out in changed.values():
+            if out is not None:
+                out.update()
 
 
 class _NotebookOutput:

@@ -24,6 +24,7 @@ from ..agent import (
     LiteAgentResult,
     RestorePlan,
     RestoreResult,
+    TextDelta,
     ToolCallFinished,
     ToolCallInput,
     ToolCallStarted,
@@ -138,8 +139,25 @@ class TurnView:
         *,
         real_model: bool,
         source: str | None = None,
+        background: bool = False,
     ) -> None:
-        self.footer = footer_text(result, model_name, real_model=real_model, source=source)
+        self.footer = footer_text(
+            result, model_name, real_model=real_model, source=source, background=background
+        )
+
+    def apply(self, event: object) -> bool:
+        """Fold a stream event in; ``True`` if the content changed (text or a tool line)."""
+        if isinstance(event, TextDelta):
+            self.add_text(event.text)
+        elif isinstance(event, ToolCallStarted):
+            self.tool_started(event)
+        elif isinstance(event, ToolCallInput):
+            self.tool_input(event)
+        elif isinstance(event, ToolCallFinished):
+            self.tool_finished(event)
+        else:
+            return False
+        return True
 
     # -- output ------------------------------------------------------------------------
 
@@ -200,7 +218,12 @@ def tool_plain(line: ToolLine) -> str:
 
 
 def footer_text(
-    result: LiteAgentResult, model_name: str, *, real_model: bool, source: str | None = None
+    result: LiteAgentResult,
+    model_name: str,
+    *,
+    real_model: bool,
+    source: str | None = None,
+    background: bool = False,
 ) -> str:
     """``in 1,234 · out 56 · cache 0/0 tok · claude-… · session 3f2a1b9c · checkpoint 12:
     %agent restore 12``."""
@@ -213,7 +236,10 @@ def footer_text(
         f"{u.cache_read_input_tokens:,} / write {u.cache_creation_input_tokens:,}",
         model,
         f"session {short_id(result.session_id)}",
-        f"checkpoint {result.checkpoint_seq}: %agent restore {result.checkpoint_seq}",
+        # a background completion turn is never a checkpoint to rewind to (SPEC §7)
+        "background turn"
+        if background
+        else f"checkpoint {result.checkpoint_seq}: %agent restore {result.checkpoint_seq}",
     ]
     if result.stop_reason not in (None, "end_turn", "tool_use"):
         parts.append(f"stopped: {result.stop_reason}")

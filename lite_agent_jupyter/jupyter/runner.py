@@ -34,6 +34,7 @@ from ..abort import AbortSignal
 from ..agent import (
     AgentEvent,
     ApprovalRequest,
+    BackgroundNotice,
     Checkpoint,
     CompactProgress,
     CompactResult,
@@ -152,6 +153,9 @@ class AgentRunner:
         self._busy: dict[str, threading.Event] = {}
         self._asks: dict[str, Callable[[ApprovalAsk], None]] = {}
         self._stopped = False
+        self.notices: queue.SimpleQueue[BackgroundNotice] = queue.SimpleQueue()
+        """Background completion turns of the kernel's agent (``agent.subscribe()``), as they
+        happen; the magics show them (there is no ``run()`` caller to stream them to)."""
         self.facade = AgentFacade(self)
         self.aio = AsyncAgentFacade(self)
 
@@ -200,10 +204,17 @@ class AgentRunner:
                 if current is not None:
                     self.call(current.close())
                 self._agent, self._agent_key = new, key
+                self.submit(self._watch(new))
                 current = new
             if current is None:
                 raise AgentClosedError("no agent yet: run a %%agent cell first")
             return current
+
+    async def _watch(self, agent: LiteAgent) -> None:
+        """Forward ``agent``'s background notices to :attr:`notices` until it closes."""
+        async with agent.subscribe() as notices:
+            async for notice in notices:
+                self.notices.put(notice)
 
     async def _build(self, factory: AgentFactory) -> LiteAgent:
         return factory(self._approve)

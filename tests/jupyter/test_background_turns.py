@@ -1,0 +1,44 @@
+"""Background completion turns (SPEC §7) shown in the notebook: a job started with
+``bash(background=true)`` finishes after its cell, its completion turn runs with no cell to
+stream to, and the next ``%%agent`` cell shows it (answer, footer marked as a background turn).
+A real kernel against the fake Messages API server."""
+
+from __future__ import annotations
+
+import json
+
+from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
+from nbkernel import Kernel
+
+
+def test_the_next_cell_shows_a_background_completion_turn(
+    agent_kernel: Kernel, fake_anthropic: FakeAnthropicServer
+) -> None:
+    fake_anthropic.script(
+        FakeReply(
+            "Starting the job.",
+            tool_calls=[
+                FakeToolCall("bash", {"command": "sleep 1; echo job-output", "background": True})
+            ],
+        ),
+        "Started it in the background.",
+        "The job printed job-output.",  # the completion turn, after the job ends
+        "Nothing else to do.",
+    )
+    first = agent_kernel.run("%%agent\nRun the job in the background").check()
+    assert "Started it in the background." in first.markdown
+    fake_anthropic.wait_for_requests(3)
+    completion = fake_anthropic.message_requests[2].messages[-1]["content"]
+    assert "job-output" in json.dumps(completion)
+    agent_kernel.run(
+        "import lite_agent_jupyter\n"
+        "await lite_agent_jupyter.get_agent().call(lambda a: a.wait_background())"
+    ).check()
+    second = agent_kernel.run("%%agent\nAnything else?").check()
+    shown = first.markdown + second.markdown
+    assert "The job printed job-output." in shown
+    assert "background job bg-" in shown and "finished (exit code 0)" in shown
+    assert "background turn" in shown  # its footer: no checkpoint to rewind to
+    assert "Nothing else to do." in second.markdown
+    # the plain-text twin says it too
+    assert "The job printed job-output." in first.plain + second.plain
