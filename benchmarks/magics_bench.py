@@ -31,7 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "jupyter"))
 
 from fake_anthropic import FakeAnthropicServer, FakeReply
-from nbkernel import SETUP, Kernel, kernel_env
+from nbkernel import SETUP, Kernel
+from process_helpers import kernel_env
 
 BARE_SETUP = """\
 from lite_agent_jupyter import Storage, create_lite_agent

@@ -50,6 +50,28 @@ def kernel_handles_comms_while_awaiting() -> bool:
     return version >= MIN_IPYKERNEL
 
 
+TICK = 0.25
+"""Longest sleep of the kernel's loop while the buttons wait (see :func:`_wait`)."""
+
+
+async def _wait(future: asyncio.Future[Any], timeout: float | None) -> bool:
+    """Wait for ``future`` (``False`` after ``timeout`` seconds), waking every :data:`TICK`.
+
+    Why the ticks: a kernel interrupt is a SIGINT whose Python handler (ipykernel's, which
+    cancels the awaiting cell) runs only when the main thread runs; the OS may deliver the
+    signal to another of the kernel's threads, and a loop asleep on one future would only see
+    it after the click. ``asyncio.wait``, not ``wait_for``: on Python 3.11 ``wait_for`` can
+    swallow a cancellation that arrives as its timeout fires."""
+    loop = asyncio.get_running_loop()
+    deadline = None if timeout is None else loop.time() + timeout
+    while not future.done():
+        left = TICK if deadline is None else min(TICK, deadline - loop.time())
+        if left <= 0:
+            return False
+        await asyncio.wait({future}, timeout=left)
+    return True
+
+
 def outcome_text(request: ApprovalRequest, outcome: str) -> str:
     """The line that replaces the buttons: ``allowed write_file hello.py`` and the like."""
     shown = render.key_argument(request.tool_name, request.input)
@@ -123,17 +145,17 @@ async def ask_with_buttons(
     show_widget(buttons.widget)
     outcome = "interrupted"
     try:
-        # asyncio.wait, not wait_for: on Python 3.11 wait_for can swallow an interrupt's
-        # cancellation that arrives as its timeout fires.
         rendered = asyncio.wrap_future(buttons.rendered)
         try:
-            done, _ = await asyncio.wait({rendered}, timeout=render_timeout)
+            shown = await _wait(rendered, render_timeout)
         finally:
             rendered.cancel()  # no-op once shown
-        if not done and not buttons.decision.done():
+        if not shown and not buttons.decision.done():
             outcome = "no widget front end here; asking below"
             return None
-        allowed = await asyncio.wrap_future(buttons.decision)
+        decision = asyncio.wrap_future(buttons.decision)
+        await _wait(decision, None)
+        allowed = decision.result()
         outcome = "allowed" if allowed else "denied"
         return allowed
     finally:

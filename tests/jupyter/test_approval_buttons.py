@@ -124,14 +124,13 @@ def _comm_msg(kernel: Kernel, comm_id: str, data: dict[str, Any]) -> None:
     kernel.kc.shell_channel.send(msg)
 
 
-def _run_answering(kernel: Kernel, code: str, answer: str | None) -> tuple[Cell, float]:
+def _run_answering(kernel: Kernel, code: str, answer: str | None) -> Cell:
     """Run ``code`` as a widget front end would: when the approval prompt opens, report a
-    view of it and click ``answer`` ("Allow"/"Deny"; ``None``: report no view, click
-    nothing). Returns the cell and the seconds the prompt waited for its click."""
+    view of it and click ``answer`` ("Allow"/"Deny"; "interrupt": interrupt the kernel
+    instead; ``None``: report no view, click nothing)."""
     msg_id = str(kernel.kc.execute(code, allow_stdin=True, stop_on_error=True))
     cell = Cell(msg_id)
     models: dict[str, dict[str, Any]] = {}
-    waited = 0.0
     replied = idle = False
     deadline = time.monotonic() + 120
     while not (replied and idle):
@@ -158,12 +157,14 @@ def _run_answering(kernel: Kernel, code: str, answer: str | None) -> tuple[Cell,
                     if answer is not None:
                         _comm_msg(kernel, box, {"method": "update", "state": {"_view_count": 1}})
                         time.sleep(0.3)  # a person reading the question
-                        waited = 0.3
-                        _comm_msg(
-                            kernel,
-                            labels[answer],
-                            {"method": "custom", "content": {"event": "click"}},
-                        )
+                        if answer == "interrupt":
+                            kernel.interrupt()  # the stop button instead of an answer
+                        else:
+                            _comm_msg(
+                                kernel,
+                                labels[answer],
+                                {"method": "custom", "content": {"event": "click"}},
+                            )
             elif kind == "status":
                 idle = msg["content"]["execution_state"] == "idle"
             elif kind not in ("execute_input", "comm_msg", "comm_close"):
@@ -175,7 +176,7 @@ def _run_answering(kernel: Kernel, code: str, answer: str | None) -> tuple[Cell,
         if reply["parent_header"].get("msg_id") == msg_id:
             cell.status = reply["content"]["status"]
             replied = True
-    return cell, waited
+    return cell
 
 
 def _ask_kernel(start_kernel: StartKernel, fake_env: dict[str, str | None], tmp: Path) -> Kernel:
@@ -202,7 +203,7 @@ def test_allow_clicked_while_the_turn_waits_runs_the_tool(
 ) -> None:
     kernel = _ask_kernel(start_kernel, fake_env, tmp_path)
     _script_write(fake_anthropic)
-    cell, _ = _run_answering(kernel, "%%agent\nWrite hello.py", "Allow")
+    cell = _run_answering(kernel, "%%agent\nWrite hello.py", "Allow")
     cell.check()
     assert (tmp_path / "work" / "hello.py").read_text() == "hi\n"
     assert "allowed: write_file hello.py" in cell.markdown
@@ -220,12 +221,39 @@ def test_deny_clicked_leaves_the_file_unwritten_and_tells_the_model(
 ) -> None:
     kernel = _ask_kernel(start_kernel, fake_env, tmp_path)
     _script_write(fake_anthropic)
-    cell, _ = _run_answering(kernel, "%%agent\nWrite hello.py", "Deny")
+    cell = _run_answering(kernel, "%%agent\nWrite hello.py", "Deny")
     cell.check()
     assert not (tmp_path / "work" / "hello.py").exists()
     assert "denied: write_file hello.py" in cell.markdown
     result = fake_anthropic.message_requests[1].messages[-1]["content"][0]
     assert result["is_error"] is True and "denied" in str(result["content"])
+
+
+def test_interrupt_while_the_buttons_wait_stops_the_turn_cleanly(
+    start_kernel: StartKernel,
+    fake_env: dict[str, str | None],
+    fake_anthropic: FakeAnthropicServer,
+    tmp_path: Path,
+) -> None:
+    kernel = _ask_kernel(start_kernel, fake_env, tmp_path)
+    fake_anthropic.script(
+        FakeReply(
+            "I'll write it.",
+            tool_calls=[FakeToolCall("write_file", {"path": "hello.py", "content": "hi\n"})],
+        ),
+        "Still here.",
+    )
+    cell = _run_answering(kernel, "%%agent\nWrite hello.py", "interrupt")
+    assert cell.status == "error"
+    assert cell.error is not None and cell.error["ename"] == "AgentInterrupted", cell.error_text
+    assert "interrupted: write_file hello.py" in cell.markdown
+    assert not (tmp_path / "work" / "hello.py").exists()
+    kernel.run("%config LiteAgentMagics.approvals = 'allow'").check()
+    after = kernel.run("%%agent\nare you there?").check()
+    assert "Still here." in after.markdown
+    # the log stayed valid: the unanswered call got an "interrupted" result
+    messages = fake_anthropic.message_requests[-1].messages
+    assert messages[-1]["content"][-1]["text"] == "are you there?"
 
 
 def test_no_widget_front_end_falls_back_to_input(
