@@ -676,10 +676,10 @@ class Restorer:
                 data = await self.blobs.get(old) if old is not None else None
                 if not self._replace(path, new, data):
                     log.warning("%s was changed by someone else meanwhile; not rolled back", path)
-            except RestoreConflictError as exc:  # a link or a folder there: not ours
-                log.warning("%s was changed by someone else meanwhile; not rolled back", path)
-                log.debug("%s", exc)
-            except OSError as exc:  # confinement refusals included
+            except (OSError, RestoreConflictError) as exc:
+                # The confinement refused (a folder on the path is a symlink now), the walk
+                # met a folder mid-swap, a link or a folder stands where the file was: try
+                # again on the next call rather than leave a half-rewound folder behind.
                 log.warning("%s could not be put back: %s", path, exc)
                 failed.append(path)
         if failed:

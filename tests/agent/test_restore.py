@@ -815,6 +815,57 @@ async def test_a_folder_swapped_for_a_symlink_mid_restore_never_leads_outside(
     assert state(elsewhere) == outside
 
 
+async def test_a_swap_after_the_first_write_keeps_the_journal_until_the_rollback_can_finish(
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    workdir: Path,
+    storage: Storage,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The folder is swapped right after ``sub/a.txt`` was rewritten: the delete of
+    ``sub/b.txt`` is refused, and so is putting ``sub/a.txt`` back (the walk meets the
+    symlink). The journal stays, calls on the session refuse while the swap lasts, and the
+    first call after it is undone finishes the rollback: never a half-rewound folder."""
+    script_edit_then_add(workdir, fake_anthropic)
+    agent = make_agent(model=claude(), approvals="allow")
+    await agent.send("edit and add")
+    sid = agent.session_id
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "a.txt").write_text("two\n")
+    (elsewhere / "b.txt").write_text("new\n")
+    outside = state(elsewhere)
+    inside = state(workdir)
+    head = await agent.checkpointer.head(sid)
+    swap, unswap = make_swappable(workdir, elsewhere)
+    real_write = Target.write
+
+    def write_then_swap(target: Target, data: bytes) -> None:
+        real_write(target, data)
+        swap()
+
+    monkeypatch.setattr(Target, "write", write_then_swap)
+    with pytest.raises(PathOutsideWorkdirError, match=r"sub/b\.txt"):
+        await agent.restore(sid, 0)
+    monkeypatch.undo()
+    assert state(elsewhere) == outside
+    assert state(workdir / "sub.real") == {"a.txt": b"one\n", "b.txt": b"new\n"}  # half done
+    journal = storage.base / "archive" / f"{sid}.journal.json"
+    assert journal.exists()
+    with pytest.raises(RestoreConflictError, match="could not be rolled back"):
+        await agent.list_checkpoints(sid)  # still swapped: refuses, keeps the journal
+    assert journal.exists() and state(elsewhere) == outside
+
+    unswap()
+    assert len(await agent.list_checkpoints(sid)) == 1  # recovers: rolled back
+    assert not journal.exists()
+    assert state(workdir) == inside and await agent.checkpointer.head(sid) == head
+    with pytest.raises(UnknownCheckpointError):
+        await agent.undo_restore(sid)
+
+
 RACER = """
 import ctypes, os, sys, time
 workdir, elsewhere, stop = sys.argv[1:]

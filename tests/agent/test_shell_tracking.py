@@ -13,6 +13,7 @@ from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
 from lite_agent_jupyter import FileChanged, LiteAgent
 from lite_agent_jupyter.agent.tracking import OUTSIDE, snapshot_source
 from lite_agent_jupyter.checkpoint.events import FileSnapshotEvent, UserEvent
+from lite_agent_jupyter.storage import blob_hash
 
 MakeAgent = Callable[..., LiteAgent]
 
@@ -157,3 +158,28 @@ async def test_a_background_command_is_scanned_when_it_ends(
     assert await content(agent, snap.after) == b"late\n"
     notice = fake_anthropic.message_requests[-1].body["messages"][-1]["content"]
     assert "created late.txt" in str(notice)
+
+
+async def test_the_baseline_stores_only_what_a_command_changed(
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    workdir: Path,
+) -> None:
+    """The first scan keeps every file's content aside (a scratch pack), not as a blob each:
+    after a command, only the content it replaced (and the new one) are in the blob store,
+    and a restore brings the old content back from there."""
+    for i in range(50):
+        (workdir / f"untouched{i}.txt").write_text(f"file {i}\n")
+    (workdir / "edited.txt").write_text("before the command\n")
+    fake_anthropic.script(bash("echo after > edited.txt && rm untouched7.txt", "t"), "ok")
+    agent = make_agent(model=claude(), approvals={"bash": "allow"})
+    await agent.send("edit one, delete one")
+    stored = set(await agent.blobs.hashes())
+    kept = {blob_hash(f"file {i}\n".encode()) for i in range(50) if i != 7}
+    assert not kept & stored  # untouched files: never written to the blob store
+    assert blob_hash(b"file 7\n") in stored  # a deleted file's content is
+    assert blob_hash(b"before the command\n") in stored
+    await agent.restore(agent.session_id, 0)
+    assert (workdir / "edited.txt").read_text() == "before the command\n"
+    assert (workdir / "untouched7.txt").read_text() == "file 7\n"
