@@ -56,6 +56,26 @@ class CheckpointConflictError(LiteAgentError):
         )
 
 
+class SessionDeletedError(CheckpointConflictError):
+    """The session was deleted (by another agent, process or machine) after the caller last
+    saw it; nothing was written, and nothing will be: a deleted session stays deleted.
+
+    A :class:`CheckpointConflictError` (the real head is 0), so code that handles conflicts
+    handles this too. Start a new session, or ``resume`` the id explicitly to begin a new,
+    empty one under the same name.
+    """
+
+    def __init__(self, session_id: str, expected: int) -> None:
+        self.session_id = session_id
+        self.expected = expected
+        self.actual = 0
+        LiteAgentError.__init__(
+            self,
+            f"session {session_id!r} was deleted (expected head {expected}); nothing was "
+            "written. Start a new session, or resume this id to begin it again empty",
+        )
+
+
 class CorruptLogError(LiteAgentError):
     """A stored log cannot be decoded. Names where, so a human can look.
 
@@ -106,7 +126,8 @@ class SessionsDisabledError(LiteAgentError):
 
 
 class SessionBusyError(LiteAgentError):
-    """The session already has a turn running in this agent."""
+    """The session already has a turn running (in this agent, or holding the session's turn
+    claim in another agent, process or machine); nothing was written."""
 
 
 class AgentClosedError(LiteAgentError):

@@ -35,6 +35,7 @@ from ..checkpoint.protocol import (
     SupportsBlobs,
     SupportsLocation,
     SupportsTaskLists,
+    SupportsTurnClaims,
     TaskLists,
     new_session_id,
     validate_session_id,
@@ -96,6 +97,8 @@ files to any earlier prompt: edits by the file tools and by shell commands in th
 recorded (not .git, virtualenvs, node_modules or very large files)."""
 
 _END = object()
+_CLAIM_POLL_SECONDS = 0.2
+"""How often a background completion turn retries a turn claim held elsewhere."""
 
 
 @dataclass(slots=True, eq=False)
@@ -229,8 +232,11 @@ class LiteAgent:
         """Make ``session_id`` current (an unknown, valid id starts an empty session)."""
         self._check_open()
         self._check_sessions("resume")
-        self._session_id = validate_session_id(session_id)
-        return self._session_id
+        self._session_id = sid = validate_session_id(session_id)
+        log = self._logs.get(sid)
+        if log is not None and log.deleted:  # deleted elsewhere: resuming begins it anew
+            del self._logs[sid]
+        return sid
 
     def clear(self) -> str:
         """Switch to a new, empty session and return its id; the old one is kept."""
@@ -315,7 +321,7 @@ class LiteAgent:
 
         async def body() -> LiteAgentResult:
             try:
-                async with session.turn_lock:
+                async with session.turn_lock, self._claim(session_id, wait=emit is not None):
                     turn.controller.signal.raise_if_aborted()
                     if self.sessions_enabled and await self._restorer.recover(session_id):
                         session.invalidate()
@@ -337,6 +343,24 @@ class LiteAgent:
         self._turns.add(turn)
         turn.task.add_done_callback(lambda _t: self._turns.discard(turn))
         return turn
+
+    @contextlib.asynccontextmanager
+    async def _claim(self, session_id: str, *, wait: bool) -> AsyncIterator[None]:
+        """Hold the session's turn claim where the backend offers one (SupportsTurnClaims):
+        one turn per session across every agent and process on the store. A user's turn
+        that finds it held fails at once with SessionBusyError, before its prompt is written;
+        a background completion turn (``wait``) waits for it instead."""
+        checkpointer = self.checkpointer
+        async with contextlib.AsyncExitStack() as stack:
+            while isinstance(checkpointer, SupportsTurnClaims):
+                try:
+                    await stack.enter_async_context(checkpointer.claim_turn(session_id))
+                    break
+                except SessionBusyError:
+                    if not wait:
+                        raise
+                    await asyncio.sleep(_CLAIM_POLL_SECONDS)
+            yield
 
     async def _stop_turn(self, turn: _Turn, reason: str) -> None:
         """Abort a turn if still running and wait for its cleanup to finish."""
@@ -649,7 +673,8 @@ class LiteAgent:
 
     @contextlib.asynccontextmanager
     async def _idle(self, session_id: str) -> AsyncIterator[None]:
-        """Hold the session's turn lock (no turn starts meanwhile); refuse if one runs."""
+        """Hold the session's turn lock and claim (no turn starts meanwhile, here or in
+        another process); refuse if one runs."""
         if any(
             turn.session_id == session_id and turn.task is not None and not turn.task.done()
             for turn in self._turns
@@ -659,7 +684,7 @@ class LiteAgent:
             )
         self._ensure_storage()
         session = self._log(session_id)
-        async with session.turn_lock:
+        async with session.turn_lock, self._claim(session_id, wait=False):
             try:
                 yield
             finally:

@@ -257,6 +257,8 @@ async def _run_tool(
                 )
             try:
                 output = await invoke_tool(tool, arguments, context)
+            except CheckpointConflictError:  # the log moved or was deleted: the turn ends
+                raise
             except LiteAgentError as exc:  # ToolError and the like: written for the model
                 output, is_error = str(exc), True
             except Exception as exc:  # a tool's bug must not end the turn: the model reads it

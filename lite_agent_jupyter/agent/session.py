@@ -3,7 +3,13 @@
 Every write goes through :meth:`SessionLog.append` with ``expected_head`` = the head this
 object last saw, so a second writer (another process, another agent on the same store) makes
 the write fail cleanly with ``CheckpointConflictError`` instead of interleaving two
-conversations. After a conflict the cache is dropped and re-read on next use. It is also the
+conversations. After a conflict the object is *stale*: it refuses every write (raising the
+conflict again, touching nothing) until :meth:`load` has re-read the log, so no write ever
+goes out with a head this object has not read (the clean-up of an interrupted turn included:
+it used to write at head 0 into a log deleted under it, bringing the session back). A session
+deleted under it (:class:`~lite_agent_jupyter.errors.SessionDeletedError`, or a log that
+vanished where the backend keeps tombstones) stays refused for this object: the agent starts
+a fresh one only on an explicit ``resume``. It is also the
 one redaction point: every event passes the agent's :class:`~lite_agent_jupyter.redact.Redactor`
 before it is stored, and the model's messages are folded from what was stored.
 
@@ -26,8 +32,8 @@ from collections.abc import Sequence
 
 from ..checkpoint.events import CompactionEvent, Event, now_iso, stamped, to_dict
 from ..checkpoint.fold import Folder
-from ..checkpoint.protocol import Checkpointer, MarkIndex, SupportsSync
-from ..errors import CheckpointConflictError
+from ..checkpoint.protocol import Checkpointer, MarkIndex, SupportsSync, SupportsTombstones
+from ..errors import CheckpointConflictError, SessionDeletedError
 from ..redact import Redactor
 
 
@@ -45,12 +51,41 @@ class SessionLog:
         self.head = 0
         self._folder = Folder()
         self._loaded = False
+        self._stale: CheckpointConflictError | None = None
+        """The conflict that made this object stale (no write until a reload), if any."""
+        self._seen_log = False
+        """Whether this object ever saw the session with events (so an empty log later means
+        it was deleted or rewound to nothing under us)."""
         self._write_lock = asyncio.Lock()
         self.turn_lock = asyncio.Lock()
         """Held for a whole turn: one turn per session at a time in this agent."""
 
+    @property
+    def deleted(self) -> bool:
+        """Whether the session was deleted under this object (it then refuses to write)."""
+        return isinstance(self._stale, SessionDeletedError)
+
     async def load(self) -> None:
-        """Catch up with the store: read what was appended since we last looked."""
+        """Catch up with the store: read what was appended since we last looked. Raises
+        :class:`SessionDeletedError` if the session was deleted since this object saw it."""
+        if isinstance(self._stale, SessionDeletedError):
+            raise SessionDeletedError(self.session_id, self._stale.expected)
+        seen = self.head
+        await self._catch_up()
+        if self.head > 0:
+            self._seen_log = True
+        elif self._seen_log and await self._was_deleted():
+            self._stale = SessionDeletedError(self.session_id, seen)
+            raise SessionDeletedError(self.session_id, seen)
+        self._stale = None
+
+    async def _was_deleted(self) -> bool:
+        checkpointer = self.checkpointer
+        return isinstance(checkpointer, SupportsTombstones) and await checkpointer.deleted(
+            self.session_id
+        )
+
+    async def _catch_up(self) -> None:
         if not self._loaded:
             self._replace(await self._read_live())
             self._loaded = True
@@ -105,16 +140,23 @@ class SessionLog:
             redact = self.redactor.event
             events = [redact(event) for event in events]
         async with self._write_lock:
+            stale = self._stale
+            if stale is not None:  # never write with a head we have not read
+                if isinstance(stale, SessionDeletedError):
+                    raise SessionDeletedError(self.session_id, stale.expected)
+                raise CheckpointConflictError(self.session_id, stale.expected, stale.actual)
             try:
                 head = await self.checkpointer.append(
                     self.session_id, events, expected_head=self.head
                 )
-            except CheckpointConflictError:
-                self.invalidate()
+            except CheckpointConflictError as exc:
+                self._stale = exc
+                self._loaded = False  # the next load() reads the log afresh
                 raise
             ts = now_iso()
             first = head - len(events) + 1
             self._extend([stamped(ev, first + i, ts) for i, ev in enumerate(events)])
+            self._seen_log = self._seen_log or head > 0
             return head
 
     def messages(self) -> list[dict[str, object]]:

@@ -8,7 +8,9 @@ directory, usually ``Storage.sessions_dir``)::
     <directory>/<id>.marks          the session's mark index: copies of its checkpoint, compaction
                                     and file_snapshot lines (see docs/design.md)
     <directory>/.index.jsonl        title and turn count of every session, for list()
+    <directory>/<id>.deleted        the tombstone a delete leaves (see SupportsTombstones)
     <directory>/.locks/<id>.lock    the file lock of a session (and .index.lock)
+    <directory>/.locks/<id>.turn    the turn claim of a session (flock, held for a whole turn)
 
 A per-session file lock makes head check + write one step across processes; a torn final
 line (a crash mid-append) is repaired on the next write with a :class:`LogRepairedWarning`;
@@ -32,7 +34,7 @@ import stat
 import threading
 import time
 import warnings
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -44,6 +46,7 @@ from ..atomic import atomic_write, fsync_dir, sweep_stale
 from ..errors import CheckpointerUnavailableError, CorruptLogError
 from ..storage import FILE_MODE, ensure_private_dir
 from ._blocking import POLL_SECONDS, Gate, ThreadGate, run_gated
+from ._claims import flock_claim
 from .events import (
     Event,
     UserEvent,
@@ -71,6 +74,7 @@ T = TypeVar("T")
 
 LOG_SUFFIX = ".jsonl"
 MARKS_SUFFIX = ".marks"
+TOMBSTONE_SUFFIX = ".deleted"
 _MARKS_CHUNK = 64 * 1024
 INDEX_NAME = ".index.jsonl"
 LOCKS_DIR = ".locks"
@@ -208,6 +212,9 @@ class FileCheckpointer:
     def _path(self, session_id: str) -> str:
         # A valid id has no separator or dot: plain concatenation is safe (and hot).
         return self._prefix + session_id + LOG_SUFFIX
+
+    def _tombstone(self, session_id: str) -> str:
+        return self._prefix + session_id + TOMBSTONE_SUFFIX
 
     def _session(self, session_id: str) -> _Session:
         session = self._sessions.get(session_id)
@@ -433,6 +440,27 @@ class FileCheckpointer:
             session, lambda: self._delete_locked(session_id, session, lock_path), index=True
         )
 
+    async def deleted(self, session_id: str) -> bool:
+        """The :class:`~.protocol.SupportsTombstones` capability: a tombstone and no log."""
+        validate_session_id(session_id)
+        self._check_open()
+        return self._was_deleted(session_id)
+
+    def _was_deleted(self, session_id: str) -> bool:
+        return not os.path.lexists(self._path(session_id)) and os.path.lexists(
+            self._tombstone(session_id)
+        )
+
+    @contextlib.asynccontextmanager
+    async def claim_turn(self, session_id: str) -> AsyncIterator[None]:
+        """The :class:`~.protocol.SupportsTurnClaims` capability: a ``flock`` on
+        ``.locks/<id>.turn`` (see :mod:`._claims`)."""
+        validate_session_id(session_id)
+        self._check_open()
+        self._ensure_dirs()
+        async with flock_claim(os.path.join(self._locks_dir, session_id + ".turn"), session_id):
+            yield
+
     async def truncate(
         self, session_id: str, to_seq: int, *, expected_head: int | None = None
     ) -> None:
@@ -440,7 +468,7 @@ class FileCheckpointer:
         self._check_open()
         path = self._path(session_id)
         if not os.path.lexists(path):  # nothing to lock: the head is 0
-            check_head(session_id, expected_head, 0)
+            check_head(session_id, expected_head, 0, lambda: self._was_deleted(session_id))
             check_truncate(session_id, to_seq, 0)
             return
         session = self._session(session_id)
@@ -503,7 +531,9 @@ class FileCheckpointer:
                 st = os.fstat(fd)
                 size, tail = st.st_size, self._tail(path, session, fd, st)
             head = tail.head
-            check_head(session_id, expected_head, head)
+            check_head(
+                session_id, expected_head, head, lambda: fd < 0 and self._was_deleted(session_id)
+            )
             if not events:
                 return head
             ts = now_iso()
@@ -583,12 +613,18 @@ class FileCheckpointer:
             fd = -1
         try:
             tail = _Tail(0, 0) if fd < 0 else self._tail(path, session, fd, os.fstat(fd))
-            check_head(session_id, expected_head, tail.head)
+            check_head(
+                session_id,
+                expected_head,
+                tail.head,
+                lambda: fd < 0 and self._was_deleted(session_id),
+            )
             check_truncate(session_id, to_seq, tail.head)
             if to_seq == tail.head:
                 return
-            if to_seq == 0:
+            if to_seq == 0:  # a rewind, not a delete: no tombstone (nor one of an old life)
                 self._index_append({"id": session_id, "reset": True, "title": None, "turns": 0})
+                _unlink(self._tombstone(session_id))
                 _unlink(path)
                 session.known = None
                 self._cut_marks(session_id, session, 0)
@@ -704,7 +740,11 @@ class FileCheckpointer:
     def _delete_locked(self, session_id: str, session: _Session, lock_path: str) -> None:
         path = self._path(session_id)
         if os.path.lexists(path):
-            # The index first: a crash in between leaves a log counted as having no turns,
+            # The tombstone first: a writer that saw the log never finds it gone without one.
+            _touch(self._tombstone(session_id))
+            if self.durable:
+                fsync_dir(self.directory)
+            # The index next: a crash in between leaves a log counted as having no turns,
             # never a deleted session's turns credited to a later one of the same id.
             self._index_append({"id": session_id, "reset": True, "title": None, "turns": 0})
             _remove(path)  # whatever is there: a log, or a folder or symlink put in its place
@@ -863,6 +903,11 @@ def _read_bytes(path: str) -> bytes:
         return _pread_all(fd, os.fstat(fd).st_size, 0)
     finally:
         os.close(fd)
+
+
+def _touch(path: str) -> None:
+    """Create an empty private file (never through a symlink); keep it if it exists."""
+    os.close(_open(path, os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)))
 
 
 def _unlink(path: str) -> None:

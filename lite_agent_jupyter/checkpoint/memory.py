@@ -8,11 +8,13 @@ makes it safe to share between event loops on different threads.
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Collection, Sequence
+from collections.abc import AsyncIterator, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from ._claims import LocalClaims
 from .events import Event, decode_rows, encode, now_iso
 from .protocol import (
     MARK_KINDS,
@@ -41,6 +43,8 @@ class MemoryCheckpointer:
 
     def __init__(self) -> None:
         self._sessions: dict[str, _Session] = {}
+        self._tombstones: set[str] = set()
+        self._claims = LocalClaims()
         self._lock = threading.Lock()
         self._task_lists = MemoryTaskLists()
 
@@ -60,13 +64,14 @@ class MemoryCheckpointer:
         with self._lock:
             session = self._sessions.get(session_id)
             head = len(session.lines) if session else 0
-            check_head(session_id, expected_head, head)
+            check_head(session_id, expected_head, head, lambda: session_id in self._tombstones)
             if not events:
                 return head
             ts = now_iso()
             lines = [encode(ev, seq=head + i, ts=ts) for i, ev in enumerate(events, 1)]
             if session is None:
                 session = self._sessions[session_id] = _Session()
+                self._tombstones.discard(session_id)  # a new life
             session.lines.extend(lines)
             for seq, event in enumerate(events, head + 1):
                 kind = mark_kind(event)
@@ -131,7 +136,22 @@ class MemoryCheckpointer:
     async def delete(self, session_id: str) -> None:
         validate_session_id(session_id)
         with self._lock:
-            self._sessions.pop(session_id, None)
+            if self._sessions.pop(session_id, None) is not None:
+                self._tombstones.add(session_id)
+
+    async def deleted(self, session_id: str) -> bool:
+        """The :class:`~.protocol.SupportsTombstones` capability."""
+        validate_session_id(session_id)
+        with self._lock:
+            return session_id in self._tombstones and session_id not in self._sessions
+
+    @contextlib.asynccontextmanager
+    async def claim_turn(self, session_id: str) -> AsyncIterator[None]:
+        """The :class:`~.protocol.SupportsTurnClaims` capability (within this object: a
+        memory store is never shared between processes)."""
+        validate_session_id(session_id)
+        async with self._claims.claim(session_id):
+            yield
 
     async def truncate(
         self, session_id: str, to_seq: int, *, expected_head: int | None = None
@@ -140,7 +160,7 @@ class MemoryCheckpointer:
         with self._lock:
             session = self._sessions.get(session_id)
             head = len(session.lines) if session else 0
-            check_head(session_id, expected_head, head)
+            check_head(session_id, expected_head, head, lambda: session_id in self._tombstones)
             check_truncate(session_id, to_seq, head)
             if session is None or to_seq == head:
                 return

@@ -44,7 +44,15 @@ import hashlib
 import json
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Collection,
+    Iterable,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass
 from datetime import UTC
 from typing import Any, LiteralString, TypeVar
@@ -70,6 +78,7 @@ from .protocol import (
     check_truncate,
     checkpoint_stats,
     mark_kind,
+    turn_busy,
     validate_session_id,
 )
 from .task_lists import decode_task_list, encode_task_list, validate_task_list_id
@@ -144,6 +153,8 @@ END
 )
 
 _CONFLICT_STATE = "LA409"
+_SQL_TRY_CLAIM: LiteralString = "SELECT pg_try_advisory_lock(%s)"
+_SQL_UNCLAIM: LiteralString = "SELECT pg_advisory_unlock(%s)"
 
 # Numbered migrations: version -> statements, applied in order, each version in the same
 # transaction as its schema_version row. Never edit a released version; add the next one.
@@ -193,6 +204,13 @@ _MIGRATIONS: dict[int, tuple[LiteralString | _Function, ...]] = {
         "ALTER TABLE {schema}.blobs ADD COLUMN used timestamptz NOT NULL DEFAULT now()",
         "INSERT INTO {schema}.blob_refs (scope, owner, hash)"
         " SELECT 'legacy', 'legacy', hash FROM {schema}.blobs",
+    ),
+    4: (
+        # Deleted sessions (SupportsTombstones): a writer that saw one is refused.
+        """CREATE TABLE {schema}.tombstones (
+            id text PRIMARY KEY,
+            deleted timestamptz NOT NULL DEFAULT clock_timestamp()
+        )""",
     ),
 }
 
@@ -578,6 +596,16 @@ class PostgresCheckpointer:
             " WHERE head > 0 ORDER BY mtime DESC, id"
         )
         self._sql_delete_session = q("DELETE FROM {schema}.sessions WHERE id = %s")
+        self._sql_delete_live = q(
+            "WITH gone AS (DELETE FROM {schema}.sessions WHERE id = %s RETURNING id)"
+            " INSERT INTO {schema}.tombstones (id) SELECT id FROM gone"
+            " ON CONFLICT (id) DO UPDATE SET deleted = clock_timestamp()"
+        )
+        self._sql_untombstone = q("DELETE FROM {schema}.tombstones WHERE id = %s")
+        self._sql_deleted = q(
+            "SELECT EXISTS (SELECT 1 FROM {schema}.tombstones WHERE id = %s)"
+            " AND NOT EXISTS (SELECT 1 FROM {schema}.sessions WHERE id = %s)"
+        )
         self._sql_delete_events = q("DELETE FROM {schema}.events WHERE session_id = %s")
         self._sql_cut = q("DELETE FROM {schema}.events WHERE session_id = %s AND seq > %s")
         self._sql_first_anchor = q(
@@ -667,10 +695,16 @@ class PostgresCheckpointer:
             except psycopg.Error as exc:
                 if exc.sqlstate == _CONFLICT_STATE and expected_head is not None:
                     actual = int(exc.diag.message_detail or 0)
-                    raise CheckpointConflictError(session_id, expected_head, actual) from None
-                raise
-            assert row is not None
-            return int(row[0])
+                    conflict = CheckpointConflictError(session_id, expected_head, actual)
+                else:
+                    raise
+            else:
+                assert row is not None
+                return int(row[0])
+            # the function rolled everything back; was the session deleted under the writer?
+            deleted = await self._is_deleted(conn, session_id)
+            check_head(session_id, expected_head, conflict.actual, lambda: deleted)
+            raise conflict
 
         return await self._db.run(op, what=f"append to session {session_id!r}")
 
@@ -740,12 +774,64 @@ class PostgresCheckpointer:
         validate_session_id(session_id)
 
         async def op(conn: Conn, attempt: _Attempt) -> None:
-            # The sessions row first: it takes the row lock appends queue on.
+            # The sessions row first: it takes the row lock appends queue on; a session that
+            # had a row leaves a tombstone in the same transaction.
             async with conn.pipeline(), conn.transaction():
-                await conn.execute(self._sql_delete_session, (session_id,))
+                await conn.execute(self._sql_delete_live, (session_id,))
                 await conn.execute(self._sql_delete_events, (session_id,))
 
         await self._db.run(op, what=f"delete of session {session_id!r}")
+
+    async def deleted(self, session_id: str) -> bool:
+        """The :class:`~.protocol.SupportsTombstones` capability."""
+        validate_session_id(session_id)
+
+        async def op(conn: Conn, attempt: _Attempt) -> bool:
+            return await self._is_deleted(conn, session_id)
+
+        return await self._db.run(op, what=f"tombstone of session {session_id!r}")
+
+    async def _is_deleted(self, conn: Conn, session_id: str) -> bool:
+        cur = await conn.execute(self._sql_deleted, (session_id, session_id))
+        row = await cur.fetchone()
+        return bool(row is not None and row[0])
+
+    @contextlib.asynccontextmanager
+    async def claim_turn(self, session_id: str) -> AsyncIterator[None]:
+        """The :class:`~.protocol.SupportsTurnClaims` capability: a session-level advisory
+        lock (``pg_try_advisory_lock``), never waited for, on a pooled connection kept for the
+        block. The server drops it if the holder's connection dies, on any machine."""
+        validate_session_id(session_id)
+        key = _lock_key(self._db.schema, f"turn:{session_id}")
+
+        pool = await self._db.pool()
+        try:
+            conn = await pool.getconn()
+        except psycopg.Error as exc:
+            raise self._db.unavailable(exc, "cannot claim a turn on") from exc
+        try:
+            if not conn.autocommit:  # a caller's pool
+                await conn.set_autocommit(True)
+            cur = await conn.execute(_SQL_TRY_CLAIM, (key,))
+            row = await cur.fetchone()
+        except BaseException as exc:
+            await pool.putconn(conn)
+            if isinstance(exc, psycopg.Error):
+                raise self._db.unavailable(exc, "cannot claim a turn on") from exc
+            raise
+        if row is None or not row[0]:
+            await pool.putconn(conn)
+            raise turn_busy(session_id)
+        try:
+            yield
+        finally:
+            try:
+                await conn.execute(_SQL_UNCLAIM, (key,))
+            except BaseException:
+                await conn.close()  # the server drops the lock with the connection
+                raise
+            finally:
+                await pool.putconn(conn)
 
     async def truncate(
         self, session_id: str, to_seq: int, *, expected_head: int | None = None
@@ -757,14 +843,18 @@ class PostgresCheckpointer:
                 cur = await conn.execute(self._sql_lock, (session_id,))
                 row = await cur.fetchone()
                 head = int(row[0]) if row is not None else 0
+                if expected_head is not None and expected_head != head and head == 0:
+                    deleted = await self._is_deleted(conn, session_id)
+                    check_head(session_id, expected_head, head, lambda: deleted)
                 check_head(session_id, expected_head, head)
                 check_truncate(session_id, to_seq, head)
                 if to_seq == head:
                     return
                 attempt.unsafe = True
-                if to_seq == 0:
+                if to_seq == 0:  # a rewind, not a delete: no tombstone (nor one of an old life)
                     await conn.execute(self._sql_delete_session, (session_id,))
                     await conn.execute(self._sql_delete_events, (session_id,))
+                    await conn.execute(self._sql_untombstone, (session_id,))
                     return
                 await conn.execute(self._sql_cut, (session_id, to_seq))
                 title = await self._first_title(conn, session_id)

@@ -19,12 +19,18 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
-from ..errors import CheckpointConflictError, InvalidSessionIdError
+from ..errors import (
+    CheckpointConflictError,
+    InvalidSessionIdError,
+    SessionBusyError,
+    SessionDeletedError,
+)
 from .events import CompactionEvent, Event, FileSnapshotEvent, UserEvent, is_checkpoint
 
 if TYPE_CHECKING:
@@ -43,12 +49,31 @@ def validate_session_id(session_id: object) -> str:
     return session_id
 
 
-def check_head(session_id: str, expected_head: int | None, head: int) -> None:
+def check_head(
+    session_id: str,
+    expected_head: int | None,
+    head: int,
+    deleted: Callable[[], bool] | None = None,
+) -> None:
     """The optimistic-concurrency rule of ``append``/``truncate``, in one place: raise
     :class:`CheckpointConflictError` if ``expected_head`` is given and is not ``head``.
-    Backends call it inside their lock or transaction, before writing anything."""
+    Backends call it inside their lock or transaction, before writing anything.
+
+    ``deleted`` (backends with tombstones, see :class:`SupportsTombstones`): asked only when
+    a writer expects a non-empty log and finds none; if the session was deleted, the error is
+    :class:`SessionDeletedError`."""
     if expected_head is not None and expected_head != head:
+        if head == 0 and expected_head > 0 and deleted is not None and deleted():
+            raise SessionDeletedError(session_id, expected_head)
         raise CheckpointConflictError(session_id, expected_head, head)
+
+
+def turn_busy(session_id: str) -> SessionBusyError:
+    """The error of a turn claim held by someone else (one wording for every backend)."""
+    return SessionBusyError(
+        f"session {session_id!r} has a turn running in another agent or process; your "
+        "prompt was not written. Wait for that turn to end, or use another session"
+    )
 
 
 def check_truncate(session_id: str, to_seq: int, head: int) -> None:
@@ -158,6 +183,42 @@ class SupportsLocation(Protocol):
 
     @property
     def location(self) -> str | None: ...
+
+
+@runtime_checkable
+class SupportsTombstones(Protocol):
+    """A backend whose deletes stay deleted, across objects and processes on one store.
+
+    ``delete`` of a session that has a log leaves a tombstone. While it stands (the session
+    has no log), an ``append`` or ``truncate`` whose ``expected_head`` is 1 or more -- a
+    writer that saw the deleted log -- raises :class:`SessionDeletedError` and writes
+    nothing; ``expected_head`` 0 or ``None`` starts a new life under the id (the agent does
+    that only on an explicit ``resume``/``session_id=``). ``truncate(id, 0)`` is a rewind,
+    not a delete: it leaves no tombstone (and removes one a new life left standing).
+    The agent uses it to end a turn that outlived its session, in any process.
+    """
+
+    async def deleted(self, session_id: str) -> bool:
+        """Whether ``session_id`` was deleted and has no log since (validates the id)."""
+        ...
+
+
+@runtime_checkable
+class SupportsTurnClaims(Protocol):
+    """A backend that lets one turn at a time run on a session, across objects, processes
+    (and, for PostgreSQL, machines) sharing the store.
+
+    ``claim_turn(id)`` is an async context manager: entered, it holds the session's claim
+    until it exits, or raises :class:`~lite_agent_jupyter.errors.SessionBusyError` at once
+    if anyone else holds it (it never waits). A claim is released by the operating system
+    or the database when its holder dies (a lock, never a lease record), so a crash never
+    leaves a session claimed. It is advisory: appends work without it; the agent takes it
+    before writing a turn's prompt, so two senders never interleave their turns.
+    """
+
+    def claim_turn(self, session_id: str) -> AbstractAsyncContextManager[None]:
+        """Hold ``session_id``'s turn claim for the ``async with`` block (see the class)."""
+        ...
 
 
 @runtime_checkable

@@ -3,7 +3,7 @@
 Owns the schema, its numbered migrations and every SQL statement of the backend; knows
 nothing of agents (it stores :mod:`.events` lines verbatim, as ``TEXT``).
 
-Schema (version 3, kept in ``PRAGMA user_version``)::
+Schema (version 4, kept in ``PRAGMA user_version``)::
 
     sessions   (id PK, head, mtime, title, turns, created)  WITHOUT ROWID, index on mtime
     events     (id PK, session_id, seq, mark, data)        UNIQUE (session_id, seq),
@@ -11,6 +11,12 @@ Schema (version 3, kept in ``PRAGMA user_version``)::
     task_lists (id PK, data, mtime)                         WITHOUT ROWID (migration 3): the
                                                             agent's task lists, as
                                                             :mod:`.task_lists` encodes them
+    tombstones (id PK, deleted)                             WITHOUT ROWID (migration 4): deleted
+                                                            sessions
+
+Turn claims (:class:`~.protocol.SupportsTurnClaims`) are ``flock`` s on files in
+``<database>.locks/`` (created 0700 on the first claim; see :mod:`._claims`); a
+``:memory:`` database, which only its object sees, keeps them in memory.
 
 ``mark`` says which mark an event is (0 none, 1 a prompt checkpoint, 2 a compaction, 3 a file
 snapshot; migration 2 renamed version 1's ``anchor`` flag and filled it in for older rows):
@@ -48,6 +54,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol, TypeVar
@@ -59,6 +66,7 @@ from ..errors import (
 )
 from ..storage import FILE_MODE, ensure_private_dir
 from ._blocking import Cancelled, ThreadGate, WouldBlock, run_gated
+from ._claims import LocalClaims, flock_claim
 from .events import Event, decode_rows, encode, now_iso
 from .protocol import (
     MARK_KINDS,
@@ -116,6 +124,7 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
             mtime REAL NOT NULL
         ) WITHOUT ROWID""",
     ),
+    4: ("CREATE TABLE tombstones (id TEXT PRIMARY KEY, deleted REAL NOT NULL) WITHOUT ROWID",),
 }
 """Numbered migrations: never edit a released one; add the next number."""
 
@@ -137,6 +146,16 @@ _SQL_READ = "SELECT seq, data FROM events WHERE session_id = ? AND seq > ? ORDER
 _SQL_LIST = "SELECT id, mtime, title, turns, head FROM sessions WHERE head > 0 ORDER BY mtime DESC"
 _SQL_DELETE_EVENTS = "DELETE FROM events WHERE session_id = ?"
 _SQL_DELETE_SESSION = "DELETE FROM sessions WHERE id = ?"
+_SQL_DELETE_LIVE = "DELETE FROM sessions WHERE id = ? RETURNING head"
+_SQL_TOMBSTONE = (
+    "INSERT INTO tombstones (id, deleted) VALUES (?, ?)"
+    " ON CONFLICT (id) DO UPDATE SET deleted = excluded.deleted"
+)
+_SQL_IS_TOMBSTONED = "SELECT 1 FROM tombstones WHERE id = ?"
+_SQL_UNTOMBSTONE = "DELETE FROM tombstones WHERE id = ?"
+_SQL_DELETED = (
+    "SELECT 1 FROM tombstones WHERE id = ? AND NOT EXISTS (SELECT 1 FROM sessions WHERE id = ?)"
+)
 _SQL_CUT = "DELETE FROM events WHERE session_id = ? AND seq > ?"
 _SQL_ANCHORS = "SELECT seq, data FROM events WHERE session_id = ? AND mark = 1 ORDER BY seq"
 _SQL_MARKS = (
@@ -186,6 +205,7 @@ class SQLiteCheckpointer:
         self._conn: sqlite3.Connection | None = None
         self._busy_ms = 0
         self._guard = ThreadGate()
+        self._local_claims = LocalClaims()
         self._closed = False
 
     def __repr__(self) -> str:
@@ -330,7 +350,7 @@ class SQLiteCheckpointer:
         def op(conn: sqlite3.Connection) -> int:
             if not events:  # nothing to write: a read is enough
                 head = _head(conn, session_id)
-                check_head(session_id, expected_head, head)
+                check_head(session_id, expected_head, head, lambda: _tombstoned(conn, session_id))
                 return head
             now = time.time()
             conn.execute("BEGIN IMMEDIATE")
@@ -338,7 +358,7 @@ class SQLiteCheckpointer:
             row = conn.execute(_SQL_ADVANCE, (count, now, title, turns, session_id)).fetchone()
             if row is None:
                 head = 0
-                check_head(session_id, expected_head, head)
+                check_head(session_id, expected_head, head, lambda: _tombstoned(conn, session_id))
                 conn.execute(_SQL_CREATE, (session_id, count, now, title, turns, now))
             else:
                 head = row[0] - count
@@ -416,10 +436,32 @@ class SQLiteCheckpointer:
         def op(conn: sqlite3.Connection) -> None:
             conn.execute("BEGIN IMMEDIATE")
             conn.execute(_SQL_DELETE_EVENTS, (session_id,))
-            conn.execute(_SQL_DELETE_SESSION, (session_id,))
+            if conn.execute(_SQL_DELETE_LIVE, (session_id,)).fetchone() is not None:
+                conn.execute(_SQL_TOMBSTONE, (session_id, time.time()))
             conn.execute("COMMIT")
 
         await self._run(op)
+
+    async def deleted(self, session_id: str) -> bool:
+        """The :class:`~.protocol.SupportsTombstones` capability."""
+        validate_session_id(session_id)
+        row = await self._run(
+            lambda conn: conn.execute(_SQL_DELETED, (session_id, session_id)).fetchone()
+        )
+        return row is not None
+
+    def claim_turn(self, session_id: str) -> AbstractAsyncContextManager[None]:
+        """The :class:`~.protocol.SupportsTurnClaims` capability (see the module)."""
+        validate_session_id(session_id)
+        self._check_open()
+        if self.file == MEMORY:
+            return self._local_claims.claim(session_id)
+        folder = self.file + ".locks"
+        return flock_claim(
+            os.path.join(folder, session_id + ".turn"),
+            session_id,
+            lambda: ensure_private_dir(Path(folder)),
+        )
 
     async def truncate(
         self, session_id: str, to_seq: int, *, expected_head: int | None = None
@@ -429,14 +471,15 @@ class SQLiteCheckpointer:
         def op(conn: sqlite3.Connection) -> None:
             conn.execute("BEGIN IMMEDIATE")
             head = _head(conn, session_id)
-            check_head(session_id, expected_head, head)
+            check_head(session_id, expected_head, head, lambda: _tombstoned(conn, session_id))
             check_truncate(session_id, to_seq, head)
             if to_seq == head:
                 conn.execute("ROLLBACK")
                 return
-            if to_seq == 0:
+            if to_seq == 0:  # a rewind, not a delete: no tombstone (nor one of an old life)
                 conn.execute(_SQL_DELETE_EVENTS, (session_id,))
                 conn.execute(_SQL_DELETE_SESSION, (session_id,))
+                conn.execute(_SQL_UNTOMBSTONE, (session_id,))
             else:
                 conn.execute(_SQL_CUT, (session_id, to_seq))
                 anchors = conn.execute(_SQL_ANCHORS, (session_id,)).fetchall()
@@ -516,6 +559,10 @@ class SQLiteTaskLists:
     async def delete(self, list_id: str) -> None:
         validate_task_list_id(list_id)
         await self._run(lambda conn: conn.execute(_SQL_TASKS_DELETE, (list_id,)))
+
+
+def _tombstoned(conn: sqlite3.Connection, session_id: str) -> bool:
+    return conn.execute(_SQL_IS_TOMBSTONED, (session_id,)).fetchone() is not None
 
 
 def _head(conn: sqlite3.Connection, session_id: str) -> int:

@@ -7,6 +7,12 @@
     ack OPENER LOCATION SESSION
         append batches of 4 large events forever, printing "ack I HEAD" after each one is
         acknowledged; the parent kills it with SIGKILL.
+    stale OPENER LOCATION SESSION
+        append 3 events, print "wrote HEAD", wait for a line, append one more with
+        expected_head=HEAD; print "result ok" or "result ERROR-TYPE".
+    claim OPENER LOCATION SESSION
+        hold the session's turn claim, print "claimed", wait for a line ("release"), let go,
+        print "released" (or be killed while holding it).
 
 Every line is flushed at once: the parent waits for lines, never sleeps.
 """
@@ -17,6 +23,7 @@ import asyncio
 import sys
 
 from ..checkpoint.events import UserEvent
+from ..checkpoint.protocol import SupportsTurnClaims
 from ..errors import CheckpointConflictError
 from ._kit import opener
 
@@ -64,6 +71,31 @@ async def ack_mode(spec: str, location: str, session: str) -> None:
         i += 1
 
 
+async def stale_mode(spec: str, location: str, session: str) -> None:
+    store = opener(spec)(location)
+    head = await store.append(session, [UserEvent(content=f"event {i}") for i in range(3)])
+    say(f"wrote {head}")
+    await asyncio.to_thread(sys.stdin.readline)
+    try:
+        await store.append(session, [UserEvent(content="too late")], expected_head=head)
+    except Exception as exc:
+        say(f"result {type(exc).__name__}")
+    else:
+        say("result ok")
+    await store.close()
+
+
+async def claim_mode(spec: str, location: str, session: str) -> None:
+    store = opener(spec)(location)
+    if not isinstance(store, SupportsTurnClaims):
+        raise SystemExit("the backend offers no turn claims")
+    async with store.claim_turn(session):
+        say("claimed")
+        await asyncio.to_thread(sys.stdin.readline)
+    say("released")
+    await store.close()
+
+
 def main(argv: list[str]) -> None:
     mode, spec, location, session, *rest = argv
     if mode == "append":
@@ -71,6 +103,10 @@ def main(argv: list[str]) -> None:
         asyncio.run(append_mode(spec, location, session, int(rest[0]), int(rest[1]), cas))
     elif mode == "ack":
         asyncio.run(ack_mode(spec, location, session))
+    elif mode == "stale":
+        asyncio.run(stale_mode(spec, location, session))
+    elif mode == "claim":
+        asyncio.run(claim_mode(spec, location, session))
     else:
         raise SystemExit(f"unknown mode {mode}")
 

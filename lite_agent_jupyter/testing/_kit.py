@@ -193,7 +193,7 @@ async def validate(backend: Backend, *, only: Sequence[str] | None = None) -> Re
 
 def _load() -> None:
     """Import the modules that register checks (on first use, not at import of the kit)."""
-    from . import _contract, _processes  # noqa: F401
+    from . import _contract, _processes, _sessions  # noqa: F401
 
     try:
         from . import _model  # noqa: F401

@@ -10,14 +10,18 @@ from lite_agent_jupyter.checkpoint import (
     SupportsBlobs,
     SupportsSync,
     SupportsTaskLists,
+    SupportsTombstones,
+    SupportsTurnClaims,
 )
 
+SESSIONS = {"tombstones", "turn_claims"}
+"""Every backend of ours keeps deletes deleted and claims turns (issue #8, defects 4 and 5)."""
 OFFERS = {
-    "memory": {"sync", "task_lists"},
-    "file": {"sync"},
-    "sqlite": {"sync", "task_lists"},
-    "sqlite-memory": {"sync", "task_lists"},
-    "postgres": {"sync", "blobs", "task_lists"},
+    "memory": {"sync", "task_lists", *SESSIONS},
+    "file": {"sync", *SESSIONS},
+    "sqlite": {"sync", "task_lists", *SESSIONS},
+    "sqlite-memory": {"sync", "task_lists", *SESSIONS},
+    "postgres": {"sync", "blobs", "task_lists", *SESSIONS},
 }
 
 
@@ -29,6 +33,8 @@ async def test_each_backend_offers_what_it_says(backend_name: str, store: Checkp
             ("sync", SupportsSync),
             ("blobs", SupportsBlobs),
             ("task_lists", SupportsTaskLists),
+            ("tombstones", SupportsTombstones),
+            ("turn_claims", SupportsTurnClaims),
         )
         if isinstance(store, protocol)
     }
@@ -39,7 +45,13 @@ def test_a_plain_object_offers_nothing() -> None:
     class Bare:
         pass
 
-    for protocol in (SupportsSync, SupportsBlobs, SupportsTaskLists):
+    for protocol in (
+        SupportsSync,
+        SupportsBlobs,
+        SupportsTaskLists,
+        SupportsTombstones,
+        SupportsTurnClaims,
+    ):
         assert not isinstance(Bare(), protocol)
 
 

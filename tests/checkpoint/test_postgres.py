@@ -325,7 +325,15 @@ async def test_first_use_creates_the_schema_at_the_latest_version(
             "SELECT tablename FROM pg_tables WHERE schemaname = %s", (schema,)
         ).fetchall()
     }
-    assert tables == {"schema_version", "sessions", "events", "blobs", "task_lists", "blob_refs"}
+    assert tables == {
+        "schema_version",
+        "sessions",
+        "events",
+        "blobs",
+        "task_lists",
+        "blob_refs",
+        "tombstones",
+    }
     indexes = {
         r[0]
         for r in sql.execute(

@@ -75,10 +75,10 @@ async def test_schema_and_modes(sstore: SQLiteCheckpointer, db: Path) -> None:
     for suffix in ("", "-wal", "-shm"):
         assert mode(Path(str(db) + suffix)) == 0o600, suffix
     conn = raw(db)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    assert tables == {"sessions", "events", "task_lists"}
+    assert tables == {"sessions", "events", "task_lists", "tombstones"}
     indexes = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
     assert {"sessions_mtime", "events_checkpoints", "events_marks"} <= indexes
     row = conn.execute("SELECT session_id, seq, mark, data FROM events").fetchone()
@@ -226,7 +226,7 @@ async def test_migration_2_indexes_the_marks_of_an_old_database(db: Path) -> Non
     assert [e.seq for e in await new.read_marks(S, kinds={"compaction"})] == [3]
     await new.close()
     conn = raw(db)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION  # 2, then 3
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION  # 2, then 3, 4
     assert "mark" in {row[1] for row in conn.execute("PRAGMA table_info(events)")}
     names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
     assert "events_marks" in names
