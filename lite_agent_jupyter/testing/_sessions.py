@@ -7,6 +7,7 @@ all of it."""
 
 from __future__ import annotations
 
+import asyncio
 import signal
 
 from ..checkpoint.protocol import Checkpointer, SupportsTombstones, SupportsTurnClaims
@@ -139,5 +140,20 @@ async def turn_claims_across_processes(ctx: Context) -> None:
         else:
             child.process.send_signal(signal.SIGKILL)
             assert await child.process.wait() == -signal.SIGKILL
-        async with store.claim_turn(S):
-            pass
+        await _claim_when_free(store)
+
+
+async def _claim_when_free(store: SupportsTurnClaims, deadline: float = 30.0) -> None:
+    """Take the claim as soon as it is free. A killed holder's claim is released by the OS at
+    once, but a database server may take a moment to see the connection gone: retry, with a
+    deadline that only guards against a claim that outlives its holder."""
+    loop = asyncio.get_running_loop()
+    until = loop.time() + deadline
+    while True:
+        try:
+            async with store.claim_turn(S):
+                return
+        except SessionBusyError:
+            if loop.time() > until:
+                raise
+            await asyncio.sleep(0.02)

@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from lite_agent_jupyter import Storage, create_lite_agent
 from lite_agent_jupyter.checkpoint.file import file_checkpointer
 from lite_agent_jupyter.errors import CorruptLogError
+from lite_agent_jupyter.providers import scripted
 from lite_agent_jupyter.testing import batch, canon_all, prompt
 
 
@@ -80,3 +82,34 @@ async def test_a_symlink_to_another_log_is_never_followed(directory: Path) -> No
     assert [info.id for info in await store.list()] == ["target"]
     await fresh.close()
     await store.close()
+
+
+@pytest.mark.parametrize("odd", ["folder", "symlink"])
+async def test_delete_session_is_not_blocked_by_an_odd_log(tmp_path: Path, odd: str) -> None:
+    workdir = tmp_path / "project"
+    workdir.mkdir()
+    storage = Storage(tmp_path / "store", "test")
+    agent = create_lite_agent(
+        model=scripted(["the victim's answer", "the other's answer"]),
+        workdir=workdir,
+        storage=storage,
+    )
+    async with agent:
+        victim = agent.session_id
+        await agent.send("victim")
+        other = agent.clear()
+        await agent.send("other")
+        log = storage.sessions_dir / f"{victim}.jsonl"
+        target = storage.sessions_dir / f"{other}.jsonl"
+        before = target.read_bytes()
+        log.unlink()
+        if odd == "folder":
+            log.mkdir()
+        else:
+            log.symlink_to(target)
+        with pytest.raises(CorruptLogError):
+            await agent.send("through the odd log", session_id=victim)
+        await agent.delete_session(victim)
+        assert not os.path.lexists(log)
+        assert target.read_bytes() == before
+        assert [info.id for info in await agent.list_sessions()] == [other]
