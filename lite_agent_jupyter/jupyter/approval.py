@@ -33,7 +33,9 @@ RENDER_TIMEOUT = 5.0
 """Seconds to wait for a front end to show the buttons before asking with ``input()``."""
 
 MIN_IPYKERNEL = (7, 4)
-"""The first ipykernel that handles comm messages while a cell awaits."""
+"""The ipykernel release checked to handle comm messages while a cell awaits (7.4.0: its
+shell dispatches comm_open/comm_msg/comm_close at once when the cell's lock is held, the
+upstream change "Allow async cell to process Comm messages"); older kernels get ``input()``."""
 
 INPUT_PREVIEW = 1200
 """Characters of the call's input shown under the buttons."""
