@@ -340,23 +340,36 @@ class AgentRunner:
         return self._stopped
 
 
-class AgentFacade:
+class _Facade:
+    """What both facades share: the runner, and the agent's synchronous members (they take
+    the runner's lock, never its loop)."""
+
+    def __init__(self, runner: AgentRunner) -> None:
+        self._runner = runner
+
+    @property
+    def session_id(self) -> str:
+        return self._runner.agent().session_id
+
+    def resume(self, session_id: str) -> str:
+        with self._runner.lock:
+            return self._runner.agent().resume(session_id)
+
+    def clear(self) -> str:
+        with self._runner.lock:
+            return self._runner.agent().clear()
+
+
+class AgentFacade(_Facade):
     """Blocking, thread-safe access to the kernel's agent: for magics and widget callbacks.
 
     Methods that act on a session raise :class:`SessionBusyError` while a turn of that
     session runs (check :meth:`is_busy` first to show "busy" instead).
     """
 
-    def __init__(self, runner: AgentRunner) -> None:
-        self._runner = runner
-
     @property
     def agent(self) -> LiteAgent:
         return self._runner.agent()
-
-    @property
-    def session_id(self) -> str:
-        return self._runner.agent().session_id
 
     @property
     def sessions_enabled(self) -> bool:
@@ -381,14 +394,6 @@ class AgentFacade:
 
     def list_sessions(self) -> list[SessionInfo]:
         return self.call(lambda a: a.list_sessions())
-
-    def resume(self, session_id: str) -> str:
-        with self._runner.lock:
-            return self._runner.agent().resume(session_id)
-
-    def clear(self) -> str:
-        with self._runner.lock:
-            return self._runner.agent().clear()
 
     def delete_session(self, session_id: str) -> None:
         with self._runner.lock:
@@ -476,19 +481,12 @@ class AgentFacade:
         return last.result
 
 
-class AsyncAgentFacade:
+class AsyncAgentFacade(_Facade):
     """The kernel's agent for ``await`` in a cell: every call hops to the agent's loop.
 
     ``await agent.send("...")`` and ``async for event in agent.run("..."):`` work under
     IPython's autoawait (the kernel's own loop); the agent itself stays on its thread.
     """
-
-    def __init__(self, runner: AgentRunner) -> None:
-        self._runner = runner
-
-    @property
-    def session_id(self) -> str:
-        return self._runner.agent().session_id
 
     @property
     def agent(self) -> LiteAgent:
@@ -559,11 +557,3 @@ class AsyncAgentFacade:
 
     async def delete_session(self, session_id: str) -> None:
         await self.call(lambda a: a.delete_session(session_id))
-
-    def resume(self, session_id: str) -> str:
-        with self._runner.lock:
-            return self._runner.agent().resume(session_id)
-
-    def clear(self) -> str:
-        with self._runner.lock:
-            return self._runner.agent().clear()
