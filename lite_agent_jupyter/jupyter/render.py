@@ -13,7 +13,7 @@ Pure string building: no IPython, no agent; the magic decides where the strings 
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -162,29 +162,35 @@ class TurnView:
     # -- output ------------------------------------------------------------------------
 
     def markdown(self) -> str:
-        out: list[str] = [f"*{n}*\n\n" for n in self.notes]
-        for part in self.parts:
-            if isinstance(part, str):
-                out.append(part)
-            else:
-                out.append(_tool_markdown(part))
-        if self.status:
-            out.append(f"\n\n*{self.status}*")
-        if self.footer:
-            out.append(f"\n\n---\n<sub>{html.escape(self.footer)}</sub>\n")
-        return "".join(out)
+        return self._join(
+            lambda note: f"*{note}*\n\n",
+            _tool_markdown,
+            lambda status: f"\n\n*{status}*",
+            lambda footer: f"\n\n---\n<sub>{html.escape(footer)}</sub>\n",
+        )
 
     def plain(self) -> str:
-        out: list[str] = [f"{n}\n" for n in self.notes]
-        for part in self.parts:
-            if isinstance(part, str):
-                out.append(part)
-            else:
-                out.append(tool_plain(part))
+        return self._join(
+            lambda note: f"{note}\n",
+            tool_plain,
+            lambda status: f"\n[{status}]",
+            lambda footer: f"\n-- {footer}",
+        )
+
+    def _join(
+        self,
+        note: Callable[[str], str],
+        tool: Callable[[ToolLine], str],
+        status: Callable[[str], str],
+        footer: Callable[[str], str],
+    ) -> str:
+        """The answer in one format: notes, text and tool lines in order, status, footer."""
+        out = [note(n) for n in self.notes]
+        out += [part if isinstance(part, str) else tool(part) for part in self.parts]
         if self.status:
-            out.append(f"\n[{self.status}]")
+            out.append(status(self.status))
         if self.footer:
-            out.append(f"\n-- {self.footer}")
+            out.append(footer(self.footer))
         return "".join(out)
 
 
