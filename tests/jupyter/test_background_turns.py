@@ -6,9 +6,10 @@ A real kernel against the fake Messages API server."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
-from nbkernel import Kernel
+from nbkernel import Kernel, StartKernel
 
 
 def test_the_next_cell_shows_a_background_completion_turn(
@@ -42,3 +43,39 @@ def test_the_next_cell_shows_a_background_completion_turn(
     assert "Nothing else to do." in second.markdown
     # the plain-text twin says it too
     assert "The job printed job-output." in first.plain + second.plain
+
+
+def test_a_background_turn_asking_for_approval_with_no_cell_waiting_is_denied(
+    start_kernel: StartKernel,
+    fake_env: dict[str, str | None],
+    fake_anthropic: FakeAnthropicServer,
+    tmp_path: Path,
+) -> None:
+    kernel = start_kernel(tmp_path / "work", fake_env)
+    kernel.run(
+        '%load_ext lite_agent_jupyter\n%config LiteAgentMagics.approvals = {"bash": "allow"}'
+    ).check()
+    fake_anthropic.script(
+        FakeReply(
+            "Starting the job.",
+            tool_calls=[FakeToolCall("bash", {"command": "sleep 1; echo ok", "background": True})],
+        ),
+        "Started.",
+        FakeReply(  # the completion turn wants to write a file: write_file asks
+            "Writing the report.",
+            tool_calls=[FakeToolCall("write_file", {"path": "report.txt", "content": "ok\n"})],
+        ),
+        "I could not write the report.",
+        "Fine.",
+    )
+    kernel.run("%%agent\nRun the job in the background").check()
+    fake_anthropic.wait_for_requests(4)
+    kernel.run(
+        "import lite_agent_jupyter\n"
+        "await lite_agent_jupyter.get_agent().call(lambda a: a.wait_background())"
+    ).check()
+    assert not (tmp_path / "work" / "report.txt").exists()
+    result = fake_anthropic.message_requests[3].messages[-1]["content"][0]
+    assert result["is_error"] is True and "denied" in str(result["content"])
+    shown = kernel.run("%%agent\nAnd now?").check().markdown
+    assert "I could not write the report." in shown
