@@ -53,6 +53,7 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import UTC
 from typing import Any, LiteralString, TypeVar
@@ -70,6 +71,7 @@ from ..errors import (
     UnsupportedVersionError,
 )
 from ..storage import BlobCollection, BlobRef, blob_hash
+from ._claims import LocalClaims
 from .events import EVENT_VERSION, Event, decode_rows, encode, is_checkpoint, now_iso
 from .protocol import (
     MARK_KINDS,
@@ -619,6 +621,7 @@ class PostgresCheckpointer:
             "UPDATE {schema}.sessions SET head = %s, mtime = clock_timestamp(),"
             " title_json = %s, turns = %s WHERE id = %s"
         )
+        self._claims = _TurnClaims(db)
         self._before_commit: Callable[[Conn], Awaitable[None]] | None = None
         """Test hook: awaited inside an append's transaction after the batch was sent."""
 
@@ -796,42 +799,12 @@ class PostgresCheckpointer:
         row = await cur.fetchone()
         return bool(row is not None and row[0])
 
-    @contextlib.asynccontextmanager
-    async def claim_turn(self, session_id: str) -> AsyncIterator[None]:
+    def claim_turn(self, session_id: str) -> AbstractAsyncContextManager[None]:
         """The :class:`~.protocol.SupportsTurnClaims` capability: a session-level advisory
-        lock (``pg_try_advisory_lock``), never waited for, on a pooled connection kept for the
-        block. The server drops it if the holder's connection dies, on any machine."""
+        lock (``pg_try_advisory_lock``), never waited for, that the server drops if the
+        holder's connection dies, on any machine (see :class:`_TurnClaims`)."""
         validate_session_id(session_id)
-        key = _lock_key(self._db.schema, f"turn:{session_id}")
-
-        pool = await self._db.pool()
-        try:
-            conn = await pool.getconn()
-        except psycopg.Error as exc:
-            raise self._db.unavailable(exc, "cannot claim a turn on") from exc
-        try:
-            if not conn.autocommit:  # a caller's pool
-                await conn.set_autocommit(True)
-            cur = await conn.execute(_SQL_TRY_CLAIM, (key,))
-            row = await cur.fetchone()
-        except BaseException as exc:
-            await pool.putconn(conn)
-            if isinstance(exc, psycopg.Error):
-                raise self._db.unavailable(exc, "cannot claim a turn on") from exc
-            raise
-        if row is None or not row[0]:
-            await pool.putconn(conn)
-            raise turn_busy(session_id)
-        try:
-            yield
-        finally:
-            try:
-                await conn.execute(_SQL_UNCLAIM, (key,))
-            except BaseException:
-                await conn.close()  # the server drops the lock with the connection
-                raise
-            finally:
-                await pool.putconn(conn)
+        return self._claims.claim(session_id)
 
     async def truncate(
         self, session_id: str, to_seq: int, *, expected_head: int | None = None
@@ -884,7 +857,80 @@ class PostgresCheckpointer:
     async def close(self) -> None:
         """Close the pool (if this checkpointer opened it). Idempotent; a pool passed in by
         the caller is left open for its owner."""
+        await self._claims.close()
         await self._db.close()
+
+
+class _TurnClaims:
+    """This object's turn claims: session-level advisory locks, all held on one pooled
+    connection taken at the first claim and kept until ``close()`` -- so any number of
+    running turns costs one connection, never a pool starved by long turns. A connection
+    may take its own advisory lock twice, so an in-process set keeps two claims of one
+    session apart; other objects and processes are kept apart by the server. If that
+    connection breaks, the server has released its locks: the next claim takes a new one
+    (the turns still running go on, their appends still checked by ``expected_head``)."""
+
+    def __init__(self, db: _Database) -> None:
+        self._db = db
+        self._local = LocalClaims()
+        self._conn: Conn | None = None
+        self._pool: AsyncConnectionPool[Any] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._lock: asyncio.Lock | None = None
+
+    @contextlib.asynccontextmanager
+    async def claim(self, session_id: str) -> AsyncIterator[None]:
+        key = _lock_key(self._db.schema, f"turn:{session_id}")
+        async with self._local.claim(session_id):
+            if not await self._run(_SQL_TRY_CLAIM, key):
+                raise turn_busy(session_id)
+            try:
+                yield
+            finally:  # let the unlock finish even if the turn's task is cancelled again
+                with contextlib.suppress(CheckpointerUnavailableError):
+                    await asyncio.shield(self._run(_SQL_UNCLAIM, key))
+
+    async def _run(self, query: LiteralString, key: int) -> bool:
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:  # a connection of an ended loop went with its pool
+            self._loop, self._lock, self._conn = loop, asyncio.Lock(), None
+        assert self._lock is not None
+        async with self._lock:
+            if self._conn is None or self._conn.closed:
+                pool = await self._db.pool()
+                try:
+                    conn = await pool.getconn()
+                    if not conn.autocommit:  # a caller's pool
+                        await conn.set_autocommit(True)
+                except psycopg.Error as exc:
+                    raise self._db.unavailable(exc, "cannot claim a turn on") from exc
+                self._conn, self._pool = conn, pool
+            try:
+                cur = await self._conn.execute(query, (key,))
+                row = await cur.fetchone()
+            except psycopg.Error as exc:
+                await self._release()
+                raise self._db.unavailable(exc, "lost the turn-claim connection to") from exc
+            return bool(row is not None and row[0])
+
+    async def _release(self) -> None:
+        conn, pool, self._conn, self._pool = self._conn, self._pool, None, None
+        if conn is not None and pool is not None:
+            with contextlib.suppress(psycopg.Error, PoolClosed):
+                await pool.putconn(conn)  # a broken one is discarded by the pool
+
+    async def close(self) -> None:
+        """Give the connection back (its locks with it: claims end with the checkpointer)."""
+        try:
+            same_loop = asyncio.get_running_loop() is self._loop
+        except RuntimeError:  # pragma: no cover - close() is async
+            same_loop = False
+        if same_loop:
+            if self._conn is not None and not self._conn.closed:
+                with contextlib.suppress(psycopg.Error):
+                    await self._conn.execute("SELECT pg_advisory_unlock_all()")
+            await self._release()
+        self._conn = self._pool = None
 
 
 class PostgresBlobStore:

@@ -11,6 +11,7 @@ server must be there: these tests fail, never skip, when it is not.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sys
 import textwrap
@@ -38,6 +39,7 @@ from lite_agent_jupyter.errors import (
     CheckpointerUnavailableError,
     CorruptLogError,
     InvalidSessionIdError,
+    SessionBusyError,
     UnsupportedVersionError,
 )
 from lite_agent_jupyter.storage import BlobRef, Blobs, blob_hash, process_scope
@@ -795,3 +797,33 @@ async def test_process_scope_refs_expire(
     )
     assert (await blobs.collect(grace=0)).deleted == (pinned,)
     assert await blobs.has(session)
+
+
+# -- turn claims ------------------------------------------------------------------------------
+
+
+async def test_running_turns_hold_one_connection_not_the_pool(
+    dsn_schema: tuple[str, str],
+) -> None:
+    """Claims of many running turns share one connection: with a pool of two, six claimed
+    sessions still append (a connection per claim would leave none for the appends)."""
+    dsn, schema = dsn_schema
+    store = postgres_checkpointer(dsn, schema=schema, max_size=2, timeout=5)
+    other = postgres_checkpointer(dsn, schema=schema, max_size=2, timeout=5)
+    try:
+        async with contextlib.AsyncExitStack() as stack:
+            for i in range(6):
+                await stack.enter_async_context(store.claim_turn(f"s{i}"))
+            for i in range(6):
+                assert await store.append(f"s{i}", [UserEvent(content="x")]) == 1
+                with pytest.raises(SessionBusyError):  # held, for this object and others
+                    async with other.claim_turn(f"s{i}"):
+                        pass
+                with pytest.raises(SessionBusyError):
+                    async with store.claim_turn(f"s{i}"):
+                        pass
+        async with other.claim_turn("s0"), other.claim_turn("s5"):  # all released
+            pass
+    finally:
+        await store.close()
+        await other.close()
