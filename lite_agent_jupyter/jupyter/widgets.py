@@ -249,7 +249,11 @@ class SessionBrowser:
     costs on screen.
     """
 
-    def __init__(self, controls: SessionControls, *, page_size: int = 15) -> None:
+    def __init__(
+        self, controls: SessionControls, *, page_size: int = 15, load: bool = True
+    ) -> None:
+        """``load=False`` builds the empty frame only; :meth:`refresh` fills it (``show_*``
+        display the frame first, so the front end draws it while the kernel lists)."""
         if page_size < 1:
             raise ValueError("page_size must be at least 1")
         self.controls = controls
@@ -260,7 +264,7 @@ class SessionBrowser:
         self._drawing = False
         look = _Look()
         self.report = _Reporter(look)
-        self.title = look.html()
+        self.title = look.html(f"{_SESSIONS_CSS}<b>Sessions</b> (reading…)")
         self.new_button = look.button("New", "new", icon="plus", tooltip="new empty session")
         self.refresh_button = look.button("Refresh", "refresh", icon="refresh")
         self.prev_button = look.button("◀ Newer", "newer")
@@ -289,18 +293,11 @@ class SessionBrowser:
             ]
         )
         self.actions = look.hbox([self.resume_button, self.delete_button, self.report.status])
-        self._box: w.VBox | None = None
-        self.refresh()
-        # Built last, with its children as they are: no second message to change them.
-        self._box = w.VBox(
+        self.widget = w.VBox(
             self._children(), layout=look.full, _dom_classes=("lite-agent-sessions",)
         )
-
-    @property
-    def widget(self) -> w.VBox:
-        """The widget to display."""
-        assert self._box is not None  # built in __init__
-        return self._box
+        if load:
+            self.refresh()
 
     # -- reading ------------------------------------------------------------------------
 
@@ -378,8 +375,8 @@ class SessionBrowser:
             self.prev_button.disabled = self.page == 0
             self.next_button.disabled = self.page >= self.pages - 1
         self._draw_actions()
-        if self._box is not None and list(self._box.children) != self._children():
-            self._box.children = self._children()
+        if list(self.widget.children) != self._children():
+            self.widget.children = self._children()
 
     def _draw_actions(self) -> None:
         selected = self.selected
@@ -504,7 +501,11 @@ class CheckpointSlider:
     and ``Undo restore`` are in the button row only while they apply.
     """
 
-    def __init__(self, controls: CheckpointControls, session_id: str | None = None) -> None:
+    def __init__(
+        self, controls: CheckpointControls, session_id: str | None = None, *, load: bool = True
+    ) -> None:
+        """``load=False`` builds the frame only; :meth:`reload` fills it (see
+        :class:`SessionBrowser`)."""
         self.controls = controls
         self.session_id = session_id or controls.session_id
         self.checkpoints: list[Checkpoint] = []
@@ -512,7 +513,7 @@ class CheckpointSlider:
         self._moving = False
         look = _Look()
         self.report = _Reporter(look)
-        self.title = look.html()
+        self.title = look.html("<b>Checkpoints</b> (reading…)")
         self.slider = w.SelectionSlider(
             options=[("(none)", 0)],
             value=0,
@@ -556,7 +557,6 @@ class CheckpointSlider:
         self._undoable = False
         self._conflicted = False
         self.actions = look.hbox(self._buttons())
-        self.reload()
         self.widget = w.VBox(
             [
                 self.title,
@@ -574,6 +574,8 @@ class CheckpointSlider:
             layout=look.full,
             _dom_classes=("lite-agent-checkpoints",),
         )
+        if load:
+            self.reload()
 
     # -- reading ------------------------------------------------------------------------
 
@@ -786,14 +788,24 @@ def _result_html(what: str, result: RestoreResult, *, undo: bool = False) -> str
 # -- showing them -------------------------------------------------------------------------
 
 
+def _fill(report: _Reporter, what: str, load: Callable[[], None]) -> None:
+    """Fill a widget already on screen; an error shows in it and propagates to the cell."""
+    try:
+        load()
+    except Exception as error:
+        report.fail(what, error)
+        raise
+
+
 def show_sessions(controls: SessionControls, *, text: bool = False) -> SessionBrowser | None:
     """``%agent sessions``: the browser with its static summary printed under it; with
     ``text=True`` (no widget front end, or ``--text``) the whole table only."""
     if text:
         print(render.sessions_text(controls.list_sessions(), controls.session_id))
         return None
-    browser = SessionBrowser(controls)
-    display(browser.widget)
+    browser = SessionBrowser(controls, load=False)
+    display(browser.widget)  # the front end draws the frame while the kernel lists
+    _fill(browser.report, "Listing the sessions", browser.refresh)
     print(browser.summary())
     return browser
 
@@ -806,8 +818,9 @@ def show_checkpoints(
     if text:
         print(render.checkpoints_text(controls.list_checkpoints(controls.session_id)))
         return None
-    slider = CheckpointSlider(controls)
-    display(slider.widget)
+    slider = CheckpointSlider(controls, load=False)
+    display(slider.widget)  # the front end draws the frame while the kernel reads
+    _fill(slider.report, "Reading the checkpoints", slider.reload)
     print(slider.summary())
     return slider
 
@@ -821,8 +834,10 @@ def show_ui(
         show_sessions(controls, text=True)
         show_checkpoints(controls, text=True)
         return None
-    browser = SessionBrowser(controls)
-    slider = CheckpointSlider(controls)
+    browser = SessionBrowser(controls, load=False)
+    slider = CheckpointSlider(controls, load=False)
     display(w.VBox([browser.widget, w.HTML("<hr>"), slider.widget]))
+    _fill(browser.report, "Listing the sessions", browser.refresh)
+    _fill(slider.report, "Reading the checkpoints", slider.reload)
     print(browser.summary() + "\n\n" + slider.summary())
     return browser, slider

@@ -18,7 +18,7 @@ from kernel_agent import send, send_in_background, start_runner
 from lite_agent_jupyter import Storage, create_lite_agent
 from lite_agent_jupyter.jupyter import render
 from lite_agent_jupyter.jupyter.runner import AgentFacade, AgentRunner
-from lite_agent_jupyter.jupyter.widgets import SessionBrowser
+from lite_agent_jupyter.jupyter.widgets import SessionBrowser, show_sessions
 from lite_agent_jupyter.providers import anthropic
 
 
@@ -276,3 +276,29 @@ def test_text_twin(runner: AgentRunner, facade: AgentFacade) -> None:
     assert "hello there" in table
     facade.clear()
     assert "nothing sent yet" in render.sessions_text(facade.list_sessions(), facade.session_id)
+
+
+def test_show_sessions_draws_the_frame_then_fills_it_and_prints_one_page(
+    runner: AgentRunner, facade: AgentFacade, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ids = make_sessions(runner, [f"question {i}" for i in range(17)])
+    capsys.readouterr()
+    browser = show_sessions(facade)
+    assert browser is not None and browser.selected == ids[-1]
+    assert browser.rows in browser.widget.children and len(browser.rows.options) == 15
+    printed = capsys.readouterr().out
+    assert "question 16" in printed and "question 1\n" not in printed
+    assert "… and 2 older" in printed
+    assert show_sessions(facade, text=True) is None
+    assert "question 1\n" in capsys.readouterr().out  # --text: every session
+
+
+def test_show_sessions_reports_a_failed_listing_in_the_cell(
+    runner: AgentRunner, facade: AgentFacade, storage: Storage
+) -> None:
+    make_sessions(runner, ["one"])
+    sessions = storage.base / "sessions"
+    sessions.rename(sessions.with_name("moved"))
+    sessions.write_text("not a folder")
+    with pytest.raises(OSError):
+        show_sessions(facade)
