@@ -20,9 +20,11 @@ or one pytest test per check (as this project does for its own backends)::
 
 The checks: the contract (append, read, head, list, delete, truncate, expected_head, ids,
 large and odd payloads, concurrency inside one process, close, sync), several OS processes
-appending at once, a writer killed with SIGKILL mid-append, and a Hypothesis state machine
-comparing the backend with the memory backend. ``opener`` must be importable by name so that
-child processes can open the same store. The state-machine check needs ``hypothesis``.
+appending at once, a writer killed with SIGKILL mid-append, a Hypothesis state machine
+comparing the backend with the memory backend, and the optional session capabilities
+(deletes that stay deleted, turn claims) within an object, across objects and processes.
+``opener`` must be importable by name so that child processes can open the same store. The
+state-machine check needs ``hypothesis``.
 """
 
 from ._kit import (
