@@ -18,6 +18,11 @@ run: unlinking one log and one ref file (the least a delete can do), and reading
 the way the collector before this design did on the caller's path (its cost grew with the
 store). The collection itself (time from ``delete_session`` to ``wait_maintenance``
 returning) is reported too: it runs off the caller's path.
+
+What references cost a writer: ``put`` of a new 2 KB blob with a session's reference (its
+ref file exists: one append + fsync more) against the same put without one, alternating;
+and the same put while collections run back to back (their final pass holds the store's lock
+exclusively, so a writer may wait for it).
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from lite_agent_jupyter import Storage, create_lite_agent
 from lite_agent_jupyter.checkpoint import file_checkpointer
 from lite_agent_jupyter.checkpoint.events import FileSnapshotEvent, UserEvent
 from lite_agent_jupyter.providers.scripted import scripted
-from lite_agent_jupyter.storage import BlobRef
+from lite_agent_jupyter.storage import BlobRef, Blobs
 
 
 async def build(storage: Storage, sessions: int) -> list[str]:
@@ -87,6 +92,17 @@ async def read_every_log(storage: Storage) -> tuple[float, float]:
     return result
 
 
+async def timed_puts(blobs: Blobs, ref: BlobRef | None, count: int, pause: float) -> list[float]:
+    times = []
+    for _ in range(count):
+        data = os.urandom(2048)
+        started = time.perf_counter()
+        await blobs.put(data, ref=ref)
+        times.append(time.perf_counter() - started)
+        await asyncio.sleep(pause)
+    return times
+
+
 def summary(label: str, wall: list[float], cpu: list[float]) -> str:
     ms = 1000
     return (
@@ -116,6 +132,13 @@ async def run(sessions: int, deletes: int) -> None:
             await agent.wait_maintenance()
             collect_wall.append(time.perf_counter() - wall)
             collect_cpu.append(time.process_time() - cpu)
+        writer = BlobRef("bench:a-writer", "bench-writer")
+        await agent.blobs.put(b"first", ref=writer)  # its ref file exists from now on
+        plain, with_ref = [], []
+        for _ in range(deletes):
+            plain += await timed_puts(agent.blobs, None, 1, 0)
+            with_ref += await timed_puts(agent.blobs, writer, 1, 0)
+        busy = asyncio.ensure_future(timed_puts(agent.blobs, writer, 4 * deletes, 0.005))
         overlap_wall, overlap_cpu = [], []
         for sid in ids[deletes : 2 * deletes]:
             wall, cpu = time.perf_counter(), time.process_time()
@@ -124,6 +147,7 @@ async def run(sessions: int, deletes: int) -> None:
             overlap_cpu.append(time.process_time() - cpu)
             await asyncio.sleep(0.005)  # let the collection start in its thread
         await agent.wait_maintenance()
+        during = await busy
         blobs_after = len(await agent.blobs.hashes())
         await agent.close()
         raw = raw_unlink(Path(tmp), deletes)
@@ -147,6 +171,13 @@ async def run(sessions: int, deletes: int) -> None:
         f" worst {worst * 1e3:.2f} ms -> {'reached' if worst <= 0.050 else 'NOT reached (worst)'}"
     )
     print(f"blobs left: {blobs_after} (each deleted session's own blob collected, shared kept)")
+    med = statistics.median
+    print(
+        f"put of a new 2 KB blob: no ref {med(plain) * 1e3:.2f} ms, with a session ref "
+        f"{med(with_ref) * 1e3:.2f} ms ({med(with_ref) / med(plain):.2f}x); with a ref while "
+        f"collections run: median {med(during) * 1e3:.2f} ms, worst {max(during) * 1e3:.2f} ms"
+        f" (idle worst {max(with_ref) * 1e3:.2f} ms)"
+    )
 
 
 def main() -> None:

@@ -381,6 +381,9 @@ _alive_fds: dict[str, int] = {}
 their ``.alive`` file, held until the process ends (the kernel then releases it)."""
 
 
+_StatKey = tuple[int, int, int]
+
+
 class _Unreadable(Exception):
     """Something collection must understand to delete safely could not be read."""
 
@@ -417,6 +420,10 @@ class FileBlobStore:
         self._known: dict[tuple[str, str], tuple[int, set[str]]] = {}
         """(scope, owner) -> (inode of its ref file, hashes recorded there by this object)."""
         self._known_guard = threading.Lock()
+        self._ref_files: dict[str, tuple[_StatKey, set[str]]] = {}
+        self._base_of_blob: dict[str, tuple[_StatKey, str | None]] = {}
+        """What the last collection read (ref files' hashes, blobs' delta bases), each with
+        the (inode, size, mtime) it was read at: the next one reads again only what changed."""
         self._recent: dict[str, bytes] = {}
         self._recent_size = 0
         """The last few contents put or read (a new version's base is usually one of them),
@@ -426,6 +433,10 @@ class FileBlobStore:
         if _HASH_PATTERN.fullmatch(digest) is None:
             raise ValueError(f"not a blob hash: {digest!r}")
         return self.directory / digest[:2] / digest[2:]
+
+    def _file(self, digest: str) -> str:
+        """The path of a hash already validated (collection's hot loops: no Path objects)."""
+        return f"{self.directory}{os.sep}{digest[:2]}{os.sep}{digest[2:]}"
 
     # -- writing -----------------------------------------------------------------------------
 
@@ -673,8 +684,11 @@ class FileBlobStore:
             return BlobCollection(kept=kept, skipped=reason)
         try:
             self._reap_dead_scopes(stopped)
-            refs = self._read_refs({})
-            keep = self._with_bases(set().union(*(d for _, d in refs.values())))
+            refs, _ = self._read_refs(self._ref_files)
+            self._ref_files = refs
+            bases = self._base_of_blob
+            self._base_of_blob = {}  # refilled with this round's blobs only
+            keep = self._with_bases(set().union(*(d for _, d in refs.values())), bases)
             now = time.time()
             total = 0
             young: list[str] = []
@@ -689,7 +703,7 @@ class FileBlobStore:
                 if mtime is None:
                     continue
                 (young if now - mtime < grace else candidates).append(digest)
-            held = self._with_bases(set(young))
+            held = self._with_bases(set(young), bases)
             candidates = [d for d in candidates if d not in held]
             if not candidates:
                 return BlobCollection(kept=total)
@@ -697,13 +711,13 @@ class FileBlobStore:
             if fd is None:
                 return BlobCollection(kept=total, skipped="stopped")
             try:
-                rescued = set().union(*(d for _, d in self._read_refs(refs).values()))
+                _, rescued = self._read_refs(refs)
                 now = time.time()
                 for digest in candidates:
                     mtime = self._mtime(digest)
                     if mtime is not None and now - mtime < grace:
                         rescued.add(digest)  # reused without a ref meanwhile
-                held = self._with_bases(rescued)
+                held = self._with_bases(rescued, bases)
                 deleted: list[str] = []
                 for digest in candidates:
                     if digest in held:
@@ -711,7 +725,7 @@ class FileBlobStore:
                     if stopped():
                         break
                     with contextlib.suppress(FileNotFoundError):
-                        self._path(digest).unlink()
+                        os.unlink(self._file(digest))
                         deleted.append(digest)
             finally:
                 os.close(fd)
@@ -765,10 +779,12 @@ class FileBlobStore:
         return out
 
     def _read_refs(
-        self, before: dict[str, tuple[tuple[int, int, int], set[str]]]
-    ) -> dict[str, tuple[tuple[int, int, int], set[str]]]:
-        """Every ref file whose (inode, size, mtime) is not as in ``before``, read."""
-        out: dict[str, tuple[tuple[int, int, int], set[str]]] = {}
+        self, known: dict[str, tuple[_StatKey, set[str]]]
+    ) -> tuple[dict[str, tuple[_StatKey, set[str]]], set[str]]:
+        """Every ref file with its (inode, size, mtime) and hashes, read again only where
+        that key is not as in ``known``; and the hashes of the files read again."""
+        out: dict[str, tuple[_StatKey, set[str]]] = {}
+        fresh: set[str] = set()
         for folder in self._scope_folders():
             try:
                 entries = list(os.scandir(folder))
@@ -786,25 +802,61 @@ class FileBlobStore:
                 if not entry.is_file(follow_symlinks=False):
                     raise _Unreadable(f"{entry.path} is not a file of references")
                 key = (st.st_ino, st.st_size, st.st_mtime_ns)
-                old = before.get(entry.path)
+                old = known.get(entry.path)
                 if old is not None and old[0] == key:
+                    out[entry.path] = old
                     continue
-                out[entry.path] = (key, _parse_refs(entry.path))
-        return out
+                digests = _parse_refs(entry.path)
+                out[entry.path] = (key, digests)
+                fresh |= digests
+        return out, fresh
 
-    def _with_bases(self, digests: set[str]) -> set[str]:
-        """``digests`` and every blob in their delta chains."""
+    def _with_bases(
+        self, digests: set[str], known: dict[str, tuple[_StatKey, str | None]]
+    ) -> set[str]:
+        """``digests`` and every blob in their delta chains (a header is read again only
+        if the blob's (inode, size, mtime) is not as in ``known``)."""
         out = set(digests)
         for digest in digests:
+            current: str | None = digest
+            for _ in range(MAX_CHAIN + 1):
+                assert current is not None
+                current = self._base_of(current, known)
+                if current is None or current in out:
+                    break
+                out.add(current)
+        return out
+
+    def _base_of(self, digest: str, known: dict[str, tuple[_StatKey, str | None]]) -> str | None:
+        path = self._file(digest)
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise _Unreadable(f"cannot stat blob {digest}: {exc}") from exc
+        key = (st.st_ino, st.st_size, st.st_mtime_ns)
+        cached = known.get(digest)
+        if cached is None or cached[0] != key:
             try:
-                out.update(self.bases_sync(digest))
+                with open(path, "rb") as f:
+                    head = f.read(65)
+            except FileNotFoundError:
+                return None
             except OSError as exc:
                 raise _Unreadable(f"cannot read the header of blob {digest}: {exc}") from exc
-        return out
+            base = None
+            if head[:1] == _DELTA:
+                base = head[1:65].decode("ascii", "replace")
+                if _HASH_PATTERN.fullmatch(base) is None:
+                    raise _Unreadable(f"blob {digest} names no readable delta base")
+            cached = (key, base)
+        self._base_of_blob[digest] = cached
+        return cached[1]
 
     def _mtime(self, digest: str) -> float | None:
         try:
-            return self._path(digest).stat().st_mtime
+            return os.stat(self._file(digest)).st_mtime
         except FileNotFoundError:
             return None
         except OSError as exc:
@@ -870,14 +922,19 @@ class FileBlobStore:
         return list(self._iter_hashes())
 
     def _iter_hashes(self) -> Iterator[str]:
-        if not self.directory.is_dir():
+        try:
+            subs = [e for e in os.scandir(self.directory) if len(e.name) == 2 and e.is_dir()]
+        except FileNotFoundError:
             return
-        for sub in self.directory.iterdir():
-            if sub.is_dir() and len(sub.name) == 2:
-                for blob in sub.iterdir():
-                    digest = sub.name + blob.name
-                    if _HASH_PATTERN.fullmatch(digest):
-                        yield digest
+        for sub in subs:
+            try:
+                names = [blob.name for blob in os.scandir(sub.path)]
+            except FileNotFoundError:
+                continue
+            for name in names:
+                digest = sub.name + name
+                if _HASH_PATTERN.fullmatch(digest):
+                    yield digest
 
 
 def _never() -> bool:
