@@ -368,6 +368,10 @@ REFS_DIR = "refs"
 """``blobs/refs/``: one folder per scope, one append-only file of hashes per owner."""
 _REFS_READY = ".v1"
 _LOCK_FILE = ".lock"
+_COLLECT_LOCK_FILE = ".collect.lock"
+_CHANGES_FILE = ".changes"
+_CHANGES_LIMIT = 1 << 20
+"""A collection that finds nothing to delete still empties a journal this large."""
 _ALIVE_FILE = ".alive"
 _SCOPE_FILE = ".scope"
 _LOCK_POLL = 0.02
@@ -379,9 +383,6 @@ _alive_guard = threading.Lock()
 _alive_fds: dict[str, int] = {}
 """Process-scope folders this process holds alive: path -> fd with a shared ``flock`` on
 their ``.alive`` file, held until the process ends (the kernel then releases it)."""
-
-
-_StatKey = tuple[int, int, int]
 
 
 class _Unreadable(Exception):
@@ -420,10 +421,6 @@ class FileBlobStore:
         self._known: dict[tuple[str, str], tuple[int, set[str]]] = {}
         """(scope, owner) -> (inode of its ref file, hashes recorded there by this object)."""
         self._known_guard = threading.Lock()
-        self._ref_files: dict[str, tuple[_StatKey, set[str]]] = {}
-        self._base_of_blob: dict[str, tuple[_StatKey, str | None]] = {}
-        """What the last collection read (ref files' hashes, blobs' delta bases), each with
-        the (inode, size, mtime) it was read at: the next one reads again only what changed."""
         self._recent: dict[str, bytes] = {}
         self._recent_size = 0
         """The last few contents put or read (a new version's base is usually one of them),
@@ -548,12 +545,20 @@ class FileBlobStore:
                     fsync_dir(self._refs_dir)
             if ref.transient:
                 _hold_alive(folder)
+        lines = "".join(d + "\n" for d in new).encode("ascii")
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
         try:
-            _write_all(fd, "".join(d + "\n" for d in new).encode("ascii"))
+            _write_all(fd, lines)
             if not ref.transient:
                 os.fsync(fd)
             inode = os.fstat(fd).st_ino
+        finally:
+            os.close(fd)
+        # For a collection between its passes (no fsync: it only matters to a live collector)
+        changes = self._refs_dir / _CHANGES_FILE
+        fd = os.open(changes, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+        try:
+            _write_all(fd, lines)
         finally:
             os.close(fd)
         if created and not ref.transient:
@@ -672,71 +677,85 @@ class FileBlobStore:
     def collect_sync(
         self, *, grace: float, stop: Callable[[], bool] | None = None
     ) -> BlobCollection:
-        """See :meth:`Blobs.collect`. Two passes: the first, without the lock, reads every
-        ref file, their delta chains and the blobs' ages and picks the candidates; the second,
-        holding the store's lock exclusively (writers wait for it, briefly), re-reads only
-        the ref files that changed since, re-checks the candidates' ages and deletes those
-        still unused."""
+        """See :meth:`Blobs.collect`. One collector at a time per store (``.collect.lock``).
+        Two passes: the first, without the store lock, reads every ref file, the delta chains
+        and the blobs' ages and picks the candidates; the second, holding the store lock
+        exclusively (writers wait for it, briefly), reads the refs recorded since the first
+        began (the ``refs/.changes`` journal writers append to), re-checks the candidates'
+        ages and deletes those still unused."""
         stopped = stop if stop is not None else _never
         if not (self._refs_dir / _REFS_READY).exists():
             kept = sum(1 for _ in self._iter_hashes())
             reason = None if not kept else "this store predates references: every blob is kept"
             return BlobCollection(kept=kept, skipped=reason)
+        collector = self._lock_file(_COLLECT_LOCK_FILE, stopped)
+        if collector is None:
+            return BlobCollection(skipped="stopped")
         try:
-            self._reap_dead_scopes(stopped)
-            refs, _ = self._read_refs(self._ref_files)
-            self._ref_files = refs
-            bases = self._base_of_blob
-            self._base_of_blob = {}  # refilled with this round's blobs only
-            keep = self._with_bases(set().union(*(d for _, d in refs.values())), bases)
-            now = time.time()
-            total = 0
-            young: list[str] = []
-            candidates: list[str] = []
-            for digest in self._iter_hashes():
-                total += 1
-                if stopped():
-                    return BlobCollection(kept=total, skipped="stopped")
-                if digest in keep:
-                    continue
-                mtime = self._mtime(digest)
-                if mtime is None:
-                    continue
-                (young if now - mtime < grace else candidates).append(digest)
-            held = self._with_bases(set(young), bases)
-            candidates = [d for d in candidates if d not in held]
-            if not candidates:
-                return BlobCollection(kept=total)
-            fd = self._lock_exclusive(stopped)
-            if fd is None:
-                return BlobCollection(kept=total, skipped="stopped")
-            try:
-                _, rescued = self._read_refs(refs)
-                now = time.time()
-                for digest in candidates:
-                    mtime = self._mtime(digest)
-                    if mtime is not None and now - mtime < grace:
-                        rescued.add(digest)  # reused without a ref meanwhile
-                held = self._with_bases(rescued, bases)
-                deleted: list[str] = []
-                for digest in candidates:
-                    if digest in held:
-                        continue
-                    if stopped():
-                        break
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(self._file(digest))
-                        deleted.append(digest)
-            finally:
-                os.close(fd)
+            return self._collect(grace, stopped)
         except _Unreadable as exc:
             return BlobCollection(kept=sum(1 for _ in self._iter_hashes()), skipped=str(exc))
+        finally:
+            os.close(collector)
+
+    def _collect(self, grace: float, stopped: Callable[[], bool]) -> BlobCollection:
+        self._reap_dead_scopes(stopped)
+        changes = self._refs_dir / _CHANGES_FILE
+        try:
+            since = os.stat(changes).st_size  # refs recorded from now on: read in pass two
+        except FileNotFoundError:
+            since = 0
+        refs = self._read_refs()
+        keep = self._with_bases(set().union(*refs))
+        now = time.time()
+        total = 0
+        young: list[str] = []
+        candidates: list[str] = []
+        for digest in self._iter_hashes():
+            total += 1
+            if stopped():
+                return BlobCollection(kept=total, skipped="stopped")
+            if digest in keep:
+                continue
+            mtime = self._mtime(digest)
+            if mtime is None:
+                continue
+            (young if now - mtime < grace else candidates).append(digest)
+        held = self._with_bases(set(young))
+        candidates = [d for d in candidates if d not in held]
+        if not candidates and since < _CHANGES_LIMIT:
+            return BlobCollection(kept=total)
+        fd = self._lock_file(_LOCK_FILE, stopped)
+        if fd is None:
+            return BlobCollection(kept=total, skipped="stopped")
+        deleted: list[str] = []
+        try:
+            rescued = _parse_refs(str(changes), since)
+            now = time.time()
+            for digest in candidates:
+                mtime = self._mtime(digest)
+                if mtime is not None and now - mtime < grace:
+                    rescued.add(digest)  # reused without a ref meanwhile
+            held = self._with_bases(rescued)
+            for digest in candidates:
+                if digest in held:
+                    continue
+                if stopped():
+                    break
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(self._file(digest))
+                    deleted.append(digest)
+            with contextlib.suppress(FileNotFoundError):
+                os.truncate(changes, 0)  # no writer appends while we hold the lock
+        finally:
+            os.close(fd)
         return BlobCollection(deleted=tuple(deleted), kept=total - len(deleted))
 
-    def _lock_exclusive(self, stopped: Callable[[], bool]) -> int | None:
-        """The store's lock, exclusively (None if ``stopped()`` while waiting). Polled, so a
-        stop request is seen and no thread is left blocked in ``flock``."""
-        fd = os.open(self.directory / _LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+    def _lock_file(self, name: str, stopped: Callable[[], bool]) -> int | None:
+        """``name`` in the blob folder locked exclusively (None if ``stopped()`` while
+        waiting). Polled, so a stop request is seen and no thread is left blocked in
+        ``flock``."""
+        fd = os.open(self.directory / name, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -753,7 +772,7 @@ class FileBlobStore:
         folders = [p for p in self._scope_folders() if p.name.startswith("p-")]
         if not any(_is_dead(p) for p in folders):
             return
-        fd = self._lock_exclusive(stopped)
+        fd = self._lock_file(_LOCK_FILE, stopped)
         if fd is None:
             return
         try:
@@ -778,13 +797,9 @@ class FileBlobStore:
             out.append(Path(entry.path))
         return out
 
-    def _read_refs(
-        self, known: dict[str, tuple[_StatKey, set[str]]]
-    ) -> tuple[dict[str, tuple[_StatKey, set[str]]], set[str]]:
-        """Every ref file with its (inode, size, mtime) and hashes, read again only where
-        that key is not as in ``known``; and the hashes of the files read again."""
-        out: dict[str, tuple[_StatKey, set[str]]] = {}
-        fresh: set[str] = set()
+    def _read_refs(self) -> list[set[str]]:
+        """The hashes of every ref file."""
+        out: list[set[str]] = []
         for folder in self._scope_folders():
             try:
                 entries = list(os.scandir(folder))
@@ -795,64 +810,39 @@ class FileBlobStore:
             for entry in entries:
                 if entry.name.startswith("."):
                     continue
-                try:
-                    st = entry.stat(follow_symlinks=False)
-                except FileNotFoundError:
-                    continue  # dropped meanwhile: keeping more is safe
                 if not entry.is_file(follow_symlinks=False):
                     raise _Unreadable(f"{entry.path} is not a file of references")
-                key = (st.st_ino, st.st_size, st.st_mtime_ns)
-                old = known.get(entry.path)
-                if old is not None and old[0] == key:
-                    out[entry.path] = old
-                    continue
-                digests = _parse_refs(entry.path)
-                out[entry.path] = (key, digests)
-                fresh |= digests
-        return out, fresh
+                out.append(_parse_refs(entry.path))
+        return out
 
-    def _with_bases(
-        self, digests: set[str], known: dict[str, tuple[_StatKey, str | None]]
-    ) -> set[str]:
-        """``digests`` and every blob in their delta chains (a header is read again only
-        if the blob's (inode, size, mtime) is not as in ``known``)."""
+    def _with_bases(self, digests: set[str]) -> set[str]:
+        """``digests`` and every blob in their delta chains."""
         out = set(digests)
         for digest in digests:
             current: str | None = digest
             for _ in range(MAX_CHAIN + 1):
                 assert current is not None
-                current = self._base_of(current, known)
+                current = self._base_of(current)
                 if current is None or current in out:
                     break
                 out.add(current)
         return out
 
-    def _base_of(self, digest: str, known: dict[str, tuple[_StatKey, str | None]]) -> str | None:
-        path = self._file(digest)
+    def _base_of(self, digest: str) -> str | None:
+        """The delta base named in a blob's header (None: a full copy, or no such blob)."""
         try:
-            st = os.stat(path)
+            with open(self._file(digest), "rb") as f:
+                head = f.read(65)
         except FileNotFoundError:
             return None
         except OSError as exc:
-            raise _Unreadable(f"cannot stat blob {digest}: {exc}") from exc
-        key = (st.st_ino, st.st_size, st.st_mtime_ns)
-        cached = known.get(digest)
-        if cached is None or cached[0] != key:
-            try:
-                with open(path, "rb") as f:
-                    head = f.read(65)
-            except FileNotFoundError:
-                return None
-            except OSError as exc:
-                raise _Unreadable(f"cannot read the header of blob {digest}: {exc}") from exc
-            base = None
-            if head[:1] == _DELTA:
-                base = head[1:65].decode("ascii", "replace")
-                if _HASH_PATTERN.fullmatch(base) is None:
-                    raise _Unreadable(f"blob {digest} names no readable delta base")
-            cached = (key, base)
-        self._base_of_blob[digest] = cached
-        return cached[1]
+            raise _Unreadable(f"cannot read the header of blob {digest}: {exc}") from exc
+        if head[:1] != _DELTA:
+            return None
+        base = head[1:65].decode("ascii", "replace")
+        if _HASH_PATTERN.fullmatch(base) is None:
+            raise _Unreadable(f"blob {digest} names no readable delta base")
+        return base
 
     def _mtime(self, digest: str) -> float | None:
         try:
@@ -952,11 +942,13 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def _parse_refs(path: str) -> set[str]:
-    """The hashes of one ref file. A torn last line (a writer killed mid-append, before its
-    blob was stored or named) is ignored; any other line that is not a hash is unreadable."""
+def _parse_refs(path: str, offset: int = 0) -> set[str]:
+    """The hashes of one ref file (from ``offset``). A torn last line (a writer killed
+    mid-append, before its blob was stored or named) is ignored; any other line that is not
+    a hash is unreadable."""
     try:
         with open(path, "rb") as f:
+            f.seek(offset)
             data = f.read()
     except FileNotFoundError:
         return set()
