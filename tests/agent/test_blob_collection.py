@@ -377,3 +377,27 @@ async def test_memory_sessions_on_the_file_store_keep_their_blobs_while_they_liv
     await memory.delete_session(memory.session_id)
     await memory.wait_maintenance()
     assert not await storage.blobs.has(digest)
+
+
+async def test_a_ref_recorded_between_the_two_passes_keeps_its_blob(storage: Storage) -> None:
+    """The window the store lock and the journal close: a writer reuses a blob after the
+    collection's first pass chose it and before its final pass."""
+    from lite_agent_jupyter.storage import BlobRef, FileBlobStore
+
+    data = b"garbage a moment ago"
+    reused: list[str] = []
+
+    class Interleaved(FileBlobStore):
+        def _lock_file(self, name: str, stopped: Callable[[], bool]) -> int | None:
+            if name == ".lock" and not reused:  # the final pass is about to start
+                writer = FileBlobStore(self.directory)  # as another process would
+                reused.append(writer.put_sync(data, ref=BlobRef("file:/other", "late")))
+            return super()._lock_file(name, stopped)
+
+    blobs = storage.blobs
+    digest = await blobs.put(data)
+    await blobs.put(b"a ref file exists", ref=BlobRef("file:/x", "s"))
+    age_blobs(storage)
+    result = Interleaved(storage.base / "blobs").collect_sync(grace=0)
+    assert reused == [digest] and result.deleted == ()
+    assert await blobs.get(digest) == data
