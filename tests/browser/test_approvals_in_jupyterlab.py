@@ -8,11 +8,23 @@ import time
 from pathlib import Path
 from typing import Any
 
+import lab_browser
 import pytest
 from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
 from lab_browser import JupyterLabServer, LabNotebook, no_widget_errors, wait_for, write_notebook
 
 SETUP = "%load_ext lite_agent_jupyter"  # approvals: "ask", the default
+KERNELS_SETTINGS = "@jupyterlab/apputils-extension:kernels-settings"
+
+
+@pytest.fixture
+def comms(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """JupyterLab's "comms over subshells" setting for this test (requested before ``lab``,
+    which writes the settings when it starts): the clicks must get through with the default
+    (``perCommTarget``, the comm messages sent to a subshell) and with subshells off."""
+    mode = str(request.param)
+    monkeypatch.setitem(lab_browser.LAB_SETTINGS, KERNELS_SETTINGS, {"commsOverSubshells": mode})
+    return mode
 
 
 def _start_cell(nb: LabNotebook, index: int) -> Any:
@@ -32,9 +44,14 @@ def _finished(cell: Any, timeout: float = 60.0) -> None:
         time.sleep(0.05)
 
 
-@pytest.mark.parametrize("answer", ["Allow", "Deny"])
+@pytest.mark.parametrize(
+    ("answer", "comms"),
+    [("Allow", "perCommTarget"), ("Deny", "perCommTarget"), ("Allow", "disabled")],
+    indirect=["comms"],
+)
 def test_approval_buttons_answer_the_waiting_turn(
     answer: str,
+    comms: str,
     lab: JupyterLabServer,
     lab_root: Path,
     page: Any,
@@ -57,7 +74,7 @@ def test_approval_buttons_answer_the_waiting_turn(
     no_widget_errors(page)
     assert "write_file" in nb.output_text(1) and "hello.py" in nb.output_text(1)
     assert not (lab_root / "hello.py").exists()  # the turn waits
-    page.screenshot(path=str(artifacts / "approval-buttons.png"))
+    page.screenshot(path=str(artifacts / f"approval-buttons-{comms}.png"))
     button.click()
     _finished(cell)
     nb.wait_idle()
