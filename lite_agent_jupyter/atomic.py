@@ -13,6 +13,9 @@ raced). :func:`sweep_stale` does that for one folder; :func:`atomic_write` sweep
 it writes into once per process, and the agent sweeps its workdir (:func:`sweep_tree`, in a
 worker thread) when its first turn starts.
 
+:func:`prepare_write` is its first half, for a writer that replaces several files at once
+(all temp files written and fsynced in parallel, then renamed, then each folder fsynced once).
+
 Every call can work relative to an open directory file descriptor (``dir_fd``), which is how
 the file tools stay confined to the workdir while a folder on the path is being swapped.
 This module imports nothing from the package; every layer may use it.
@@ -29,14 +32,18 @@ import stat
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
     "STALE_SECONDS",
+    "PreparedWrite",
     "atomic_write",
     "default_file_mode",
     "fsync_dir",
     "is_temp_name",
+    "prepare_write",
+    "remove_dead_temps",
     "sweep_stale",
     "sweep_tree",
     "temp_name",
@@ -113,7 +120,62 @@ def atomic_write(
             )
         finally:
             os.close(folder)
-    name = os.fspath(path)
+    prepared = prepare_write(
+        os.fspath(path), data, mode=mode, keep_mode=keep_mode, durable=durable, dir_fd=dir_fd
+    )
+    st = prepared.commit()
+    if durable:
+        os.fsync(dir_fd)
+    return st
+
+
+@dataclass(slots=True)
+class PreparedWrite:
+    """A replacement written and (if durable) fsynced to its temp file, not yet renamed over
+    its target: :meth:`commit` renames it (the folder's fsync is the caller's), :meth:`abort`
+    removes it. Exactly one of them must be called. For writers that replace several files:
+    every temp file can be written and fsynced at once (in threads), the renames done only
+    once something else is durable, and each folder fsynced once."""
+
+    dir_fd: int
+    name: str
+    tmp: str
+    fd: int
+    st: os.stat_result
+
+    def commit(self) -> os.stat_result:
+        """Rename the temp file over the target; return the new file's stat."""
+        try:
+            os.rename(self.tmp, self.name, src_dir_fd=self.dir_fd, dst_dir_fd=self.dir_fd)
+        except BaseException:
+            self.abort()
+            raise
+        os.close(self.fd)
+        self.fd = -1
+        return self.st
+
+    def abort(self) -> None:
+        """Remove the temp file; the target is untouched."""
+        if self.fd >= 0:
+            with contextlib.suppress(OSError):
+                os.unlink(self.tmp, dir_fd=self.dir_fd)
+            os.close(self.fd)
+            self.fd = -1
+
+
+def prepare_write(
+    name: str,
+    data: bytes,
+    *,
+    mode: int = 0o600,
+    keep_mode: bool = False,
+    durable: bool = True,
+    dir_fd: int,
+) -> PreparedWrite:
+    """The first half of :func:`atomic_write` (same arguments, ``name`` a bare name in the
+    open folder ``dir_fd``): the temp file created 0600, written, fsynced (``durable``) and
+    given its final mode; it stays locked (alive, for :func:`sweep_stale`) until committed
+    or aborted."""
     _sweep_once(dir_fd)
     if keep_mode:
         with contextlib.suppress(FileNotFoundError):
@@ -137,17 +199,12 @@ def atomic_write(
             os.fsync(fd)
         if mode != 0o600:
             os.fchmod(fd, mode)
-        st = os.fstat(fd)
-        os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        return PreparedWrite(dir_fd, name, tmp, fd, os.fstat(fd))
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp, dir_fd=dir_fd)
-        raise
-    finally:
         os.close(fd)
-    if durable:
-        os.fsync(dir_fd)
-    return st
+        raise
 
 
 def sweep_stale(folder: str | os.PathLike[str] | int) -> list[str]:
@@ -209,7 +266,27 @@ def _sweep_fd(dir_fd: int) -> list[str]:
     return removed
 
 
-def _remove_if_stale(dir_fd: int, name: str, now: float) -> bool:
+def remove_dead_temps(dir_fd: int, name: str, *, written_before: float) -> list[str]:
+    """Delete the temp files of target ``name`` in the open folder ``dir_fd`` whose writer is
+    gone (their lock is free) and that were last written before ``written_before`` (a
+    ``time.time()``); return their names. For a caller that knows a writer of that file was
+    killed (a restore's recovery), without waiting :data:`STALE_SECONDS`."""
+    prefix = temp_name(name)[: -len("0123456789abcdef.tmp")]
+    try:
+        names = os.listdir(dir_fd)
+    except OSError:
+        return []
+    return [
+        entry
+        for entry in names
+        if entry.startswith(prefix)
+        and len(entry) == len(prefix) + 20
+        and is_temp_name(entry)
+        and _remove_if_stale(dir_fd, entry, written_before, min_age=0.0)
+    ]
+
+
+def _remove_if_stale(dir_fd: int, name: str, now: float, *, min_age: float = STALE_SECONDS) -> bool:
     try:
         fd = os.open(
             name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd
@@ -218,7 +295,7 @@ def _remove_if_stale(dir_fd: int, name: str, now: float) -> bool:
         return False
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or now - st.st_mtime < STALE_SECONDS:
+        if not stat.S_ISREG(st.st_mode) or now - st.st_mtime < min_age:
             return False
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

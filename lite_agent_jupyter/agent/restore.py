@@ -59,11 +59,13 @@ import bisect
 import contextlib
 import difflib
 import errno
+import functools
 import json
 import logging
 import os
 import re
 import stat
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -72,6 +74,7 @@ from typing import Any, Literal
 
 from filelock import FileLock
 
+from ..atomic import PreparedWrite, remove_dead_temps
 from ..checkpoint.events import (
     Event,
     FileSnapshotEvent,
@@ -183,6 +186,8 @@ class _Listing:
     checkpoints: list[Checkpoint] | None = None
 
 
+_CHUNK = 64
+"""Files a restore replaces at once (their folders stay open meanwhile)."""
 _LISTED_KINDS = ("checkpoint", "file_snapshot")
 _LISTINGS_KEPT = 16
 """Sessions whose marks a Restorer keeps (the most recently listed)."""
@@ -475,7 +480,6 @@ class Restorer:
             # One durable write: the undo record, carrying the journal, under the journal's
             # name; renamed to the record's once the restore is done (see _finish).
             data = ("\n".join(lines) + "\n").encode("utf-8")
-            write_private_file(self._journal_path(session_id), data)
             if log_op == "notice":  # the files' new known state, then the model's notice
                 appended = [
                     FileSnapshotEvent(
@@ -488,39 +492,41 @@ class Restorer:
                 ]
                 appended.append(_notice(todo, seq, record.name))
             skipped = [p.path for p in plans if p.action == "unchanged"]
-            return await self._apply(session_id, journal, todo, skipped, appended, conversation)
+            return await self._apply(
+                session_id, journal, data, todo, skipped, appended, conversation
+            )
 
     async def _apply(
         self,
         session_id: str,
         journal: dict[str, Any],
+        journal_data: bytes,
         todo: Sequence[_FilePlan],
         skipped: Sequence[str],
         appended: Sequence[Event],
         conversation: bool,
     ) -> RestoreResult:
-        """Write the files, then change the log; roll back on failure (see the module)."""
+        """Write the journal and the files, then change the log; roll back on failure (see
+        the module)."""
         try:
-            for plan in todo:
-                data = await self.blobs.get(plan.new) if plan.new is not None else None
-                if not self._replace(plan.path, plan.disk_hash, data):
-                    raise RestoreConflictError(
-                        f"{plan.path} changed while the {journal['op']} ran (another "
-                        "program wrote it); every file was put back and nothing was changed",
-                        paths=(plan.path,),
-                    )
+            await self._write_files(session_id, journal, journal_data, todo)
         except BaseException:
             await self._rollback(session_id, journal)
             raise
         try:
             await self._change_log(session_id, journal, appended)
         except CheckpointConflictError as exc:
-            await self._rollback(session_id, journal)
+            failed = await self._rollback(session_id, journal)
+            outcome = (
+                "every file was put back and nothing was changed"
+                if not failed
+                else f"{', '.join(failed)} could not be put back yet (see the log); the next "
+                "call on the session finishes that"
+            )
             raise RestoreConflictError(
                 f"session {session_id!r} was written by someone else during the restore "
-                f"(head {exc.actual}, expected {exc.expected}); every file was put back and "
-                "nothing was changed",
-                paths=(),
+                f"(head {exc.actual}, expected {exc.expected}); {outcome}",
+                paths=tuple(failed),
             ) from exc
         # Any other failure leaves the journal: the next call finds out what happened.
         self._finish(session_id, journal)
@@ -531,6 +537,72 @@ class Restorer:
             conflicts=tuple(p.path for p in todo if p.forced),
             conversation_restored=conversation,
         )
+
+    async def _write_files(
+        self,
+        session_id: str,
+        journal: dict[str, Any],
+        journal_data: bytes,
+        todo: Sequence[_FilePlan],
+    ) -> None:
+        """Write the journal, then give every file of ``todo`` its new content, a chunk of
+        files at a time, with as few fsyncs in a row as the order allows: the journal and the
+        chunk's temp files are written and fsynced at once (worker threads); only when the
+        journal is durable is each file checked again (through the folder the walk opened)
+        and its temp file renamed over it (or the file deleted); then each folder is fsynced
+        once. A file that changed since the plan is a :class:`RestoreConflictError`."""
+        journal_path = self._journal_path(session_id)
+        pending: bytes | None = journal_data
+        for start in range(0, max(len(todo), 1), _CHUNK):
+            opened: list[tuple[_FilePlan, Target | None, bytes | None]] = []
+            prepared: dict[int, PreparedWrite] = {}
+            try:
+                for plan in todo[start : start + _CHUNK]:
+                    data = await self.blobs.get(plan.new) if plan.new is not None else None
+                    create = plan.disk is None and data is not None
+                    opened.append((plan, self._open(plan.path, create=create), data))
+                jobs: list[Callable[[], object]] = [
+                    functools.partial(target.prepare, data)
+                    for _, target, data in opened
+                    if target is not None and data is not None
+                ]
+                if pending is not None:
+                    jobs.append(functools.partial(write_private_file, journal_path, pending))
+                done = await asyncio.gather(
+                    *(asyncio.to_thread(job) for job in jobs), return_exceptions=True
+                )
+                for item in done:
+                    if isinstance(item, PreparedWrite):
+                        prepared[item.dir_fd] = item
+                failed = [item for item in done if isinstance(item, BaseException)]
+                if failed:
+                    raise failed[0]
+                pending = None
+                folders: dict[tuple[int, int], Target] = {}
+                for plan, target, data in opened:
+                    disk = _read_entry(target, plan.path) if target is not None else None
+                    if not _holds(disk, plan.disk_hash):
+                        raise RestoreConflictError(
+                            f"{plan.path} changed while the {journal['op']} ran (another "
+                            "program wrote it); every file was put back and nothing was "
+                            "changed",
+                            paths=(plan.path,),
+                        )
+                    if target is None:
+                        continue
+                    if data is not None:
+                        prepared.pop(target.dir_fd).commit()
+                    elif disk is not None:
+                        target.unlink(sync=False)
+                    st = os.fstat(target.dir_fd)
+                    folders.setdefault((st.st_dev, st.st_ino), target)
+                await asyncio.gather(*(asyncio.to_thread(t.sync) for t in folders.values()))
+            finally:
+                for write in prepared.values():
+                    write.abort()
+                for _, target, _ in opened:
+                    if target is not None:
+                        target.close()
 
     def _finish(self, session_id: str, journal: dict[str, Any]) -> None:
         """Forget a finished operation. A restore's journal is its undo record: renamed into
@@ -615,10 +687,10 @@ class Restorer:
             for plan in todo:  # the current content may be new (an outside edit): keep it
                 if plan.disk is not None:
                     await self.blobs.put(plan.disk, ref=self.blob_ref(session_id))
-            self._write_journal(session_id, journal)
+            data = json.dumps(journal, ensure_ascii=False, separators=(",", ":")).encode()
             skipped = [s.path for s in snapshots if s.path not in {p.path for p in todo}]
             return await self._apply(
-                session_id, journal, todo, skipped, (), log_op in ("reappend", "cut")
+                session_id, journal, data, todo, skipped, (), log_op in ("reappend", "cut")
             )
 
     # -- crash recovery --------------------------------------------------------------------
@@ -636,6 +708,7 @@ class Restorer:
         journal = self._load_journal(session_id)
         if journal is None:
             return False
+        self._remove_temps(journal, time.time())
         head = await self.checkpointer.head(session_id)
         before, after, op = journal["head_before"], journal["head_after"], journal["log"]
         done = op != "none" and before != after and head == after
@@ -661,6 +734,18 @@ class Restorer:
                     paths=tuple(failed),
                 )
         return True
+
+    def _remove_temps(self, journal: dict[str, Any], written_before: float) -> None:
+        """Delete the temp files the killed process left beside the journal's files (written,
+        not yet renamed); a live writer's (locked) are left alone."""
+        for entry in journal["files"]:
+            try:
+                target = self._open(entry["path"])
+            except (OSError, RestoreConflictError):
+                continue  # the rollback says why
+            if target is not None:
+                with target:
+                    remove_dead_temps(target.dir_fd, target.name, written_before=written_before)
 
     async def _rollback(self, session_id: str, journal: dict[str, Any]) -> list[str]:
         """Put every file of ``journal`` back to its ``old`` content, then forget the
@@ -731,10 +816,6 @@ class Restorer:
         assert isinstance(header, UnknownEvent) and header.type == "restore"
         found: dict[str, Any] = header.extra["journal"]
         return found
-
-    def _write_journal(self, session_id: str, journal: dict[str, Any]) -> None:
-        data = json.dumps(journal, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-        write_private_file(self._journal_path(session_id), data)
 
     @staticmethod
     def _read_record(path: Path) -> tuple[dict[str, Any], list[FileSnapshotEvent], list[Event]]:

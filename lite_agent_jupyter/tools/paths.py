@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Protocol
 
-from ..atomic import atomic_write, default_file_mode
+from ..atomic import PreparedWrite, atomic_write, default_file_mode, prepare_write
 from ..errors import PathOutsideWorkdirError, ToolError
 
 __all__ = [
@@ -245,9 +245,23 @@ class Target:
         a new one gets ``0o666`` minus the umask."""
         atomic_write(self.name, data, mode=default_file_mode(), keep_mode=True, dir_fd=self.dir_fd)
 
-    def unlink(self) -> None:
-        """Delete the entry (a symlink itself, never its target) and fsync the folder."""
+    def prepare(self, data: bytes) -> PreparedWrite:
+        """The first half of :meth:`write` (:func:`~..atomic.prepare_write`): the new content
+        written and fsynced to a temp file beside the entry; ``commit()`` it (the target must
+        still be open), then :meth:`sync`."""
+        return prepare_write(
+            self.name, data, mode=default_file_mode(), keep_mode=True, dir_fd=self.dir_fd
+        )
+
+    def unlink(self, *, sync: bool = True) -> None:
+        """Delete the entry (a symlink itself, never its target) and fsync the folder (unless
+        ``sync=False``: the caller calls :meth:`sync` once for several changes)."""
         os.unlink(self.name, dir_fd=self.dir_fd)
+        if sync:
+            os.fsync(self.dir_fd)
+
+    def sync(self) -> None:
+        """fsync the folder: the renames and deletes done in it survive a power loss."""
         os.fsync(self.dir_fd)
 
 

@@ -19,8 +19,8 @@ import sys
 from typing import Any
 
 from lite_agent_jupyter import Storage, create_lite_agent
+from lite_agent_jupyter.atomic import PreparedWrite
 from lite_agent_jupyter.providers import scripted
-from lite_agent_jupyter.tools.paths import Target
 
 
 def stop() -> None:
@@ -34,13 +34,14 @@ async def main(config: dict[str, Any]) -> None:
         storage=Storage(config["root"], config["namespace"]),
     )
     if config["stop_after"] == "file":
-        real_write = Target.write
+        real_commit = PreparedWrite.commit
 
-        def write_then_stop(self: Target, data: bytes) -> None:
-            real_write(self, data)
+        def commit_then_stop(self: PreparedWrite) -> os.stat_result:
+            st = real_commit(self)
             stop()
+            return st
 
-        Target.write = write_then_stop  # type: ignore[method-assign]
+        PreparedWrite.commit = commit_then_stop  # type: ignore[method-assign]
     else:
         checkpointer = agent.checkpointer
         real_truncate = checkpointer.truncate

@@ -26,11 +26,11 @@ from lite_agent_jupyter import (
     Storage,
     UnknownCheckpointError,
 )
+from lite_agent_jupyter.atomic import PreparedWrite
 from lite_agent_jupyter.checkpoint.events import CompactionEvent, FileSnapshotEvent
 from lite_agent_jupyter.checkpoint.fold import fold
 from lite_agent_jupyter.checkpoint.protocol import read_marks
 from lite_agent_jupyter.errors import InvalidSessionIdError, PathOutsideWorkdirError
-from lite_agent_jupyter.tools.paths import Target
 
 MakeAgent = Callable[..., LiteAgent]
 Files = dict[str, bytes]
@@ -365,20 +365,23 @@ async def test_a_restore_racing_a_writer_in_another_process_changes_nothing(
         "    await cp.append(sys.argv[2], [UserEvent(content='from elsewhere', checkpoint=True)])\n"
         "asyncio.run(main())\n"
     )
-    real_write = Target.write
-    calls: list[Path] = []
+    real_commit = PreparedWrite.commit
+    calls: list[str] = []
 
-    def write_then_race(target: Target, data: bytes) -> None:
-        real_write(target, data)
+    def commit_then_race(write: PreparedWrite) -> os.stat_result:
+        st = real_commit(write)
+        if write.name.endswith(".journal.json"):
+            return st
         if not calls:  # after the first file: another process appends to the session
             subprocess.run(
                 [sys.executable, "-c", writer, str(storage.base / "sessions"), sid],
                 check=True,
                 timeout=60,
             )
-        calls.append(target.path)
+        calls.append(write.name)
+        return st
 
-    monkeypatch.setattr(Target, "write", write_then_race)
+    monkeypatch.setattr(PreparedWrite, "commit", commit_then_race)
     with pytest.raises(RestoreConflictError, match="written by someone else"):
         await agent.restore(sid, seqs[0])
     assert len(calls) >= 1
@@ -708,24 +711,27 @@ async def test_a_file_changed_while_the_restore_runs_is_a_conflict_and_all_is_pu
     await agent.send("edit and add")
     sid = agent.session_id
     head = await agent.checkpointer.head(sid)
-    real_write = Target.write
-    written: list[Path] = []
+    real_commit = PreparedWrite.commit
+    written: list[str] = []
 
-    def write_then_race(target: Target, data: bytes) -> None:
-        real_write(target, data)
+    def commit_then_race(write: PreparedWrite) -> os.stat_result:
+        st = real_commit(write)
+        if write.name.endswith(".journal.json"):
+            return st
         if not written:  # after the first file (sub/a.txt): another process writes sub/b.txt
             subprocess.run(
                 ["sh", "-c", 'printf "written meanwhile\\n" > "$1"', "sh", workdir / "sub/b.txt"],
                 check=True,
                 timeout=60,
             )
-        written.append(target.path)
+        written.append(write.name)
+        return st
 
-    monkeypatch.setattr(Target, "write", write_then_race)
+    monkeypatch.setattr(PreparedWrite, "commit", commit_then_race)
     with pytest.raises(RestoreConflictError, match="changed while the restore ran") as caught:
         await agent.restore(sid, 0)
     assert caught.value.paths == ("sub/b.txt",)
-    assert written == [workdir / "sub/a.txt"] * 2  # written, then put back
+    assert written == ["a.txt", "a.txt"]  # written, then put back
     assert state(workdir) == {"sub/a.txt": b"two\n", "sub/b.txt": b"written meanwhile\n"}
     assert await agent.checkpointer.head(sid) == head
     assert not list((storage.base / "archive").glob(f"{sid}.*.json*"))
@@ -824,10 +830,11 @@ async def test_a_swap_after_the_first_write_keeps_the_journal_until_the_rollback
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The folder is swapped right after ``sub/a.txt`` was rewritten: the delete of
-    ``sub/b.txt`` is refused, and so is putting ``sub/a.txt`` back (the walk meets the
-    symlink). The journal stays, calls on the session refuse while the swap lasts, and the
-    first call after it is undone finishes the rollback: never a half-rewound folder."""
+    """Right after ``sub/a.txt`` was rewritten, another process swaps the folder for a
+    symlink to elsewhere and appends to the session: the log change fails, and putting the
+    files back is refused (the walk meets the symlink). The journal stays, calls on the
+    session refuse while the swap lasts, and the first call after it is undone finishes the
+    rollback: never a half-rewound folder."""
     script_edit_then_add(workdir, fake_anthropic)
     agent = make_agent(model=claude(), approvals="allow")
     await agent.send("edit and add")
@@ -840,18 +847,26 @@ async def test_a_swap_after_the_first_write_keeps_the_journal_until_the_rollback
     inside = state(workdir)
     head = await agent.checkpointer.head(sid)
     swap, unswap = make_swappable(workdir, elsewhere)
-    real_write = Target.write
+    real_commit = PreparedWrite.commit
 
-    def write_then_swap(target: Target, data: bytes) -> None:
-        real_write(target, data)
+    def commit_then_swap(write: PreparedWrite) -> os.stat_result:
+        st = real_commit(write)
+        if write.name != "a.txt":
+            return st
         swap()
+        subprocess.run(
+            [sys.executable, "-c", APPEND_ELSEWHERE, str(storage.base / "sessions"), sid],
+            check=True,
+            timeout=60,
+        )
+        return st
 
-    monkeypatch.setattr(Target, "write", write_then_swap)
-    with pytest.raises(PathOutsideWorkdirError, match=r"sub/b\.txt"):
+    monkeypatch.setattr(PreparedWrite, "commit", commit_then_swap)
+    with pytest.raises(RestoreConflictError, match="could not be put back"):
         await agent.restore(sid, 0)
     monkeypatch.undo()
     assert state(elsewhere) == outside
-    assert state(workdir / "sub.real") == {"a.txt": b"one\n", "b.txt": b"new\n"}  # half done
+    assert state(workdir / "sub.real") == {"a.txt": b"one\n"}  # half done: b.txt deleted
     journal = storage.base / "archive" / f"{sid}.journal.json"
     assert journal.exists()
     with pytest.raises(RestoreConflictError, match="could not be rolled back"):
@@ -859,12 +874,22 @@ async def test_a_swap_after_the_first_write_keeps_the_journal_until_the_rollback
     assert journal.exists() and state(elsewhere) == outside
 
     unswap()
-    assert len(await agent.list_checkpoints(sid)) == 1  # recovers: rolled back
+    listed = await agent.list_checkpoints(sid)  # recovers: rolled back
+    assert [c.prompt for c in listed] == ["edit and add", "from elsewhere"]
     assert not journal.exists()
-    assert state(workdir) == inside and await agent.checkpointer.head(sid) == head
+    assert state(workdir) == inside and await agent.checkpointer.head(sid) == head + 1
     with pytest.raises(UnknownCheckpointError):
         await agent.undo_restore(sid)
 
+
+APPEND_ELSEWHERE = """
+import asyncio, sys
+from lite_agent_jupyter.checkpoint import file_checkpointer, UserEvent
+async def main():
+    cp = file_checkpointer(sys.argv[1])
+    await cp.append(sys.argv[2], [UserEvent(content="from elsewhere", checkpoint=True)])
+asyncio.run(main())
+"""
 
 RACER = """
 import ctypes, os, sys, time
