@@ -10,6 +10,10 @@ from ``ANTHROPIC_API_KEY`` or ``%agent key`` (``getpass``, memory only).
 ``stream_interval`` seconds, the first text at once, one final update with the footer. A
 kernel interrupt cancels the turn, waits for the log to be made valid, says so, and raises
 a short ``AgentInterrupted`` (so "Run All" stops there, as for any interrupted cell).
+In a kernel that handles widget messages while a cell awaits, the cell is a coroutine
+(:meth:`LiteAgentMagics.agent_cell_async`, see ``approval.py``) and approvals are Allow / Deny
+buttons; elsewhere it blocks and asks with ``input()``. Both run the same steps
+(:data:`_Steps`). Background completion turns are shown by the next (or running) cell.
 
 ``%agent SUB ...`` dispatches through :data:`SUBCOMMANDS`; another module adds one with
 ``@subcommand("name", "help")``.
