@@ -6,16 +6,19 @@ Per backend (memory, file, SQLite; PostgreSQL when ``--pg`` is given or the test
 127.0.0.1:5432 answers):
 
 * append: 2,000 events of ~1 KB, one per call, durable and not; the per-append cost of the
-  first 100 vs the last 100 (it must stay flat); ratio to the raw reference
+  first 100 vs the last 100 (it must stay flat); ratio to the raw reference (mean wall; the
+  note adds the median and the CPU-time ratio)
   - file: plain JSONL ``write`` + ``flush`` under a ``filelock`` lock (same fsync policy);
   - SQLite: a plain ``INSERT`` per transaction in a WAL database (same ``synchronous``);
 * resume: read those 2,000 events back from a fresh object, its opening timed too (connect,
   pragmas, schema check); ratio to opening the raw store, reading the stored lines and
-  ``json.loads``-ing each;
+  ``json.loads``-ing each; 9 resumes per run, ours and raw alternating: medians of wall
+  and CPU time (``time.process_time``: on a shared machine, what the process itself spent);
 * read tail: ``read(after=k)`` returning the last 50 events of a 100,000-event session
   (fresh object);
-* list: ``list()`` of 10,000 sessions (fresh object: first call, then the best of 5); for
-  the file backend, the raw reference is a ``scandir`` + ``stat`` per log + sort;
+* list: ``list()`` of 10,000 sessions: the first call of 7 fresh objects (median, wall and
+  CPU), then the best of 7 warm calls; for the file backend, the raw reference is a
+  ``scandir`` + ``stat`` per log + sort, alternating with ours;
 * 4 processes appending to one session at once: throughput, and a check that nothing was
   lost or duplicated.
 
@@ -55,6 +58,8 @@ from lite_agent_jupyter.checkpoint.protocol import Checkpointer
 from lite_agent_jupyter.checkpoint.url import checkpointer_from_url
 
 DEFAULT_PG = "postgresql://postgres@127.0.0.1:5432/test"
+RESUMES = 9
+"""Resumes per run, ours and raw alternating (a fresh object each, its opening timed)."""
 FILLER = "lorem ipsum dolor sit amet, " * 34  # ~950 characters: ~1 KB per encoded event
 
 
@@ -297,8 +302,13 @@ class Row:
 class AppendRun:
     ours: list[float] = field(default_factory=list)
     raw: list[float] = field(default_factory=list)
-    resume: float = math.inf
-    raw_resume: float = math.inf
+    ours_cpu: list[float] = field(default_factory=list)
+    raw_cpu: list[float] = field(default_factory=list)
+    """CPU time (``time.process_time``) of each append: on a shared machine, what the
+    process itself spent, whatever the load."""
+    resumes: list[tuple[float, float]] = field(default_factory=list)
+    raw_resumes: list[tuple[float, float]] = field(default_factory=list)
+    """``(wall, CPU)`` of each resume."""
 
 
 async def _append_run(backend: Backend, folder: Path, durable: bool, n: int) -> AppendRun:
@@ -309,33 +319,42 @@ async def _append_run(backend: Backend, folder: Path, durable: bool, n: int) -> 
     raw = backend.raw(folder, durable) if backend.raw is not None else None
     url = backend.url(folder, durable)
     store = checkpointer_from_url(url)
-    perf = time.perf_counter
+    perf, cpu = time.perf_counter, time.process_time
+
+    def raw_append(i: int) -> None:
+        assert raw is not None
+        start, start_cpu = perf(), cpu()
+        raw.append(i)
+        run.raw.append(perf() - start)
+        run.raw_cpu.append(cpu() - start_cpu)
+
     try:
         for i in range(n):
             ev = event(i)
             if raw is not None and i % 2:
-                start = perf()
-                raw.append(i)
-                run.raw.append(perf() - start)
-            start = perf()
+                raw_append(i)
+            start, start_cpu = perf(), cpu()
             await store.append("bench", [ev])
             run.ours.append(perf() - start)
+            run.ours_cpu.append(cpu() - start_cpu)
             if raw is not None and not i % 2:
-                start = perf()
-                raw.append(i)
-                run.raw.append(perf() - start)
+                raw_append(i)
         if backend.persistent and not durable:
-            for _ in range(3):
-                start = perf()
-                fresh = checkpointer_from_url(url)
-                count = len(await fresh.read("bench"))
-                run.resume = min(run.resume, perf() - start)
-                await fresh.close()
-                assert count == n, (count, n)
-                if raw is not None:
-                    start = perf()
-                    assert raw.resume() == n
-                    run.raw_resume = min(run.raw_resume, perf() - start)
+            for k in range(RESUMES):
+                for side in ("ours", "raw") if k % 2 else ("raw", "ours"):
+                    if side == "raw" and raw is None:
+                        continue
+                    start, start_cpu = perf(), cpu()
+                    if side == "ours":
+                        fresh = checkpointer_from_url(url)
+                        count = len(await fresh.read("bench"))
+                        await fresh.close()
+                    else:
+                        assert raw is not None
+                        count = raw.resume()
+                    times = (perf() - start, cpu() - start_cpu)
+                    (run.resumes if side == "ours" else run.raw_resumes).append(times)
+                    assert count == n, (side, count, n)
     finally:
         await store.close()
         if raw is not None:
@@ -361,6 +380,11 @@ def bench_append(backend: Backend, n: int, repeats: int) -> list[Row]:
         if raw_mean and backend.append_target and (durable or backend.strict_default):
             target = f"<= {backend.append_target}x raw"
             ok = mean / raw_mean <= backend.append_target
+        note = ""
+        if best.raw:
+            median_ratio = statistics.median(best.ours) / statistics.median(best.raw)
+            cpu_ratio = sum(best.ours_cpu) / sum(best.raw_cpu)
+            note = f"median {median_ratio:.2f}x; CPU {cpu_ratio:.2f}x"
         rows.append(
             Row(
                 backend.name,
@@ -370,6 +394,7 @@ def bench_append(backend: Backend, n: int, repeats: int) -> list[Row]:
                 raw_mean * 1e6 if raw_mean else None,
                 target,
                 ok,
+                note=note,
             )
         )
         first, last = statistics.median(best.ours[:100]), statistics.median(best.ours[-100:])
@@ -393,20 +418,26 @@ def bench_append(backend: Backend, n: int, repeats: int) -> list[Row]:
                 note=note,
             )
         )
-        if math.isfinite(best.resume):
-            resume = min(r.resume for r in runs)
-            raw_resume = min(r.raw_resume for r in runs)
-            has_raw = math.isfinite(raw_resume)
+        resumes = [t for r in runs for t in r.resumes]
+        if resumes:
+            raws = [t for r in runs for t in r.raw_resumes]
+            resume = statistics.median(wall for wall, _ in resumes)
+            raw_resume = statistics.median(wall for wall, _ in raws) if raws else None
+            note = f"median of {len(resumes)}: {resume * 1e3:.1f} ms"
+            if raws:
+                cpu = statistics.median(c for _, c in resumes)
+                raw_cpu = statistics.median(c for _, c in raws)
+                note += f"; CPU {cpu * 1e3:.1f} vs {raw_cpu * 1e3:.1f} ms = {cpu / raw_cpu:.2f}x"
             rows.append(
                 Row(
                     backend.name,
                     f"resume {n:,} events (fresh object)",
                     resume / n * 1e6,
                     "us/event",
-                    raw_resume / n * 1e6 if has_raw else None,
-                    "<= 1.5x json.loads" if has_raw else "",
-                    resume / raw_resume <= 1.5 if has_raw else None,
-                    note=f"{resume * 1e3:.1f} ms total",
+                    raw_resume / n * 1e6 if raw_resume else None,
+                    "<= 1.5x open+json.loads" if raw_resume else "",
+                    resume / raw_resume <= 1.5 if raw_resume else None,
+                    note=note,
                 )
             )
     return rows
@@ -450,35 +481,48 @@ def raw_list(folder: Path) -> int:
     return len(rows)
 
 
+@dataclass
+class ListRun:
+    cold: list[tuple[float, float]] = field(default_factory=list)
+    """``(wall, CPU)`` of the first ``list()`` of each fresh object."""
+    raw: list[tuple[float, float]] = field(default_factory=list)
+    warm: float = math.inf
+    count: int = 0
+
+
 async def _list(
     url: str, sessions: int, persistent: bool, runs: int, raw_folder: Path | None
-) -> tuple[float, float, int, float | None]:
-    """Cold ``list()`` (a fresh object), then the best of ``runs`` warm calls; the raw
-    reference (best of 3, files cached like ours) when ``raw_folder`` is given."""
+) -> ListRun:
+    """The first ``list()`` of ``runs`` fresh objects (for persistent backends), alternating
+    with the raw reference when ``raw_folder`` is given; then the best of ``runs`` warm
+    calls of one object."""
+    perf, cpu = time.perf_counter, time.process_time
+    run = ListRun()
     store = checkpointer_from_url(url)
     await _fill(store, sessions, 2, 2, True)
-    if persistent:
-        await store.close()
-        store = checkpointer_from_url(url)
     try:
-        start = time.perf_counter()
-        infos = await store.list()
-        cold = time.perf_counter() - start
-        warm = []
+        for k in range(runs if persistent else 1):
+            if raw_folder is not None and k % 2:
+                start, start_cpu = perf(), cpu()
+                assert raw_list(raw_folder) == sessions
+                run.raw.append((perf() - start, cpu() - start_cpu))
+            if persistent:
+                await store.close()
+                store = checkpointer_from_url(url)
+            start, start_cpu = perf(), cpu()
+            run.count = len(await store.list())
+            run.cold.append((perf() - start, cpu() - start_cpu))
+            if raw_folder is not None and not k % 2:
+                start, start_cpu = perf(), cpu()
+                assert raw_list(raw_folder) == sessions
+                run.raw.append((perf() - start, cpu() - start_cpu))
         for _ in range(runs):
-            start = time.perf_counter()
-            infos = await store.list()
-            warm.append(time.perf_counter() - start)
+            start = perf()
+            await store.list()
+            run.warm = min(run.warm, perf() - start)
     finally:
         await store.close()
-    raw: float | None = None
-    if raw_folder is not None:
-        raw = math.inf
-        for _ in range(3):
-            start = time.perf_counter()
-            assert raw_list(raw_folder) == sessions
-            raw = min(raw, time.perf_counter() - start)
-    return cold, min(warm), len(infos), raw
+    return run
 
 
 def bench_tail_and_list(backend: Backend, tail_n: int, list_n: int) -> list[Row]:
@@ -504,8 +548,17 @@ def bench_tail_and_list(backend: Backend, tail_n: int, list_n: int) -> list[Row]
     try:
         url = backend.url(folder, False)
         raw_folder = folder / "sessions" if backend.name == "file" else None
-        cold, warm, count, raw = asyncio.run(_list(url, list_n, backend.persistent, 5, raw_folder))
-        assert count == list_n, (count, list_n)
+        run = asyncio.run(_list(url, list_n, backend.persistent, 7, raw_folder))
+        assert run.count == list_n, (run.count, list_n)
+        cold = statistics.median(wall for wall, _ in run.cold)
+        raw = statistics.median(wall for wall, _ in run.raw) if run.raw else None
+        note = f"first call of a fresh object, median of {len(run.cold)}"
+        if run.raw:
+            cpu = statistics.median(c for _, c in run.cold)
+            raw_cpu = statistics.median(c for _, c in run.raw)
+            note += f"; CPU {cpu * 1e3:.0f} vs {raw_cpu * 1e3:.0f} ms = {cpu / raw_cpu:.2f}x"
+            note += "; raw = scandir + stat + sort"
+        note += f"; warm best of 7: {run.warm * 1e3:.1f} ms"
         rows.append(
             Row(
                 backend.name,
@@ -515,8 +568,7 @@ def bench_tail_and_list(backend: Backend, tail_n: int, list_n: int) -> list[Row]
                 raw * 1e3 if raw else None,
                 target="<= 150 ms",
                 ok=cold <= 0.150,
-                note=f"first call; then best of 5: {warm * 1e3:.1f} ms"
-                + ("; raw = scandir + stat + sort" if raw else ""),
+                note=note,
             )
         )
     finally:
