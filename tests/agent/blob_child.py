@@ -10,6 +10,10 @@ snapshot (after the blobs were stored or reused) until ``go`` exists, having cre
 ``{"mode": "pin", ...}``: stores ``content`` under a process-scope pin, creates ``ready``,
 then sleeps until killed.
 
+``{"mode": "stress", ...}``: ``rounds`` times: store one of a few contents under a fresh
+ref (``s<i>``), drop the ref of round ``i - 2``, and check that every blob a live ref names
+is still there; writes ``{"ok": true, "missing": [...]}``.
+
 Writes ``{"ok": true}`` or ``{"error": ...}`` to ``result``.
 """
 
@@ -75,14 +79,37 @@ async def pin(config: dict[str, Any]) -> None:
         time.sleep(1)
 
 
+async def stress(config: dict[str, Any]) -> list[str]:
+    from lite_agent_jupyter.storage import BlobRef
+
+    blobs = Storage(config["root"], config["namespace"]).blobs
+    live: dict[int, str] = {}
+    missing = []
+    Path(config["ready"]).write_text("ready")
+    for i in range(config["rounds"]):
+        content = f"content {i % config['pool']}".encode()
+        live[i] = await blobs.put(content, ref=BlobRef("stress:child", f"s{i}"))
+        if i - 2 in live:
+            await blobs.drop_refs(BlobRef("stress:child", f"s{i - 2}"))
+            del live[i - 2]
+        missing += [d for d in live.values() if not await blobs.has(d)]
+    return missing
+
+
 def main(config: dict[str, Any]) -> None:
     out = Path(config["result"])
+    outcome: dict[str, Any] = {"ok": True}
     try:
-        asyncio.run(write(config) if config["mode"] == "write" else pin(config))
+        if config["mode"] == "write":
+            asyncio.run(write(config))
+        elif config["mode"] == "stress":
+            outcome["missing"] = asyncio.run(stress(config))
+        else:
+            asyncio.run(pin(config))
     except Exception as exc:
         out.write_text(json.dumps({"error": f"{type(exc).__name__}: {exc}"}))
         raise
-    out.write_text(json.dumps({"ok": True}))
+    out.write_text(json.dumps(outcome))
 
 
 if __name__ == "__main__":

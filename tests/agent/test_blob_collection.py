@@ -401,3 +401,40 @@ async def test_a_ref_recorded_between_the_two_passes_keeps_its_blob(storage: Sto
     result = Interleaved(storage.base / "blobs").collect_sync(grace=0)
     assert reused == [digest] and result.deleted == ()
     assert await blobs.get(digest) == data
+
+
+async def test_a_blob_named_by_a_live_ref_is_never_missing_under_a_collecting_process(
+    storage: Storage, tmp_path: Path
+) -> None:
+    """Stress, real processes: a child keeps storing a few contents under fresh refs and
+    dropping old ones, checking after each step that every blob a live ref names exists,
+    while this process makes the same contents garbage and collects as fast as it can."""
+    ready, result = tmp_path / "ready", tmp_path / "result.json"
+    rounds, pool = 400, 5
+    proc = child(
+        {
+            "mode": "stress",
+            "root": str(storage.root),
+            "namespace": storage.namespace,
+            "rounds": rounds,
+            "pool": pool,
+            "ready": str(ready),
+            "result": str(result),
+        }
+    )
+    blobs = storage.blobs
+    collections = deleted = 0
+    try:
+        assert await async_wait_until(ready.exists)
+        while proc.poll() is None:
+            for n in range(pool):  # every content exists, unreferenced by this process
+                await blobs.put(f"content {n}".encode())
+            outcome = await blobs.collect(grace=0)
+            assert outcome.skipped is None
+            collections += 1
+            deleted += len(outcome.deleted)
+    finally:
+        proc.kill()
+        await asyncio.to_thread(proc.wait, 60)
+    assert json.loads(result.read_text()) == {"ok": True, "missing": []}
+    assert collections > 2 and deleted > 0  # the race was actually run
