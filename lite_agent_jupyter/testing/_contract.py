@@ -18,7 +18,7 @@ from ..checkpoint.events import (
     UnknownEvent,
     UserEvent,
 )
-from ..checkpoint.protocol import SupportsSync, new_session_id
+from ..checkpoint.protocol import SupportsSync, SupportsTaskLists, new_session_id
 from ..errors import (
     CheckpointConflictError,
     CheckpointerUnavailableError,
@@ -496,3 +496,48 @@ async def sync_when_offered(ctx: Context) -> None:
     with raises(InvalidSessionIdError):
         await store.sync("../x")
     assert await store.head(S) == 2
+
+
+_PLAN = [
+    {"content": "a step ü ✓", "status": "in_progress"},
+    {"content": "the next", "status": "pending"},
+]
+
+
+@check()
+async def task_lists_when_offered(ctx: Context) -> None:
+    """A backend offering ``task_lists()`` (SupportsTaskLists) keeps lists by id: a session's
+    own and ``shared/<name>`` never collide, ``set`` replaces, ``delete`` is idempotent, and
+    bad ids are refused before any I/O."""
+    store = ctx.store
+    if not isinstance(store, SupportsTaskLists):
+        return
+    lists = store.task_lists()
+    assert await lists.get(S) == []
+    await lists.set(S, _PLAN)
+    await lists.set(f"shared/{S}", _PLAN[1:])
+    assert await lists.get(S) == _PLAN
+    assert await lists.get(f"shared/{S}") == _PLAN[1:]
+    await lists.set(S, [])
+    assert await lists.get(S) == []
+    await lists.delete(f"shared/{S}")
+    await lists.delete(f"shared/{S}")
+    assert await lists.get(f"shared/{S}") == []
+    for bad in ("../x", "", "a b", "shared/", "shared/../x", "shared/a/b"):
+        with raises(ValueError):  # InvalidSessionIdError is one too
+            await lists.set(bad, _PLAN)
+
+
+@check("persistent")
+async def task_lists_seen_by_another_object(ctx: Context) -> None:
+    """Task lists live with the store, not the object: another object (another process or
+    machine) reads what this one wrote."""
+    store = ctx.store
+    if not isinstance(store, SupportsTaskLists):
+        return
+    await store.task_lists().set("shared/plan", _PLAN)
+    other = ctx.reopen()
+    assert isinstance(other, SupportsTaskLists)
+    assert await other.task_lists().get("shared/plan") == _PLAN
+    await other.task_lists().delete("shared/plan")
+    assert await store.task_lists().get("shared/plan") == []
