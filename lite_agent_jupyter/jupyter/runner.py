@@ -15,7 +15,10 @@ Three faces over the same runner:
 - :meth:`AgentRunner.start_turn`, a turn whose events the main thread reads from a
   thread-safe queue (what ``%%agent`` renders).
 
-All agent state (which agent, which session, which turns run) is behind one ``RLock``.
+Which agent and which session are behind one ``RLock`` (``lock``); which turns run and who
+answers their approvals are behind a second lock that is only held for a lookup, because the
+agent's loop needs them and must never wait for ``lock`` (its holder may be waiting for the
+loop).
 This module knows nothing of IPython.
 """
 
@@ -143,6 +146,11 @@ class AgentRunner:
 
     def __init__(self) -> None:
         self.lock = threading.RLock()
+        # Which sessions run a turn and who answers their approvals: behind a lock of its own,
+        # held only for these lookups, because the agent's loop uses them (a turn ending, an
+        # approval) and must never wait for ``lock``, which a caller holds while it waits for
+        # that loop (a widget callback during an awaiting %%agent cell).
+        self._table = threading.Lock()
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
             target=self._loop.run_forever, name="lite-agent-loop", daemon=True
@@ -195,7 +203,7 @@ class AgentRunner:
         with self.lock:
             current = self._agent
             if factory is not None and (current is None or key != self._agent_key):
-                if self._busy:
+                if self.is_busy():
                     raise SessionBusyError("a turn is running; settings apply once it ends")
                 keep = current.session_id if current is not None else None
                 new = self.call(self._build(factory))
@@ -225,7 +233,7 @@ class AgentRunner:
 
     async def _approve(self, request: ApprovalRequest, signal: AbortSignal) -> bool:
         """The agent's ``on_approval``: forwarded to whoever reads that session's turn."""
-        with self.lock:
+        with self._table:
             ask = self._asks.get(request.session_id)
         if ask is None:
             return False  # no cell is showing this turn: the gate reports a denial
@@ -246,28 +254,28 @@ class AgentRunner:
 
     def is_busy(self, session_id: str | None = None) -> bool:
         """True while a turn of ``session_id`` (any session if ``None``) runs."""
-        with self.lock:
+        with self._table:
             if session_id is None:
                 return bool(self._busy)
             return session_id in self._busy
 
     def claim(self, session_id: str) -> threading.Event:
         """Mark ``session_id`` busy; :class:`SessionBusyError` if it already is."""
-        with self.lock:
+        with self._table:
             if session_id in self._busy:
                 raise SessionBusyError(f"session {session_id[:8]}… is busy with a running turn")
             done = self._busy[session_id] = threading.Event()
             return done
 
     def release(self, session_id: str) -> None:
-        with self.lock:
+        with self._table:
             done = self._busy.pop(session_id, None)
             self._asks.pop(session_id, None)
         if done is not None:
             done.set()
 
     def wait_idle(self, session_id: str, timeout: float | None = None) -> None:
-        with self.lock:
+        with self._table:
             done = self._busy.get(session_id)
         if done is not None:
             done.wait(timeout)
@@ -286,7 +294,8 @@ class AgentRunner:
             sid = session_id or agent.session_id
             self.claim(sid)
             stream = TurnStream(self, sid)
-            self._asks[sid] = stream.put
+            with self._table:
+                self._asks[sid] = stream.put
         try:
             stream._future = self.submit(
                 self._pump(agent, prompt, session_id, stream, max_turn_tokens)
