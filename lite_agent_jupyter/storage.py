@@ -375,6 +375,7 @@ _CHANGES_LIMIT = 1 << 20
 _ALIVE_FILE = ".alive"
 _SCOPE_FILE = ".scope"
 _LOCK_POLL = 0.02
+_NO_BLOB = "-"
 _LEGACY = BlobRef("legacy", "legacy")
 """Pins the blobs a store held when it started recording references: no ref names them,
 and a log of any checkpointer may, so they are kept."""
@@ -706,7 +707,10 @@ class FileBlobStore:
         except FileNotFoundError:
             since = 0
         refs = self._read_refs()
-        keep = self._with_bases(set().union(*refs))
+        # A ref may be recorded before its blob is written (the writer holds the store lock
+        # meanwhile): its chain is read again in the final pass, once the write is done.
+        unwritten: set[str] = set()
+        keep = self._with_bases(set().union(*refs), unwritten)
         now = time.time()
         total = 0
         young: list[str] = []
@@ -730,7 +734,7 @@ class FileBlobStore:
             return BlobCollection(kept=total, skipped="stopped")
         deleted: list[str] = []
         try:
-            rescued = _parse_refs(str(changes), since)
+            rescued = _parse_refs(str(changes), since) | unwritten
             now = time.time()
             for digest in candidates:
                 mtime = self._mtime(digest)
@@ -815,26 +819,33 @@ class FileBlobStore:
                 out.append(_parse_refs(entry.path))
         return out
 
-    def _with_bases(self, digests: set[str]) -> set[str]:
-        """``digests`` and every blob in their delta chains."""
+    def _with_bases(self, digests: set[str], missing: set[str] | None = None) -> set[str]:
+        """``digests`` and every blob in their delta chains; the hashes of ``digests`` with
+        no blob (yet) go to ``missing``."""
         out = set(digests)
         for digest in digests:
             current: str | None = digest
             for _ in range(MAX_CHAIN + 1):
                 assert current is not None
-                current = self._base_of(current)
+                base = self._base_of(current)
+                if base == _NO_BLOB:
+                    if current == digest and missing is not None:
+                        missing.add(digest)
+                    break
+                current = base
                 if current is None or current in out:
                     break
                 out.add(current)
         return out
 
     def _base_of(self, digest: str) -> str | None:
-        """The delta base named in a blob's header (None: a full copy, or no such blob)."""
+        """The delta base named in a blob's header (None: a full copy; :data:`_NO_BLOB`:
+        no such blob)."""
         try:
             with open(self._file(digest), "rb") as f:
                 head = f.read(65)
         except FileNotFoundError:
-            return None
+            return _NO_BLOB
         except OSError as exc:
             raise _Unreadable(f"cannot read the header of blob {digest}: {exc}") from exc
         if head[:1] != _DELTA:

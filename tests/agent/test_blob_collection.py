@@ -438,3 +438,30 @@ async def test_a_blob_named_by_a_live_ref_is_never_missing_under_a_collecting_pr
         await asyncio.to_thread(proc.wait, 60)
     assert json.loads(result.read_text()) == {"ok": True, "missing": []}
     assert collections > 2 and deleted > 0  # the race was actually run
+
+
+async def test_a_delta_whose_ref_came_before_its_write_keeps_its_base(storage: Storage) -> None:
+    """A writer records its ref, a collection's first pass reads it while the blob is not
+    written yet (no chain to read), then the writer stores the blob as a delta against an
+    old, unreferenced base: the final pass must keep that base."""
+    from lite_agent_jupyter.storage import BlobRef, FileBlobStore
+
+    v0 = "".join(f"row {i}\n" for i in range(1000)).encode()
+    v1 = v0.replace(b"row 5\n", b"ROW 5\n")
+    ref = BlobRef("file:/a/writer", "s")
+    writer = FileBlobStore(storage.base / "blobs")  # as another process would
+    base = writer.put_sync(v0)  # stored without a ref; old by the time of the collection
+    await writer.put(b"a ref file exists", ref=BlobRef("file:/x", "other"))
+    age_blobs(storage)
+    writer.add_refs_sync(ref, [blob_hash(v1)])  # recorded, not yet written
+    written: list[str] = []
+
+    class Interleaved(FileBlobStore):
+        def _lock_file(self, name: str, stopped: Callable[[], bool]) -> int | None:
+            if name == ".lock" and not written:  # after the first pass, before the final
+                written.append(writer.put_sync(v1, base=base, ref=ref))
+            return super()._lock_file(name, stopped)
+
+    Interleaved(storage.base / "blobs").collect_sync(grace=0)
+    assert written == [blob_hash(v1)] and await storage.blobs.bases(written[0]) == [base]
+    assert await storage.blobs.get(written[0]) == v1  # its base was kept
