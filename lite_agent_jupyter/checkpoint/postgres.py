@@ -622,8 +622,6 @@ class PostgresCheckpointer:
             " title_json = %s, turns = %s WHERE id = %s"
         )
         self._claims = _TurnClaims(db)
-        self._before_commit: Callable[[Conn], Awaitable[None]] | None = None
-        """Test hook: awaited inside an append's transaction after the batch was sent."""
 
     def __repr__(self) -> str:
         return f"PostgresCheckpointer({self._db.where!r}, schema={self._db.schema!r})"
@@ -687,14 +685,8 @@ class PostgresCheckpointer:
         async def op(conn: Conn, attempt: _Attempt) -> int:
             attempt.unsafe = True
             try:
-                if self._before_commit is None:
-                    cur = await conn.execute(query, params)
-                    row = await cur.fetchone()
-                else:  # the same statement, with the transaction held open for a test
-                    async with conn.transaction():
-                        cur = await conn.execute(query, params)
-                        row = await cur.fetchone()
-                        await self._before_commit(conn)
+                cur = await conn.execute(query, params)
+                row = await cur.fetchone()
             except psycopg.Error as exc:
                 if exc.sqlstate == _CONFLICT_STATE and expected_head is not None:
                     actual = int(exc.diag.message_detail or 0)

@@ -180,6 +180,30 @@ def _terminate(dsn: str, pid: int) -> None:
         assert row is not None and row[0] is True
 
 
+async def _backend_waiting_on_a_lock(
+    sql: SyncConn, schema: str, statement: str, pending: asyncio.Future[object]
+) -> int:
+    """The server pid of the backend whose query mentions ``statement`` and waits on a lock.
+
+    Polls pg_stat_activity (the append runs on the test's loop meanwhile); fails if the
+    pending call ends first or nothing waits within a generous deadline (a hang guard only).
+    """
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if pending.done():
+            pending.result()  # raises what ended it
+            raise AssertionError(f"{statement} finished without waiting on the lock")
+        row = sql.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
+            " AND wait_event_type = 'Lock' AND query LIKE %s",
+            (f"%{statement}%",),
+        ).fetchone()
+        if row is not None:
+            return int(row[0])
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"no backend running {statement} waited on the lock")
+
+
 async def test_connection_killed_mid_transaction_loses_nothing_acknowledged(
     cp: PostgresCheckpointer,
     dsn_schema: tuple[str, str],
@@ -188,24 +212,23 @@ async def test_connection_killed_mid_transaction_loses_nothing_acknowledged(
     dsn, schema = dsn_schema
     acknowledged = await cp.append("s", [_prompt(f"p{i}") for i in range(10)])
     assert acknowledged == 10
-    killed: list[int] = []
 
-    async def kill_before_commit(conn: psycopg.AsyncConnection[object]) -> None:
-        # The batch is inserted (uncommitted) on the server; kill its backend from outside.
-        pid = conn.info.backend_pid
-        visible = _count(sql, schema, "SELECT count(*) FROM {schema}.events")
-        assert visible == 10  # the in-flight batch is invisible to others
+    # Hold the append inside its transaction from outside, with no hook in the backend:
+    # append_events moves the sessions row first, then inserts the events; a SHARE lock on
+    # the events table (taken by another connection) makes that insert wait, mid-transaction.
+    with psycopg.connect(dsn) as locker:
+        locker.execute(_q(schema, "LOCK TABLE {schema}.events IN SHARE MODE"))
+        big_batch: list[Event] = [
+            AssistantEvent(content=[{"type": "text", "text": "x" * 500}]) for _ in range(2_000)
+        ]
+        append = asyncio.ensure_future(cp.append("s", big_batch))
+        pid = await _backend_waiting_on_a_lock(sql, schema, "append_events", append)
+        # The batch's transaction holds the sessions row: others still see the old head.
+        assert _count(sql, schema, "SELECT head FROM {schema}.sessions") == 10
         await asyncio.to_thread(_terminate, dsn, pid)
-        killed.append(pid)
-
-    cp._before_commit = kill_before_commit
-    big_batch: list[Event] = [
-        AssistantEvent(content=[{"type": "text", "text": "x" * 500}]) for _ in range(2_000)
-    ]
+        locker.rollback()
     with pytest.raises(CheckpointerUnavailableError, match="may or may not have been committed"):
-        await cp.append("s", big_batch)
-    assert killed
-    cp._before_commit = None
+        await append
 
     # Nothing acknowledged is lost; nothing of the killed batch is there.
     assert await cp.head("s") == 10
