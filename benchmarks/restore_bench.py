@@ -7,6 +7,8 @@ written once by the agent, with its snapshot and blobs), the last prompt changin
 
 * ``restore`` to the last checkpoint (one file rewritten, a few events cut), timed as the
   caller sees it; each timed restore is undone (untimed) before the next. Target <= 50 ms.
+* ``restore`` 25 prompts back (51 files rewritten, 500 events cut), undone after each: what
+  a restore of many files costs (no target; restore writes the files' temp files at once).
 * ``list_checkpoints`` of the whole session, by the agent that restored and undid (it keeps
   the marks it read and reads only the newer ones), and by a fresh agent (every mark read).
   Target <= 20 ms.
@@ -138,9 +140,13 @@ async def time_travel(backend: str, repeat: int) -> None:
         assert checkpoints[-1].files == ("src/pkg0/module_0.py",)
         assert len(checkpoints[0].files) == FILES
         target = checkpoints[-1].seq
+        wide = checkpoints[-26]  # 25 prompts back: 2 files each, and the last one's
+        assert len(wide.files) == 51, len(wide.files)
 
         listing, restoring, reading, cold = [], [], [], []
         listing_cpu, restoring_cpu, cold_cpu = [], [], []
+        widening: list[float] = []
+        widening_cpu: list[float] = []
         for _ in range(repeat):
             started = time.perf_counter()
             await agent.checkpointer.read(sid)
@@ -156,6 +162,13 @@ async def time_travel(backend: str, repeat: int) -> None:
             restoring.append(time.perf_counter() - started)
             restoring_cpu.append(time.process_time() - cpu)
             assert result.restored == ("src/pkg0/module_0.py",), result
+            await agent.undo_restore(sid)
+
+            started, cpu = time.perf_counter(), time.process_time()
+            result = await agent.restore(sid, wide.seq)
+            widening.append(time.perf_counter() - started)
+            widening_cpu.append(time.process_time() - cpu)
+            assert len(result.restored) == 51, result
             await agent.undo_restore(sid)
 
             fresh = create_lite_agent(  # keeps nothing yet: reads every mark
@@ -181,6 +194,10 @@ async def time_travel(backend: str, repeat: int) -> None:
         f"        restore 1 file: wall {spread(restoring)} (target <= 50), CPU "
         f"{spread(restoring_cpu)}   median = {median_ms(restoring) / ref:.2f}x one full "
         f"read ({ref:.2f} ms)"
+    )
+    print(
+        f"        restore 51 files (25 prompts back, 500 events cut): wall {spread(widening)}, "
+        f"CPU {spread(widening_cpu)}"
     )
     print(
         f"        list_checkpoints: wall {spread(listing)} (target <= 20), CPU "

@@ -429,6 +429,9 @@ class Restorer:
             # undo data: what each file holds now, in the blob store before anything changes
             old_hashes: dict[str, str | None] = {}
             ref = self.blob_ref(session_id)
+            # the session's reference to them first, in one durable record for all (each
+            # put then finds it recorded, instead of an fsync per file)
+            await self.blobs.add_refs(ref, {p.disk_hash for p in todo if p.disk_hash})
             for plan in todo:
                 old_hashes[plan.path] = (
                     await self.blobs.put(plan.disk, ref=ref) if plan.disk is not None else None
@@ -578,8 +581,13 @@ class Restorer:
                 if failed:
                     raise failed[0]
                 pending = None
-                folders: dict[tuple[int, int], Target] = {}
-                for plan, target, data in opened:
+
+                def replace(
+                    plan: _FilePlan,
+                    target: Target | None,
+                    data: bytes | None,
+                    writes: dict[int, PreparedWrite] = prepared,
+                ) -> None:
                     disk = _read_entry(target, plan.path) if target is not None else None
                     if not _holds(disk, plan.disk_hash):
                         raise RestoreConflictError(
@@ -588,14 +596,24 @@ class Restorer:
                             "changed",
                             paths=(plan.path,),
                         )
-                    if target is None:
-                        continue
-                    if data is not None:
-                        prepared.pop(target.dir_fd).commit()
-                    elif disk is not None:
+                    if target is not None and data is not None:
+                        writes.pop(target.dir_fd).commit()
+                    elif target is not None and disk is not None:
                         target.unlink(sync=False)
-                    st = os.fstat(target.dir_fd)
-                    folders.setdefault((st.st_dev, st.st_ino), target)
+
+                # the renames in threads too: on a busy disk one can take milliseconds
+                done = await asyncio.gather(
+                    *(asyncio.to_thread(replace, *item) for item in opened),
+                    return_exceptions=True,
+                )
+                failed = [item for item in done if isinstance(item, BaseException)]
+                if failed:
+                    raise failed[0]
+                folders: dict[tuple[int, int], Target] = {}
+                for _, target, _ in opened:
+                    if target is not None:
+                        st = os.fstat(target.dir_fd)
+                        folders.setdefault((st.st_dev, st.st_ino), target)
                 await asyncio.gather(*(asyncio.to_thread(t.sync) for t in folders.values()))
             finally:
                 for write in prepared.values():
@@ -684,9 +702,11 @@ class Restorer:
                 "log": log_op,
                 "files": [{"path": p.path, "old": p.disk_hash, "new": p.new} for p in todo],
             }
-            for plan in todo:  # the current content may be new (an outside edit): keep it
+            ref = self.blob_ref(session_id)  # the current content may be new (an outside
+            await self.blobs.add_refs(ref, {p.disk_hash for p in todo if p.disk_hash})  # edit)
+            for plan in todo:
                 if plan.disk is not None:
-                    await self.blobs.put(plan.disk, ref=self.blob_ref(session_id))
+                    await self.blobs.put(plan.disk, ref=ref)
             data = json.dumps(journal, ensure_ascii=False, separators=(",", ":")).encode()
             skipped = [s.path for s in snapshots if s.path not in {p.path for p in todo}]
             return await self._apply(

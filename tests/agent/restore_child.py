@@ -16,6 +16,7 @@ import json
 import os
 import signal
 import sys
+import threading
 from typing import Any
 
 from lite_agent_jupyter import Storage, create_lite_agent
@@ -35,8 +36,13 @@ async def main(config: dict[str, Any]) -> None:
     )
     if config["stop_after"] == "file":
         real_commit = PreparedWrite.commit
+        first = threading.Lock()
 
         def commit_then_stop(self: PreparedWrite) -> os.stat_result:
+            if self.name.endswith(".journal.json"):
+                return real_commit(self)
+            if not first.acquire(blocking=False):  # files are replaced at once: only the
+                threading.Event().wait()  # first one is, the others wait for the SIGKILL
             st = real_commit(self)
             stop()
             return st

@@ -716,22 +716,22 @@ async def test_a_file_changed_while_the_restore_runs_is_a_conflict_and_all_is_pu
 
     def commit_then_race(write: PreparedWrite) -> os.stat_result:
         st = real_commit(write)
-        if write.name.endswith(".journal.json"):
-            return st
-        if not written:  # after the first file (sub/a.txt): another process writes sub/b.txt
-            subprocess.run(
+        if write.name.endswith(".journal.json"):  # planned, journal written, no file yet:
+            subprocess.run(  # another process writes sub/b.txt
                 ["sh", "-c", 'printf "written meanwhile\\n" > "$1"', "sh", workdir / "sub/b.txt"],
                 check=True,
                 timeout=60,
             )
-        written.append(write.name)
+        else:
+            written.append(write.name)
         return st
 
     monkeypatch.setattr(PreparedWrite, "commit", commit_then_race)
     with pytest.raises(RestoreConflictError, match="changed while the restore ran") as caught:
         await agent.restore(sid, 0)
     assert caught.value.paths == ("sub/b.txt",)
-    assert written == ["a.txt", "a.txt"]  # written, then put back
+    # sub/a.txt may have been replaced meanwhile (files are replaced at once): then put back
+    assert written in ([], ["a.txt", "a.txt"])
     assert state(workdir) == {"sub/a.txt": b"two\n", "sub/b.txt": b"written meanwhile\n"}
     assert await agent.checkpointer.head(sid) == head
     assert not list((storage.base / "archive").glob(f"{sid}.*.json*"))
