@@ -34,7 +34,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Generator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, Generic, TypeVar, cast
 
 from IPython.core.error import StdinNotImplementedError, UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
@@ -112,59 +112,70 @@ kernels without widget support), :func:`_drive_async` awaits (a cell whose widge
 kernel handles while it waits)."""
 
 
+class _Stepper(Generic[R]):
+    """Feeds a turn's steps the answer to what they waited for, or the interrupt that came
+    instead; shared by the two drivers so that only the waiting differs between them."""
+
+    def __init__(self, steps: _Steps[R]) -> None:
+        self._steps = steps
+        self.value: Any = None
+        self.error: BaseException | None = None
+        self.result: R | None = None
+
+    def next(self) -> _Wait | ApprovalAsk | None:
+        """What the steps wait for next; ``None`` once they returned (see :attr:`result`)."""
+        value, error = self.value, self.error
+        self.value, self.error = None, None
+        try:
+            return self._steps.send(value) if error is None else self._steps.throw(error)
+        except StopIteration as stop:
+            self.result = cast(R, stop.value)
+            return None
+
+
 def _drive(steps: _Steps[R], ask: Callable[[ApprovalRequest], bool]) -> R:
     """Run a turn's steps, blocking this thread; a KeyboardInterrupt goes into the steps."""
-    value: Any = None
-    error: BaseException | None = None
-    while True:
-        try:
-            need = steps.send(value) if error is None else steps.throw(error)
-        except StopIteration as stop:
-            return cast(R, stop.value)
-        value, error = None, None
+    stepper = _Stepper(steps)
+    while (need := stepper.next()) is not None:
         try:
             if isinstance(need, ApprovalAsk):
-                value = ask(need.request)
+                stepper.value = ask(need.request)
             else:
                 try:
-                    value = need.stream.get(timeout=need.timeout)
+                    stepper.value = need.stream.get(timeout=need.timeout)
                 except queue.Empty:
-                    value = _EMPTY
+                    stepper.value = _EMPTY
         except KeyboardInterrupt as exc:
-            error = exc
+            stepper.error = exc
+    return cast(R, stepper.result)
 
 
 async def _drive_async(steps: _Steps[R], ask: Callable[[ApprovalRequest], Awaitable[bool]]) -> R:
     """Run a turn's steps on the kernel's loop, awaiting. A kernel interrupt of an awaiting
     cell cancels its task (ipykernel); that goes into the steps as a KeyboardInterrupt, so
     the cell ends as the blocking one does (``AgentInterrupted``, one line)."""
-    value: Any = None
-    error: BaseException | None = None
-    while True:
-        try:
-            need = steps.send(value) if error is None else steps.throw(error)
-        except StopIteration as stop:
-            return cast(R, stop.value)
-        value, error = None, None
+    stepper = _Stepper(steps)
+    while (need := stepper.next()) is not None:
         try:
             if isinstance(need, ApprovalAsk):
-                value = await ask(need.request)
+                stepper.value = await ask(need.request)
             else:
                 try:
-                    value = await need.stream.aget(need.timeout)
+                    stepper.value = await need.stream.aget(need.timeout)
                 except queue.Empty:
-                    value = _EMPTY
+                    stepper.value = _EMPTY
         except asyncio.CancelledError:
-            error = KeyboardInterrupt("interrupted")
+            stepper.error = KeyboardInterrupt("interrupted")
         except KeyboardInterrupt as exc:
-            error = exc
+            stepper.error = exc
         task = asyncio.current_task()
         if task is not None and task.cancelling():
             # Handled here (also a cancellation something below swallowed): the cell goes
             # on to end as interrupted.
             while task.uncancel():
                 pass
-            error = error or KeyboardInterrupt("interrupted")
+            stepper.error = stepper.error or KeyboardInterrupt("interrupted")
+    return cast(R, stepper.result)
 
 
 @dataclass
