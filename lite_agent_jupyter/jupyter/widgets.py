@@ -321,6 +321,10 @@ class SessionBrowser:
                 return
         raise KeyError(session_id)
 
+    def fill(self) -> None:
+        """First listing of a browser already on screen (see :func:`show_sessions`)."""
+        _fill(self.report, "Listing the sessions", self.refresh)
+
     def refresh(self) -> None:
         """Re-read the sessions and redraw the page that holds the current session."""
         self.sessions = self.controls.list_sessions()
@@ -604,6 +608,10 @@ class CheckpointSlider:
         if list(self.actions.children) != wanted:
             self.actions.children = wanted
 
+    def fill(self) -> None:
+        """First reading of a slider already on screen (see :func:`show_checkpoints`)."""
+        _fill(self.report, "Reading the checkpoints", self.reload)
+
     def reload(self) -> None:
         """Re-read the checkpoints; select the newest stop and preview it."""
         self.checkpoints = list(self.controls.list_checkpoints(self.session_id))
@@ -797,6 +805,18 @@ def _fill(report: _Reporter, what: str, load: Callable[[], None]) -> None:
         raise
 
 
+def _show(*views: SessionBrowser | CheckpointSlider) -> None:
+    """Display the empty frames first (the front end draws them while the kernel reads),
+    fill them, then print one static summary under them (what a saved notebook keeps)."""
+    frames: list[w.Widget] = []
+    for view in views:
+        frames += [w.HTML("<hr>"), view.widget] if frames else [view.widget]
+    display(frames[0] if len(frames) == 1 else w.VBox(frames))
+    for view in views:
+        view.fill()
+    print("\n\n".join(view.summary() for view in views))
+
+
 def show_sessions(controls: SessionControls, *, text: bool = False) -> SessionBrowser | None:
     """``%agent sessions``: the browser with its static summary printed under it; with
     ``text=True`` (no widget front end, or ``--text``) the whole table only."""
@@ -804,9 +824,7 @@ def show_sessions(controls: SessionControls, *, text: bool = False) -> SessionBr
         print(render.sessions_text(controls.list_sessions(), controls.session_id))
         return None
     browser = SessionBrowser(controls, load=False)
-    display(browser.widget)  # the front end draws the frame while the kernel lists
-    _fill(browser.report, "Listing the sessions", browser.refresh)
-    print(browser.summary())
+    _show(browser)
     return browser
 
 
@@ -819,9 +837,7 @@ def show_checkpoints(
         print(render.checkpoints_text(controls.list_checkpoints(controls.session_id)))
         return None
     slider = CheckpointSlider(controls, load=False)
-    display(slider.widget)  # the front end draws the frame while the kernel reads
-    _fill(slider.report, "Reading the checkpoints", slider.reload)
-    print(slider.summary())
+    _show(slider)
     return slider
 
 
@@ -836,8 +852,5 @@ def show_ui(
         return None
     browser = SessionBrowser(controls, load=False)
     slider = CheckpointSlider(controls, load=False)
-    display(w.VBox([browser.widget, w.HTML("<hr>"), slider.widget]))
-    _fill(browser.report, "Listing the sessions", browser.refresh)
-    _fill(slider.report, "Reading the checkpoints", slider.reload)
-    print(browser.summary() + "\n\n" + slider.summary())
+    _show(browser, slider)
     return browser, slider
