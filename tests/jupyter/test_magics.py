@@ -262,6 +262,28 @@ def test_two_notebooks_in_one_folder_are_kept_apart(
     assert sorted(p.name for p in (folder / ".lite_agent").iterdir()) == [".gitignore", "a", "b"]
 
 
+def test_vs_code_notebook_file_names_the_storage_before_jupyter_server(
+    start_kernel: StartKernel,
+    fake_env: dict[str, str | None],
+    tmp_path: Path,
+    fake_anthropic: FakeAnthropicServer,
+) -> None:
+    # VS Code's Jupyter extension puts __vsc_ipynb_file__ in the user namespace before any
+    # cell runs; it names the notebook even where JPY_SESSION_NAME names something else.
+    folder = tmp_path / "vsc"
+    notebook = folder / "analysis.ipynb"
+    fake_anthropic.script("Noted.")
+    env = {**fake_env, "JPY_SESSION_NAME": str(tmp_path / "elsewhere" / "other.ipynb")}
+    kernel = start_kernel(folder, env)
+    kernel.run(f"__vsc_ipynb_file__ = {str(notebook)!r}").check()
+    kernel.run(SETUP).check()
+    kernel.run("%%agent\na prompt from VS Code").check()
+    info = kernel.run("%agent info").check().stream_text
+    assert "__vsc_ipynb_file__" in info and str(folder / ".lite_agent" / "analysis") in info
+    assert (folder / ".lite_agent" / "analysis").is_dir()
+    assert not (tmp_path / "elsewhere").exists()
+
+
 def test_key_typed_with_agent_key_is_in_no_output_and_no_file(
     start_kernel: StartKernel, fake_anthropic: FakeAnthropicServer, tmp_path: Path
 ) -> None:
