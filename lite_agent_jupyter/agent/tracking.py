@@ -48,7 +48,7 @@ from pathlib import Path
 from ..checkpoint.events import FileSnapshotEvent
 from ..checkpoint.protocol import read_marks
 from ..storage import BlobRef, Blobs, FileBlobStore, blob_hash
-from ..tools.scan import DEFAULT_MAX_FILE_SIZE, WorkdirScanner
+from ..tools.scan import DEFAULT_MAX_FILE_SIZE, ScanDelta, WorkdirScanner
 from .session import SessionLog
 
 OUTSIDE = "outside"
@@ -60,13 +60,10 @@ _BATCH_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(slots=True)
-class ScanReport:
-    """What one scan recorded for a call; ``text()`` is the line added to its result."""
+class ScanReport(ScanDelta):
+    """What one scan recorded for a call (the paths whose snapshots were appended); ``text()``
+    is the line added to its result."""
 
-    created: list[str] = field(default_factory=list)
-    modified: list[str] = field(default_factory=list)
-    deleted: list[str] = field(default_factory=list)
-    too_big: list[str] = field(default_factory=list)
     skipped_dirs: list[str] = field(default_factory=list)
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
     events: list[FileSnapshotEvent] = field(default_factory=list)
