@@ -53,6 +53,13 @@ LAB_SETTINGS: dict[str, dict[str, Any]] = {
 }
 
 
+SETUP_ALLOW = """\
+%load_ext lite_agent_jupyter
+%config LiteAgentMagics.approvals = "allow"
+"""
+"""The first cell of the browser tests' notebooks where every tool may run without asking."""
+
+
 class BrowserSetupError(RuntimeError):
     """Chromium or Playwright is missing: run ``scripts/setup-browser.sh``."""
 

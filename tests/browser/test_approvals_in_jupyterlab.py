@@ -4,7 +4,7 @@ model is told. The kernel's agent talks to the fake Messages API server of this 
 
 from __future__ import annotations
 
-import time
+import re
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +12,7 @@ import lab_browser
 import pytest
 from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
 from lab_browser import JupyterLabServer, LabNotebook, no_widget_errors, wait_for, write_notebook
+from playwright.sync_api import expect
 
 SETUP = "%load_ext lite_agent_jupyter"  # approvals: "ask", the default
 KERNELS_SETTINGS = "@jupyterlab/apputils-extension:kernels-settings"
@@ -36,12 +37,11 @@ def _start_cell(nb: LabNotebook, index: int) -> Any:
     return cell
 
 
-def _finished(cell: Any, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    prompt = cell.locator(".jp-InputPrompt")
-    while not prompt.inner_text().strip()[1:-2].strip().isdigit():
-        assert time.monotonic() < deadline, "the cell did not finish"
-        time.sleep(0.05)
+def _finished(cell: Any) -> None:
+    """Wait until the cell's prompt shows its execution count (``[n]:``), i.e. it ended
+    (Playwright's wait; its timeout is only a hang guard, as long as the suite's)."""
+    ended = re.compile(r"^\s*\[\s*\d+\s*\]:\s*$")
+    expect(cell.locator(".jp-InputPrompt")).to_have_text(ended, timeout=120_000)
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,7 @@ from typing import Any
 
 from fake_anthropic import FakeAnthropicServer
 from lab_browser import (
+    SETUP_ALLOW,
     JupyterLabServer,
     LabNotebook,
     no_widget_errors,
@@ -22,12 +23,6 @@ from lab_browser import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-SETUP = """\
-%load_ext lite_agent_jupyter
-%config LiteAgentMagics.approvals = "allow"
-"""
 
 
 def test_slider_restore_undo_and_session_browser_new_in_chromium(
@@ -42,7 +37,7 @@ def test_slider_restore_undo_and_session_browser_new_in_chromium(
     write_notebook(
         lab_root / "widgets.ipynb",
         [
-            SETUP,
+            SETUP_ALLOW,
             "%%agent\nWrite notes.txt",
             "%%agent\nChange notes.txt",
             "from lite_agent_jupyter.jupyter import current_facade\n"

@@ -14,6 +14,7 @@ from typing import Any
 
 from fake_anthropic import FakeAnthropicServer
 from lab_browser import (
+    SETUP_ALLOW,
     JupyterLabServer,
     LabNotebook,
     no_widget_errors,
@@ -22,11 +23,6 @@ from lab_browser import (
     write_notebook,
     write_then_change,
 )
-
-SETUP = """\
-%load_ext lite_agent_jupyter
-%config LiteAgentMagics.approvals = "allow"
-"""
 
 
 def test_reopened_notebook_shows_the_summary_and_rebuilds_live_widgets(
@@ -40,7 +36,7 @@ def test_reopened_notebook_shows_the_summary_and_rebuilds_live_widgets(
     write_then_change(fake_anthropic)
     path = write_notebook(
         lab_root / "saved.ipynb",
-        [SETUP, "%%agent\nWrite notes.txt", "%%agent\nChange notes.txt", "%agent ui"],
+        [SETUP_ALLOW, "%%agent\nWrite notes.txt", "%%agent\nChange notes.txt", "%agent ui"],
     )
     run_cells(path, fake_anthropic, range(4))
     assert notes.read_text() == "version two\n"

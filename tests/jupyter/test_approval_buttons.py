@@ -132,9 +132,7 @@ def _run_answering(kernel: Kernel, code: str, answer: str | None) -> Cell:
     cell = Cell(msg_id)
     models: dict[str, dict[str, Any]] = {}
     replied = idle = False
-    deadline = time.monotonic() + 120
-    while not (replied and idle):
-        assert time.monotonic() < deadline, "the cell did not finish"
+    while not (replied and idle):  # a hang ends by the suite's pytest-timeout
         try:
             msg = kernel.kc.get_iopub_msg(timeout=0.05)
         except queue.Empty:

@@ -46,10 +46,8 @@ def arena(tmp_path: Path) -> Iterator[tuple[ToolContext, Path, Path]]:
         [sys.executable, str(RACER), str(workdir / "sub"), str(workdir / ".swap"), str(ready)]
     )
     try:
-        deadline = time.monotonic() + 30
-        while not ready.exists():
+        while not ready.exists():  # a racer that never starts ends by pytest-timeout
             assert racer.poll() is None, "the racer died"
-            assert time.monotonic() < deadline, "the racer did not start"
             time.sleep(0.01)
         ctx = ToolContext(workdir=workdir, signal=AbortController().signal, storage_root=None)
         yield ctx, workdir, outside
