@@ -544,9 +544,7 @@ class LiteAgent:
                     result = await self.blobs.collect(
                         grace=self.options.blob_grace, stop=self._is_closed
                     )
-                except asyncio.CancelledError:
-                    raise
-                except Exception:
+                except Exception:  # not CancelledError: close() cancels this task
                     log.exception("blob collection failed; every blob was kept")
                     return
                 if result.skipped:
