@@ -3,10 +3,11 @@
 Owns the schema, its numbered migrations and every SQL statement of the backend; knows
 nothing of agents (it stores :mod:`.events` lines verbatim, as ``TEXT``).
 
-Schema (version 4, kept in ``PRAGMA user_version``)::
+Schema (version 5, kept in ``PRAGMA user_version``)::
 
-    sessions   (id PK, head, mtime, title, turns, created)  WITHOUT ROWID, index on mtime
-    events     (id PK, session_id, seq, mark, data)        UNIQUE (session_id, seq),
+    sessions   (id PK, mtime, title, turns, created)        WITHOUT ROWID: a row per session
+                                                            that has events
+    events     (id PK, session_id, seq, mark, data, mtime) UNIQUE (session_id, seq),
                                                             partial indexes on checkpoints, marks
     task_lists (id PK, data, mtime)                         WITHOUT ROWID (migration 3): the
                                                             agent's task lists, as
@@ -23,7 +24,11 @@ snapshot; migration 2 renamed version 1's ``anchor`` flag and filled it in for o
 ``read_marks`` (the :class:`~.protocol.MarkIndex` capability) reads the marks through a
 partial index, never the whole session.
 
-Why ``events`` keeps a rowid (not clustered on ``(session_id, seq)``): see docs/design.md.
+A session's head is its largest ``seq`` (one probe of the unique index), and its last
+modification the later of its last event's ``mtime`` and the ``sessions`` row's (moved by a
+truncate). So an append writes the ``sessions`` row only when it starts a session or adds a
+prompt checkpoint (the title and turns change): every other append is one row in ``events``
+(migration 5 dropped the stored head; why, and why ``events`` keeps a rowid: docs/design.md).
 
 A database written by a newer release (a higher ``user_version``) is refused with
 :class:`~lite_agent_jupyter.errors.UnsupportedVersionError`, never modified. Migrations are
@@ -125,6 +130,12 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
         ) WITHOUT ROWID""",
     ),
     4: ("CREATE TABLE tombstones (id TEXT PRIMARY KEY, deleted REAL NOT NULL) WITHOUT ROWID",),
+    5: (
+        # A version-4 row's mtime and title already say when its session last changed.
+        "ALTER TABLE events ADD COLUMN mtime REAL",
+        "DROP INDEX sessions_mtime",
+        "ALTER TABLE sessions DROP COLUMN head",
+    ),
 }
 """Numbered migrations: never edit a released one; add the next number."""
 
@@ -133,20 +144,28 @@ SCHEMA_VERSION = max(_MIGRATIONS)
 _BUSY_SLICE_MS = 50
 """How long one busy-wait of a worker lasts before it checks for cancellation again."""
 
-_SQL_HEAD = "SELECT head FROM sessions WHERE id = ?"
-_SQL_INSERT = "INSERT INTO events (session_id, seq, mark, data) VALUES (?, ?, ?, ?)"
-_SQL_ADVANCE = (
-    "UPDATE sessions SET head = head + ?, mtime = ?, title = coalesce(title, ?),"
-    " turns = turns + ? WHERE id = ? RETURNING head"
+_SQL_HEAD = "SELECT max(seq) FROM events WHERE session_id = ?"
+_SQL_INSERT = "INSERT INTO events (session_id, seq, mark, data, mtime) VALUES (?, ?, ?, ?, ?)"
+_SQL_INSERT_AFTER = (  # one statement, so atomic without BEGIN; see _append_after
+    "INSERT INTO events (session_id, seq, mark, data, mtime)"
+    " VALUES (?, (SELECT seq + 1 FROM events WHERE session_id = ? AND seq = ?), ?, ?, ?)"
 )
 _SQL_CREATE = (
-    "INSERT INTO sessions (id, head, mtime, title, turns, created) VALUES (?, ?, ?, ?, ?, ?)"
+    "INSERT INTO sessions (id, mtime, title, turns, created) VALUES (?, ?, ?, ?, ?)"
+    " ON CONFLICT (id) DO UPDATE SET mtime = excluded.mtime, title = excluded.title,"
+    " turns = excluded.turns, created = excluded.created"
+)
+_SQL_ADD_TURNS = (
+    "UPDATE sessions SET mtime = ?, title = coalesce(title, ?), turns = turns + ? WHERE id = ?"
 )
 _SQL_READ = "SELECT seq, data FROM events WHERE session_id = ? AND seq > ? ORDER BY seq"
-_SQL_LIST = "SELECT id, mtime, title, turns, head FROM sessions WHERE head > 0 ORDER BY mtime DESC"
+_SQL_LIST = """SELECT s.id, max(s.mtime, coalesce(last.mtime, 0)) AS changed, s.title, s.turns,
+    last.seq FROM sessions AS s JOIN events AS last ON last.id = (
+        SELECT e.id FROM events AS e WHERE e.session_id = s.id ORDER BY e.seq DESC LIMIT 1
+    ) ORDER BY changed DESC"""
 _SQL_DELETE_EVENTS = "DELETE FROM events WHERE session_id = ?"
 _SQL_DELETE_SESSION = "DELETE FROM sessions WHERE id = ?"
-_SQL_DELETE_LIVE = "DELETE FROM sessions WHERE id = ? RETURNING head"
+_SQL_DELETE_LIVE = "DELETE FROM sessions WHERE id = ? RETURNING id"
 _SQL_TOMBSTONE = (
     "INSERT INTO tombstones (id, deleted) VALUES (?, ?)"
     " ON CONFLICT (id) DO UPDATE SET deleted = excluded.deleted"
@@ -166,7 +185,7 @@ _SQL_LAST_MARKS = (
     " AND mark IN ({codes}) ORDER BY seq DESC LIMIT ?"
 )
 _MARK_CODES = {"checkpoint": 1, "compaction": 2, "file_snapshot": 3}
-_SQL_RETITLE = "UPDATE sessions SET head = ?, mtime = ?, title = ?, turns = ? WHERE id = ?"
+_SQL_RETITLE = "UPDATE sessions SET mtime = ?, title = ?, turns = ? WHERE id = ?"
 _SQL_TASKS_GET = "SELECT data FROM task_lists WHERE id = ?"
 _SQL_TASKS_SET = (
     "INSERT INTO task_lists (id, data, mtime) VALUES (?, ?, ?)"
@@ -207,6 +226,9 @@ class SQLiteCheckpointer:
         self._guard = ThreadGate()
         self._local_claims = LocalClaims()
         self._closed = False
+        self._heads: dict[str, int] = {}
+        """The head each session had after this object's last write to it: a guess for the
+        one-statement append, which checks it (another process may have written since)."""
 
     def __repr__(self) -> str:
         return f"SQLiteCheckpointer({self.file!r}, durable={self.durable})"
@@ -353,33 +375,48 @@ class SQLiteCheckpointer:
                 check_head(session_id, expected_head, head, lambda: _tombstoned(conn, session_id))
                 return head
             now = time.time()
+            guess = self._heads.get(session_id) if expected_head is None else expected_head
+            if (
+                count == 1
+                and not turns
+                and guess
+                and _append_after(
+                    conn,
+                    session_id,
+                    guess,
+                    flags[0],
+                    encode(events[0], seq=guess + 1, ts=now_iso()),
+                    now,
+                )
+            ):
+                self._heads[session_id] = guess + 1
+                return guess + 1
             conn.execute("BEGIN IMMEDIATE")
-            # Move the head first (one statement reads and writes it); a conflict rolls back.
-            row = conn.execute(_SQL_ADVANCE, (count, now, title, turns, session_id)).fetchone()
-            if row is None:
-                head = 0
-                check_head(session_id, expected_head, head, lambda: _tombstoned(conn, session_id))
-                conn.execute(_SQL_CREATE, (session_id, count, now, title, turns, now))
-            else:
-                head = row[0] - count
-                check_head(session_id, expected_head, head)
+            head = _head(conn, session_id)
+            check_head(session_id, expected_head, head, lambda: _tombstoned(conn, session_id))
+            if head == 0:
+                conn.execute(_SQL_CREATE, (session_id, now, title, turns, now))
+            elif turns:
+                conn.execute(_SQL_ADD_TURNS, (now, title, turns, session_id))
             ts = now_iso()
             if count == 1:
                 seq = head + 1
                 conn.execute(
-                    _SQL_INSERT, (session_id, seq, flags[0], encode(events[0], seq=seq, ts=ts))
+                    _SQL_INSERT,
+                    (session_id, seq, flags[0], encode(events[0], seq=seq, ts=ts), now),
                 )
             else:
                 conn.executemany(
                     _SQL_INSERT,
                     [
-                        (session_id, seq, flag, encode(event, seq=seq, ts=ts))
+                        (session_id, seq, flag, encode(event, seq=seq, ts=ts), now)
                         for seq, event, flag in zip(
                             range(head + 1, head + count + 1), events, flags, strict=True
                         )
                     ],
                 )
             conn.execute("COMMIT")
+            self._heads[session_id] = head + count
             return head + count
 
         return await self._run(op)
@@ -439,6 +476,7 @@ class SQLiteCheckpointer:
             if conn.execute(_SQL_DELETE_LIVE, (session_id,)).fetchone() is not None:
                 conn.execute(_SQL_TOMBSTONE, (session_id, time.time()))
             conn.execute("COMMIT")
+            self._heads.pop(session_id, None)
 
         await self._run(op)
 
@@ -488,8 +526,9 @@ class SQLiteCheckpointer:
                     seq, data = anchors[0]
                     first = decode_rows([(seq, data)], after=seq - 1, where=self._where(session_id))
                     title, _ = checkpoint_stats(first)
-                conn.execute(_SQL_RETITLE, (to_seq, time.time(), title, len(anchors), session_id))
+                conn.execute(_SQL_RETITLE, (time.time(), title, len(anchors), session_id))
             conn.execute("COMMIT")
+            self._heads[session_id] = to_seq
 
         await self._run(op)
 
@@ -561,13 +600,29 @@ class SQLiteTaskLists:
         await self._run(lambda conn: conn.execute(_SQL_TASKS_DELETE, (list_id,)))
 
 
+def _append_after(
+    conn: sqlite3.Connection, session_id: str, head: int, mark: int, data: str, mtime: float
+) -> bool:
+    """Insert event ``head + 1`` if ``head`` is the session's head; False (nothing written)
+    if it is not. The common append (one event into a session that has events, its
+    ``sessions`` row unchanged) in one statement, no transaction around it: the ``seq`` is
+    computed from row ``head``, so it is NULL (refused: NOT NULL) if that row is gone, and
+    the unique ``(session_id, seq)`` refuses it if the next one exists (seqs are contiguous,
+    so these two checks say "the head is ``head``")."""
+    try:
+        conn.execute(_SQL_INSERT_AFTER, (session_id, session_id, head, mark, data, mtime))
+    except sqlite3.IntegrityError:
+        return False
+    return True
+
+
 def _tombstoned(conn: sqlite3.Connection, session_id: str) -> bool:
     return conn.execute(_SQL_IS_TOMBSTONED, (session_id,)).fetchone() is not None
 
 
 def _head(conn: sqlite3.Connection, session_id: str) -> int:
-    row = conn.execute(_SQL_HEAD, (session_id,)).fetchone()
-    return int(row[0]) if row is not None else 0
+    head = conn.execute(_SQL_HEAD, (session_id,)).fetchone()[0]
+    return 0 if head is None else int(head)
 
 
 def sqlite_checkpointer(

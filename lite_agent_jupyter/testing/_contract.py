@@ -205,6 +205,8 @@ async def list_newest_first_with_titles_and_turns(ctx: Context) -> None:
     assert (by_id["c"].title, by_id["c"].turns) == ("c asks", 1)
     for info in infos:
         assert info.head in (None, await store.head(info.id))
+    await store.append("b", [assistant()])  # any append is a change, not only a prompt
+    assert [info.id for info in await store.list()] == ["b", "a", "c"]
 
 
 @check()

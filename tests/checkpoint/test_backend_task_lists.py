@@ -73,14 +73,18 @@ async def test_sqlite_gains_the_table_by_migration(
     await first.close()
     with sqlite3.connect(tmp_path / "store.db") as conn:  # as a release before task lists
         conn.execute("DROP TABLE task_lists")
-        conn.execute("DROP TABLE tombstones")  # a later migration: not there either
+        # nor what later migrations changed (tombstones; the stored head)
+        conn.execute("DROP TABLE tombstones")
+        conn.execute("ALTER TABLE events DROP COLUMN mtime")
+        conn.execute("ALTER TABLE sessions ADD COLUMN head INTEGER NOT NULL DEFAULT 0")
+        conn.execute("CREATE INDEX sessions_mtime ON sessions (mtime)")
         conn.execute("PRAGMA user_version = 2")
     again = reopen()
     assert isinstance(again, SupportsTaskLists)
     await again.task_lists().set("s", PLAN)
     assert await again.task_lists().get("s") == PLAN
     with sqlite3.connect(tmp_path / "store.db") as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 5
 
 
 @pytest.mark.parametrize("backend_name", ["postgres"])

@@ -75,14 +75,16 @@ async def test_schema_and_modes(sstore: SQLiteCheckpointer, db: Path) -> None:
     for suffix in ("", "-wal", "-shm"):
         assert mode(Path(str(db) + suffix)) == 0o600, suffix
     conn = raw(db)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     assert tables == {"sessions", "events", "task_lists", "tombstones"}
     indexes = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
-    assert {"sessions_mtime", "events_checkpoints", "events_marks"} <= indexes
-    row = conn.execute("SELECT session_id, seq, mark, data FROM events").fetchone()
+    assert {"events_checkpoints", "events_marks"} <= indexes
+    assert "sessions_mtime" not in indexes  # dropped by migration 5 with the stored head
+    row = conn.execute("SELECT session_id, seq, mark, data, mtime FROM events").fetchone()
     assert row[:3] == (S, 1, 1) and row[3].startswith('{"v":1,"seq":1,')
+    assert isinstance(row[4], float)
     conn.close()
 
 
@@ -226,8 +228,69 @@ async def test_migration_2_indexes_the_marks_of_an_old_database(db: Path) -> Non
     assert [e.seq for e in await new.read_marks(S, kinds={"compaction"})] == [3]
     await new.close()
     conn = raw(db)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION  # 2, then 3, 4
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION  # 2, 3, 4, 5
     assert "mark" in {row[1] for row in conn.execute("PRAGMA table_info(events)")}
     names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
     assert "events_marks" in names
+    conn.close()
+
+
+async def test_migration_5_keeps_heads_and_order_of_a_version_4_database(db: Path) -> None:
+    """Version 4 stored each session's head and mtime in its ``sessions`` row; version 5
+    reads the head from ``events`` and the time from the newer of the row and the last
+    event. An upgraded database lists the same sessions, in the same order, with the same
+    heads, and an append moves an old session to the top."""
+    db.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(db)
+    for number in range(1, 5):  # a database as version 4 left it
+        for statement in sqlite_module._MIGRATIONS[number]:
+            conn.execute(statement)
+    conn.execute("PRAGMA user_version = 4")
+    for sid, head, mtime in (("old", 2, 1_000.0), ("new", 3, 2_000.0)):
+        conn.execute(
+            "INSERT INTO sessions (id, head, mtime, title, turns, created)"
+            " VALUES (?, ?, ?, ?, 1, 0)",
+            (sid, head, mtime, sid),
+        )
+        for seq in range(1, head + 1):
+            event = prompt(sid) if seq == 1 else user(f"{sid} {seq}")
+            conn.execute(
+                "INSERT INTO events (session_id, seq, mark, data) VALUES (?, ?, ?, ?)",
+                (sid, seq, int(seq == 1), encode(event, seq=seq, ts=now_iso())),
+            )
+    conn.commit()
+    conn.close()
+    store = sqlite_checkpointer(db)
+    infos = await store.list()
+    assert [(i.id, i.head, i.title, i.turns) for i in infos] == [
+        ("new", 3, "new", 1),
+        ("old", 2, "old", 1),
+    ]
+    assert [i.mtime.timestamp() for i in infos] == [2_000.0, 1_000.0]
+    assert await store.append("old", [user("later")], expected_head=2) == 3
+    assert [i.id for i in await store.list()] == ["old", "new"]
+    await store.close()
+    conn = raw(db)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert "head" not in {row[1] for row in conn.execute("PRAGMA table_info(sessions)")}
+    conn.close()
+
+
+async def test_an_append_without_a_prompt_writes_one_row(
+    sstore: SQLiteCheckpointer, db: Path
+) -> None:
+    """The design the durable-append benchmark rests on (docs/design.md): only a session's
+    first append and prompt checkpoints touch its ``sessions`` row; the rest is one
+    ``events`` row, and ``list()`` still sees the change."""
+    await sstore.append(S, [prompt("hi")])
+    conn = raw(db)
+    before = conn.execute("SELECT mtime, title, turns FROM sessions").fetchall()
+    await sstore.append(S, [user("more")])
+    assert conn.execute("SELECT mtime, title, turns FROM sessions").fetchall() == before
+    (info,) = await sstore.list()
+    last = conn.execute("SELECT mtime FROM events WHERE seq = 2").fetchone()[0]
+    assert (info.head, info.turns) == (2, 1)
+    assert abs(info.mtime.timestamp() - last) < 1e-5  # a datetime keeps microseconds
+    await sstore.append(S, [prompt("again")])
+    assert conn.execute("SELECT turns FROM sessions").fetchone()[0] == 2
     conn.close()
