@@ -215,6 +215,11 @@ _PLAIN_MAKERS: dict[str, tuple[Callable[[JSONDict], Event], frozenset[str]]] = {
 """Type name -> (constructor of an event with no unknown field, the keys it may have)."""
 
 
+# Built once: ``json.dumps`` with options builds an encoder per call, on every append.
+_to_utf8_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+_to_ascii_json = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), allow_nan=False).encode
+
+
 def to_dict(event: Event, *, seq: int | None = None, ts: str | None = None) -> JSONDict:
     """The JSON object of ``event``, optionally stamped with a ``seq`` and ``ts``."""
     out: JSONDict = {
@@ -245,12 +250,12 @@ def encode(event: Event, *, seq: int | None = None, ts: str | None = None) -> st
       (``TypeError``) - the append writes nothing.
     """
     obj = to_dict(event, seq=seq, ts=ts)
-    line = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    line = _to_utf8_json(obj)
     if not line.isascii():  # O(1) for ASCII text, the common case
         try:
             line.encode("utf-8")
         except UnicodeEncodeError:
-            line = json.dumps(obj, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+            line = _to_ascii_json(obj)
     return line
 
 

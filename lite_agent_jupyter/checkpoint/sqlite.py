@@ -364,6 +364,10 @@ class SQLiteCheckpointer:
     ) -> int:
         validate_session_id(session_id)
         events = list(events)
+        if len(events) == 1 and (
+            head := self._append_one_now(session_id, events[0], expected_head)
+        ):
+            return head
         flags = [_MARK_CODES.get(mark_kind(event) or "", 0) for event in events]
         turns = flags.count(1)
         title = checkpoint_stats(events)[0] if turns else None
@@ -375,22 +379,6 @@ class SQLiteCheckpointer:
                 check_head(session_id, expected_head, head, lambda: _tombstoned(conn, session_id))
                 return head
             now = time.time()
-            guess = self._heads.get(session_id) if expected_head is None else expected_head
-            if (
-                count == 1
-                and not turns
-                and guess
-                and _append_after(
-                    conn,
-                    session_id,
-                    guess,
-                    flags[0],
-                    encode(events[0], seq=guess + 1, ts=now_iso()),
-                    now,
-                )
-            ):
-                self._heads[session_id] = guess + 1
-                return guess + 1
             conn.execute("BEGIN IMMEDIATE")
             head = _head(conn, session_id)
             check_head(session_id, expected_head, head, lambda: _tombstoned(conn, session_id))
@@ -420,6 +408,33 @@ class SQLiteCheckpointer:
             return head + count
 
         return await self._run(op)
+
+    def _append_one_now(self, session_id: str, event: Event, expected_head: int | None) -> int:
+        """The common append - one event that is not a prompt, into a session that has events
+        - done on the spot: one INSERT (:func:`_append_after`), no transaction, no worker, no
+        busy wait, and as little Python as may be (after an fsync, every line runs cold), as
+        it runs for every step of every turn. The head it appends after is ``expected_head``,
+        else the last one this object wrote (checked by the INSERT). Returns the new head, or
+        0 if it could not be done so (a prompt, another head, the database busy or closed):
+        :meth:`append` then goes the long way, which also words every error."""
+        head = self._heads.get(session_id) if expected_head is None else expected_head
+        kind = mark_kind(event)
+        if not head or kind == "checkpoint" or not self._guard.try_acquire():
+            return 0
+        try:
+            conn = self._conn
+            if conn is None or self._busy_ms or self._closed:
+                return 0
+            now = time.time()
+            data = encode(event, seq=head + 1, ts=now_iso())
+            if not _append_after(conn, session_id, head, _MARK_CODES.get(kind or "", 0), data, now):
+                return 0
+        except sqlite3.OperationalError:  # busy, or an error the long way reports
+            return 0
+        finally:
+            self._guard.release()
+        self._heads[session_id] = head + 1
+        return head + 1
 
     async def read(self, session_id: str, *, after: int = 0) -> list[Event]:
         validate_session_id(session_id)

@@ -24,8 +24,10 @@ from lite_agent_jupyter.checkpoint.sqlite import (
 )
 from lite_agent_jupyter.checkpoint.url import checkpointer_from_url
 from lite_agent_jupyter.errors import (
+    CheckpointConflictError,
     CheckpointerUnavailableError,
     CorruptLogError,
+    SessionDeletedError,
     UnsupportedVersionError,
 )
 from lite_agent_jupyter.testing import batch, prompt, user
@@ -164,19 +166,21 @@ async def test_busy_timeout_gives_a_typed_error(db: Path) -> None:
     """A writer that never lets go: after ``busy_timeout`` the call fails with
     CheckpointerUnavailableError, never sqlite3's "database is locked"."""
     url = f"sqlite://{db}"
-    await sqlite_checkpointer(db).head(S)
+    store = sqlite_checkpointer(db, busy_timeout=0.3)
+    assert await store.append(S, batch(1)) == 1  # so the next one tries the one-statement way
     holder = await spawn_holder(url, S)
     await holder.expect("locked")
-    store = sqlite_checkpointer(db, busy_timeout=0.3)
     try:
         with pytest.raises(CheckpointerUnavailableError, match="stayed locked"):
             await store.append(S, batch(1))
-        assert await store.head(S) == 0  # reads are not blocked by a writer (WAL)
+        with pytest.raises(CheckpointerUnavailableError, match="stayed locked"):
+            await store.append("other", batch(1))
+        assert await store.head(S) == 1  # reads are not blocked by a writer (WAL)
     finally:
         await holder.tell("release")
         await holder.expect("released")
         await holder.finish()
-    assert await store.append(S, batch(1)) == 1
+    assert await store.append(S, batch(1)) == 2
     await store.close()
 
 
@@ -294,3 +298,27 @@ async def test_an_append_without_a_prompt_writes_one_row(
     await sstore.append(S, [prompt("again")])
     assert conn.execute("SELECT turns FROM sessions").fetchone()[0] == 2
     conn.close()
+
+
+async def test_the_one_statement_append_never_trusts_a_stale_head(db: Path) -> None:
+    """An object appends after the head it last wrote without reading it first; another
+    connection's truncate, append or delete since then sends it the long way: no gap, no
+    overwritten seq, conflicts still reported."""
+    mine, other = sqlite_checkpointer(db), sqlite_checkpointer(db)
+    try:
+        assert await mine.append(S, [prompt("p"), user("a"), user("b")]) == 3
+        await other.truncate(S, 1)
+        assert await mine.append(S, [user("after the cut")]) == 2  # not 4
+        await other.append(S, [user("x"), user("y")])
+        assert await mine.append(S, [user("at the end")]) == 5  # not 3
+        with pytest.raises(CheckpointConflictError):
+            await mine.append(S, [user("stale")], expected_head=4)
+        await other.delete(S)
+        with pytest.raises(SessionDeletedError):
+            await mine.append(S, [user("into the deleted")], expected_head=5)
+        assert await mine.append(S, [user("a new life")]) == 1
+        events = await other.read(S)
+        assert [e.seq for e in events] == [1]
+    finally:
+        await mine.close()
+        await other.close()
