@@ -35,11 +35,13 @@ A database written by a newer release (a higher ``user_version``) is refused wit
 numbered and each runs in one transaction with its version bump.
 
 Concurrency: WAL mode (readers never wait for the writer), ``BEGIN IMMEDIATE`` for every
-write so that reading the head, checking ``expected_head`` and inserting the batch are one
-atomic step against every other connection and process. ``durable=True`` sets
-``synchronous=FULL`` (each commit is fsynced); the default ``NORMAL`` survives a crash of the
-process but may lose the last commits on power loss - :meth:`SQLiteCheckpointer.sync` makes
-everything so far survive that too. Every statement is parameterised.
+write of several statements so that reading the head, checking ``expected_head`` and
+inserting the batch are one atomic step against every other connection and process; the
+common append is one statement that checks the head itself (:func:`_append_after`).
+``durable=True`` sets ``synchronous=FULL`` (each commit is fsynced); the default ``NORMAL``
+survives a crash of the process but may lose the last commits on power loss -
+:meth:`SQLiteCheckpointer.sync` makes everything so far survive that too. Every statement
+is parameterised.
 
 Blocking: like the file backend (:mod:`._blocking`), an operation first runs inline with a
 zero busy timeout; if SQLite answers "database is locked" (another process is writing), it is
