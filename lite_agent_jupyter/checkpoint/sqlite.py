@@ -143,6 +143,9 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
 
 SCHEMA_VERSION = max(_MIGRATIONS)
 
+_KNOWN_HEADS = 4096
+"""How many sessions' heads an object remembers for the one-statement append."""
+
 _BUSY_SLICE_MS = 50
 """How long one busy-wait of a worker lasts before it checks for cancellation again."""
 
@@ -230,7 +233,9 @@ class SQLiteCheckpointer:
         self._closed = False
         self._heads: dict[str, int] = {}
         """The head each session had after this object's last write to it: a guess for the
-        one-statement append, which checks it (another process may have written since)."""
+        one-statement append, which checks it (another process may have written since).
+        Emptied when it reaches ``_KNOWN_HEADS`` sessions (a guess missing costs one long
+        append)."""
 
     def __repr__(self) -> str:
         return f"SQLiteCheckpointer({self.file!r}, durable={self.durable})"
@@ -406,6 +411,8 @@ class SQLiteCheckpointer:
                     ],
                 )
             conn.execute("COMMIT")
+            if len(self._heads) >= _KNOWN_HEADS:
+                self._heads.clear()
             self._heads[session_id] = head + count
             return head + count
 
@@ -435,7 +442,8 @@ class SQLiteCheckpointer:
             return 0
         finally:
             self._guard.release()
-        self._heads[session_id] = head + 1
+        if session_id in self._heads:  # only the long way adds sessions (and bounds them)
+            self._heads[session_id] = head + 1
         return head + 1
 
     async def read(self, session_id: str, *, after: int = 0) -> list[Event]:
