@@ -520,10 +520,7 @@ class FileCheckpointer:
         checkpoints: int,
     ) -> int:
         path = self._path(session_id)
-        try:
-            fd = _open(path, _OPEN_RDWR_APPEND)
-        except FileNotFoundError:
-            fd = -1
+        fd = _open_existing(path, _OPEN_RDWR_APPEND)
         try:
             if fd < 0:
                 size, tail = 0, _Tail(0, 0)
@@ -607,10 +604,7 @@ class FileCheckpointer:
         self, session_id: str, session: _Session, to_seq: int, expected_head: int | None
     ) -> None:
         path = self._path(session_id)
-        try:
-            fd = _open(path, _OPEN_READ)
-        except FileNotFoundError:
-            fd = -1
+        fd = _open_existing(path, _OPEN_READ)
         try:
             tail = _Tail(0, 0) if fd < 0 else self._tail(path, session, fd, os.fstat(fd))
             check_head(
@@ -885,6 +879,14 @@ def _open(path: str, flags: int, mode: int = FILE_MODE) -> int:
         os.close(fd)
         raise _odd_file(path, "a folder" if stat.S_ISDIR(kind) else "not a regular file")
     return fd
+
+
+def _open_existing(path: str, flags: int) -> int:
+    """:func:`_open`, or -1 where the file does not exist."""
+    try:
+        return _open(path, flags)
+    except FileNotFoundError:
+        return -1
 
 
 def _odd_file(path: str, what: str) -> CorruptLogError:

@@ -62,9 +62,7 @@ class MemoryCheckpointer:
     ) -> int:
         validate_session_id(session_id)
         with self._lock:
-            session = self._sessions.get(session_id)
-            head = len(session.lines) if session else 0
-            check_head(session_id, expected_head, head, lambda: session_id in self._tombstones)
+            session, head = self._checked_head(session_id, expected_head)
             if not events:
                 return head
             ts = now_iso()
@@ -83,6 +81,16 @@ class MemoryCheckpointer:
                 session.title = title
             session.turns += checkpoints
             return head + len(lines)
+
+    def _checked_head(
+        self, session_id: str, expected_head: int | None
+    ) -> tuple[_Session | None, int]:
+        """The session (``None`` before its first event) and its head, which must be
+        ``expected_head`` when that is given (see ``check_head``). Called under the lock."""
+        session = self._sessions.get(session_id)
+        head = len(session.lines) if session else 0
+        check_head(session_id, expected_head, head, lambda: session_id in self._tombstones)
+        return session, head
 
     async def read(self, session_id: str, *, after: int = 0) -> list[Event]:
         validate_session_id(session_id)
@@ -158,9 +166,7 @@ class MemoryCheckpointer:
     ) -> None:
         validate_session_id(session_id)
         with self._lock:
-            session = self._sessions.get(session_id)
-            head = len(session.lines) if session else 0
-            check_head(session_id, expected_head, head, lambda: session_id in self._tombstones)
+            session, head = self._checked_head(session_id, expected_head)
             check_truncate(session_id, to_seq, head)
             if session is None or to_seq == head:
                 return
