@@ -786,38 +786,15 @@ class FileBlobStore:
             os.close(fd)
 
     def _scope_folders(self) -> list[Path]:
-        try:
-            entries = list(os.scandir(self._refs_dir))
-        except FileNotFoundError:
-            return []
-        except OSError as exc:
-            raise _Unreadable(f"cannot list {self._refs_dir}: {exc}") from exc
-        out = []
-        for entry in entries:
-            if entry.name.startswith("."):
-                continue
-            if not entry.is_dir(follow_symlinks=False):
-                raise _Unreadable(f"{entry.path} is not a folder of references")
-            out.append(Path(entry.path))
-        return out
+        return [Path(path) for path in _ref_entries(self._refs_dir, folders=True)]
 
     def _read_refs(self) -> list[set[str]]:
-        """The hashes of every ref file."""
-        out: list[set[str]] = []
-        for folder in self._scope_folders():
-            try:
-                entries = list(os.scandir(folder))
-            except FileNotFoundError:
-                continue  # a dead process's refs, reaped meanwhile
-            except OSError as exc:
-                raise _Unreadable(f"cannot list {folder}: {exc}") from exc
-            for entry in entries:
-                if entry.name.startswith("."):
-                    continue
-                if not entry.is_file(follow_symlinks=False):
-                    raise _Unreadable(f"{entry.path} is not a file of references")
-                out.append(_parse_refs(entry.path))
-        return out
+        """The hashes of every ref file (none in a dead process's folder reaped meanwhile)."""
+        return [
+            _parse_refs(path)
+            for folder in self._scope_folders()
+            for path in _ref_entries(folder, folders=False)
+        ]
 
     def _with_bases(self, digests: set[str], missing: set[str] | None = None) -> set[str]:
         """``digests`` and every blob in their delta chains; the hashes of ``digests`` with
@@ -951,6 +928,24 @@ def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
+
+
+def _ref_entries(folder: Path, *, folders: bool) -> Iterator[str]:
+    """The paths in ``folder`` (none if it is gone), dot names skipped: each a folder of
+    references (``folders``) or else a file of them; anything else is unreadable."""
+    try:
+        entries = list(os.scandir(folder))
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise _Unreadable(f"cannot list {folder}: {exc}") from exc
+    kind = "folder" if folders else "file"
+    for entry in entries:
+        if entry.name.startswith("."):
+            continue
+        if not (entry.is_dir if folders else entry.is_file)(follow_symlinks=False):
+            raise _Unreadable(f"{entry.path} is not a {kind} of references")
+        yield entry.path
 
 
 def _parse_refs(path: str, offset: int = 0) -> set[str]:
