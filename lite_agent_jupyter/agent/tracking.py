@@ -219,23 +219,8 @@ class FileTracker:
             return
         if self._pack is None:
             self._pack = _Pack(blobs.directory.parent)
-        pack = self._pack
-
-        def pack_one(path: str) -> tuple[str, str] | None:
-            try:
-                with open(os.path.join(self.workdir, path), "rb") as f:
-                    data = f.read()
-            except OSError:
-                return None
-            return path, pack.add(data)
-
-        def pack_all() -> list[tuple[str, str] | None]:
-            with ThreadPoolExecutor(_WRITERS) as pool:
-                return list(pool.map(pack_one, paths))
-
-        for item in await asyncio.to_thread(pack_all):
-            if item is not None:
-                self.hashes[item[0]] = item[1]
+        packed = await asyncio.to_thread(_keep_each, self.workdir, paths, self._pack.add)
+        self.hashes.update(packed)
 
     async def _unpack(self, digests: Iterable[str | None]) -> None:
         """Put into the blob store (pinned) the packed contents of ``digests``: snapshots are
@@ -261,22 +246,10 @@ class FileTracker:
         blobs = self.blobs
         if isinstance(blobs, FileBlobStore):
 
-            def store_one(path: str) -> tuple[str, str] | None:
-                try:
-                    with open(os.path.join(self.workdir, path), "rb") as f:
-                        data = f.read()
-                except OSError:
-                    return None
-                # a stored content costs a hash and a stat
-                return path, blobs.put_sync(data, ref=self.pin)
+            def store(data: bytes) -> str:  # a stored content costs a hash and a stat
+                return blobs.put_sync(data, ref=self.pin)
 
-            def store_all() -> list[tuple[str, str] | None]:
-                with ThreadPoolExecutor(_WRITERS) as pool:
-                    return list(pool.map(store_one, paths))
-
-            for item in await asyncio.to_thread(store_all):
-                if item is not None:
-                    stored[item[0]] = item[1]
+            stored = await asyncio.to_thread(_keep_each, self.workdir, paths, store)
             self.hashes.update(stored)
             return stored
         for batch in _batches(self.workdir, paths):
@@ -354,14 +327,28 @@ def _batches(workdir: Path, paths: list[str]) -> list[list[str]]:
 
 
 def _read_batch(workdir: Path, paths: list[str]) -> list[tuple[str, bytes]]:
-    out = []
-    for path in paths:
-        try:
-            with open(os.path.join(workdir, path), "rb") as f:
-                out.append((path, f.read()))
-        except OSError:
-            continue
-    return out
+    return [(path, data) for path in paths if (data := _read(workdir, path)) is not None]
+
+
+def _read(workdir: Path, path: str) -> bytes | None:
+    """The content of ``path`` in ``workdir``; None if it cannot be read (gone meanwhile)."""
+    try:
+        with open(os.path.join(workdir, path), "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def _keep_each(workdir: Path, paths: list[str], keep: Callable[[bytes], str]) -> dict[str, str]:
+    """``path -> keep(content)`` for each of ``paths`` still readable, read and kept by
+    worker threads, several files at once (it blocks: call it in a thread)."""
+
+    def one(path: str) -> tuple[str, str] | None:
+        data = _read(workdir, path)
+        return None if data is None else (path, keep(data))
+
+    with ThreadPoolExecutor(_WRITERS) as pool:
+        return dict(item for item in pool.map(one, paths) if item is not None)
 
 
 def _snapshot(
