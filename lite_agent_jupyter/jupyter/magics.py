@@ -900,32 +900,39 @@ class _TerminalOutput:
 # ------------------------------------------------------------------------ %agent subcommands
 
 
+_TEXT = arg("--text", action="store_true", help="print the table, no widget")
+
+
+def _show(magics: LiteAgentMagics, show: Callable[..., object], text: bool = False) -> None:
+    """Show widgets of this notebook's agent (continued first); their tables instead with
+    ``text`` or where widgets cannot show (not in a kernel)."""
+    magics.continued_agent()
+    show(magics.runner.facade, text=text or not magics.in_kernel)
+
+
 @subcommand(
     "sessions",
     "This notebook's sessions, newest first: the session browser (Resume / New / Delete) "
     "where widgets can show, else a table.",
-    arg("--text", action="store_true", help="print the table, no widget"),
+    _TEXT,
 )
 def _sessions(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
-    magics.continued_agent()
-    widgets.show_sessions(magics.runner.facade, text=args.text or not magics.in_kernel)
+    _show(magics, widgets.show_sessions, args.text)
 
 
 @subcommand(
     "checkpoints",
     "The prompts of the current session: a slider with the restore preview, Restore and "
     "Undo restore where widgets can show, else a table.",
-    arg("--text", action="store_true", help="print the table, no widget"),
+    _TEXT,
 )
 def _checkpoints(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
-    magics.continued_agent()
-    widgets.show_checkpoints(magics.runner.facade, text=args.text or not magics.in_kernel)
+    _show(magics, widgets.show_checkpoints, args.text)
 
 
 @subcommand("ui", "The session browser and the checkpoint slider of the current session.")
 def _ui(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
-    magics.continued_agent()
-    widgets.show_ui(magics.runner.facade, text=not magics.in_kernel)
+    _show(magics, widgets.show_ui)
 
 
 @subcommand("new", "Start a new, empty session (the current one is kept).")

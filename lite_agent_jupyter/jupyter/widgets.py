@@ -26,7 +26,7 @@ import threading
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import ipywidgets as w
 from IPython import display as _ipython_display
@@ -403,10 +403,14 @@ class SessionBrowser:
 
     # -- actions ------------------------------------------------------------------------
 
-    def _guard(self, session_id: str) -> bool:
-        if self.controls.is_busy(session_id):
-            self.report.busy(session_id)
-            return False
+    def _guard(self, *session_ids: str) -> bool:
+        """Whether none of ``session_ids`` is running a turn; else the first busy one is
+        reported and the action buttons are drawn again."""
+        for session_id in session_ids:
+            if self.controls.is_busy(session_id):
+                self.report.busy(session_id)
+                self._draw_actions()
+                return False
         return True
 
     def resume(self, session_id: str | None) -> None:
@@ -415,8 +419,7 @@ class SessionBrowser:
             if session_id is None:
                 self.report.ok("Select a session first.")
                 return
-            if not self._guard(self.controls.session_id) or not self._guard(session_id):
-                self._draw_actions()
+            if not self._guard(self.controls.session_id, session_id):
                 return
             self.controls.resume(session_id)
             self.refresh()
@@ -428,7 +431,6 @@ class SessionBrowser:
         def action() -> None:
             self.confirming = None
             if not self._guard(self.controls.session_id):
-                self._draw_actions()
                 return
             new_id = self.controls.clear()
             self.refresh()
@@ -453,7 +455,6 @@ class SessionBrowser:
                 return
             self.confirming = None
             if not self._guard(session_id):
-                self._draw_actions()
                 return
             self.controls.delete_session(session_id)
             self.refresh()
@@ -817,15 +818,28 @@ def _show(*views: SessionBrowser | CheckpointSlider) -> None:
     print("\n\n".join(view.summary() for view in views))
 
 
+_View = TypeVar("_View", bound=SessionBrowser | CheckpointSlider)
+
+
+def _show_one(text: bool, table: Callable[[], str], view: Callable[[], _View]) -> _View | None:
+    """With ``text``, print ``table()`` only and return None; else :func:`_show` the widget
+    ``view()`` makes and return it."""
+    if text:
+        print(table())
+        return None
+    shown = view()
+    _show(shown)
+    return shown
+
+
 def show_sessions(controls: SessionControls, *, text: bool = False) -> SessionBrowser | None:
     """``%agent sessions``: the browser with its static summary printed under it; with
     ``text=True`` (no widget front end, or ``--text``) the whole table only."""
-    if text:
-        print(render.sessions_text(controls.list_sessions(), controls.session_id))
-        return None
-    browser = SessionBrowser(controls, load=False)
-    _show(browser)
-    return browser
+    return _show_one(
+        text,
+        lambda: render.sessions_text(controls.list_sessions(), controls.session_id),
+        lambda: SessionBrowser(controls, load=False),
+    )
 
 
 def show_checkpoints(
@@ -833,12 +847,11 @@ def show_checkpoints(
 ) -> CheckpointSlider | None:
     """``%agent checkpoints``: the slider of the current session with its static summary
     printed under it; with ``text=True`` every checkpoint as a table only."""
-    if text:
-        print(render.checkpoints_text(controls.list_checkpoints(controls.session_id)))
-        return None
-    slider = CheckpointSlider(controls, load=False)
-    _show(slider)
-    return slider
+    return _show_one(
+        text,
+        lambda: render.checkpoints_text(controls.list_checkpoints(controls.session_id)),
+        lambda: CheckpointSlider(controls, load=False),
+    )
 
 
 def show_ui(
