@@ -67,6 +67,7 @@ __all__ = [
     "invalid_request",
     "overloaded",
     "rate_limited",
+    "tool_reply",
 ]
 
 DEFAULT_API_KEY = "sk-ant-fake-test-key-0123456789"
@@ -135,6 +136,12 @@ class FakeReply:
 
 
 ScriptItem = FakeReply | FakeError | str | Callable[[dict[str, Any]], "FakeReply | FakeError | str"]
+
+
+def tool_reply(text: str, name: str, /, **tool_input: Any) -> FakeReply:
+    """A reply of ``text`` that calls one tool: ``tool_reply("On it.", "write_file",
+    path="a.txt", content="hi")``."""
+    return FakeReply(text, tool_calls=[FakeToolCall(name, tool_input)])
 
 
 def rate_limited(

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
-from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
+from fake_anthropic import FakeAnthropicServer, tool_reply
 from nbclient import NotebookClient
 from process_helpers import kernel_env
 
@@ -275,19 +275,9 @@ def wait_for(predicate: Callable[[], bool], what: str, timeout: float = 30.0) ->
 def write_then_change(server: FakeAnthropicServer) -> None:
     """Script two prompts: the first writes notes.txt, the second changes it."""
     server.script(
-        FakeReply(
-            "Writing it.",
-            tool_calls=[
-                FakeToolCall("write_file", {"path": "notes.txt", "content": "version one\n"})
-            ],
-        ),
+        tool_reply("Writing it.", "write_file", path="notes.txt", content="version one\n"),
         "Wrote notes.txt.",
-        FakeReply(
-            "Changing it.",
-            tool_calls=[
-                FakeToolCall("write_file", {"path": "notes.txt", "content": "version two\n"})
-            ],
-        ),
+        tool_reply("Changing it.", "write_file", path="notes.txt", content="version two\n"),
         "Changed notes.txt.",
     )
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import lab_browser
 import pytest
-from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
+from fake_anthropic import FakeAnthropicServer, FakeReply, tool_reply
 from lab_browser import JupyterLabServer, LabNotebook, no_widget_errors, wait_for, write_notebook
 from playwright.sync_api import expect
 
@@ -59,10 +59,7 @@ def test_approval_buttons_answer_the_waiting_turn(
     artifacts: Path,
 ) -> None:
     fake_anthropic.script(
-        FakeReply(
-            "I'll write hello.py.",
-            tool_calls=[FakeToolCall("write_file", {"path": "hello.py", "content": "hi\n"})],
-        ),
+        tool_reply("I'll write hello.py.", "write_file", path="hello.py", content="hi\n"),
         FakeReply("Answer after the approval.", text_chunk=5),
     )
     write_notebook(lab_root / "approve.ipynb", [SETUP, "%%agent\nWrite hello.py"])

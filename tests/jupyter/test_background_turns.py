@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
+from fake_anthropic import FakeAnthropicServer, tool_reply
 from nbkernel import Kernel, StartKernel
 
 
@@ -16,11 +16,8 @@ def test_the_next_cell_shows_a_background_completion_turn(
     agent_kernel: Kernel, fake_anthropic: FakeAnthropicServer
 ) -> None:
     fake_anthropic.script(
-        FakeReply(
-            "Starting the job.",
-            tool_calls=[
-                FakeToolCall("bash", {"command": "sleep 1; echo job-output", "background": True})
-            ],
+        tool_reply(
+            "Starting the job.", "bash", command="sleep 1; echo job-output", background=True
         ),
         "Started it in the background.",
         "The job printed job-output.",  # the completion turn, after the job ends
@@ -56,15 +53,10 @@ def test_a_background_turn_asking_for_approval_with_no_cell_waiting_is_denied(
         '%load_ext lite_agent_jupyter\n%config LiteAgentMagics.approvals = {"bash": "allow"}'
     ).check()
     fake_anthropic.script(
-        FakeReply(
-            "Starting the job.",
-            tool_calls=[FakeToolCall("bash", {"command": "sleep 1; echo ok", "background": True})],
-        ),
+        tool_reply("Starting the job.", "bash", command="sleep 1; echo ok", background=True),
         "Started.",
-        FakeReply(  # the completion turn wants to write a file: write_file asks
-            "Writing the report.",
-            tool_calls=[FakeToolCall("write_file", {"path": "report.txt", "content": "ok\n"})],
-        ),
+        # the completion turn wants to write a file: write_file asks
+        tool_reply("Writing the report.", "write_file", path="report.txt", content="ok\n"),
         "I could not write the report.",
         "Fine.",
     )

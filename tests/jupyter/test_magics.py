@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
+from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall, tool_reply
 from nbkernel import SETUP, Cell, Kernel, StartKernel
 
 
@@ -17,10 +17,7 @@ def test_streams_tool_calls_and_footer(
     agent_kernel: Kernel, fake_anthropic: FakeAnthropicServer, tmp_path: Path
 ) -> None:
     fake_anthropic.script(
-        FakeReply(
-            "I'll write the file.",
-            tool_calls=[FakeToolCall("write_file", {"path": "notes.md", "content": "a\nb\n"})],
-        ),
+        tool_reply("I'll write the file.", "write_file", path="notes.md", content="a\nb\n"),
         FakeReply(
             "Done: **notes.md** has two lines.",
             text_chunk=4,
@@ -223,9 +220,7 @@ def test_memory_writes_nothing_to_disk(
     kernel = start_kernel(folder, fake_env)
     kernel.run(SETUP).check()
     fake_anthropic.script(
-        FakeReply(
-            "Writing.", tool_calls=[FakeToolCall("write_file", {"path": "x.txt", "content": "x"})]
-        ),
+        tool_reply("Writing.", "write_file", path="x.txt", content="x"),
         "Done.",
         "Still here.",
     )
@@ -434,22 +429,9 @@ def test_checkpoints_restore_preview_and_undo(
 ) -> None:
     target = tmp_path / "work" / "settings.py"
     fake_anthropic.script(
-        FakeReply(
-            "",
-            tool_calls=[
-                FakeToolCall("write_file", {"path": "settings.py", "content": "DEBUG = False\n"})
-            ],
-        ),
+        tool_reply("", "write_file", path="settings.py", content="DEBUG = False\n"),
         "Created.",
-        FakeReply(
-            "",
-            tool_calls=[
-                FakeToolCall(
-                    "edit_file",
-                    {"path": "settings.py", "old_string": "False", "new_string": "True"},
-                )
-            ],
-        ),
+        tool_reply("", "edit_file", path="settings.py", old_string="False", new_string="True"),
         "Edited.",
         "After the restore.",
     )

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
-from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
+from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall, tool_reply
 from nbclient import NotebookClient
 from nbkernel import SETUP, Kernel, StartKernel
 from process_helpers import kernel_env
@@ -32,19 +32,12 @@ PRIMES = (
 
 def script_lesson(server: FakeAnthropicServer) -> None:
     server.script(
-        FakeReply(
-            "I'll write the function.",
-            tool_calls=[FakeToolCall("write_file", {"path": "primes.py", "content": PRIMES})],
-        ),
+        tool_reply("I'll write the function.", "write_file", path="primes.py", content=PRIMES),
         FakeReply(["primes.py defines ", "primes(n)."]),
-        FakeReply(
+        tool_reply(
             "Running it.",
-            tool_calls=[
-                FakeToolCall(
-                    "bash",
-                    {"command": "python -c 'from primes import primes; print(primes(20))'; pwd"},
-                )
-            ],
+            "bash",
+            command="python -c 'from primes import primes; print(primes(20))'; pwd",
         ),
         "It prints [2, 3, 5, 7, 11, 13, 17, 19]; the file is in your project folder.",
     )
