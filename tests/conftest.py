@@ -44,6 +44,18 @@ def anthropic_env(
 
 
 @pytest.fixture
+def tmp_folder(tmp_path: Path) -> Callable[[str], Path]:
+    """``tmp_folder(name)`` -> ``tmp_path/name``, made (a fresh, empty folder)."""
+
+    def make(name: str) -> Path:
+        path = tmp_path / name
+        path.mkdir()
+        return path
+
+    return make
+
+
+@pytest.fixture
 def backend_url_for(tmp_path: Path) -> Iterator[Callable[[str], str]]:
     """``backend_url_for(name)`` -> a fresh URL for that backend, cleaned up after the test."""
     schemas: list[str] = []

@@ -1,15 +1,21 @@
 """Fixtures for the Jupyter layer: real kernels (``nbkernel.Kernel``) in a temporary folder,
-talking to the fake Messages API server with the real ``anthropic`` client."""
+talking to the fake Messages API server with the real ``anthropic`` client, and the kernel's own
+agent runner driven from the test (``kernel_agent``) for the widgets."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
-from fake_anthropic import FakeAnthropicServer
+from fake_anthropic import FakeAnthropicServer, FakeReply
+from kernel_agent import start_runner
 from nbkernel import SETUP, Kernel, StartKernel
 from process_helpers import kernel_env
+
+from lite_agent_jupyter import Storage, create_lite_agent
+from lite_agent_jupyter.jupyter.runner import AgentFacade, AgentRunner
+from lite_agent_jupyter.providers import anthropic
 
 
 @pytest.fixture
@@ -43,3 +49,39 @@ def agent_kernel(
     kernel = start_kernel(tmp_path / "work", fake_env)
     kernel.run(SETUP).check()
     return kernel
+
+
+@pytest.fixture
+def workdir(tmp_folder: Callable[[str], Path]) -> Path:
+    """The runner's agent's folder: ``tmp_path/project``."""
+    return tmp_folder("project")
+
+
+@pytest.fixture
+def storage(tmp_path: Path) -> Storage:
+    return Storage(tmp_path / "store", "nb")
+
+
+@pytest.fixture
+def runner(
+    fake_anthropic: FakeAnthropicServer, workdir: Path, storage: Storage
+) -> Iterator[AgentRunner]:
+    """The kernel's agent runner in this process, its agent (every tool allowed) on the real
+    client and the fake server (which answers "Done." when its script is empty)."""
+    fake_anthropic.default = FakeReply("Done.")
+    made = start_runner(
+        lambda: create_lite_agent(
+            model=anthropic(api_key=fake_anthropic.api_key, base_url=fake_anthropic.url),
+            workdir=workdir,
+            storage=storage,
+            approvals="allow",
+        )
+    )
+    yield made
+    made.stop()
+
+
+@pytest.fixture
+def facade(runner: AgentRunner) -> AgentFacade:
+    """What ``%agent checkpoints`` and ``%agent sessions`` hand their widgets."""
+    return runner.facade

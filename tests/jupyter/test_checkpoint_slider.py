@@ -6,75 +6,22 @@ real restore. Assertions read the files on disk, the log and the agent's current
 
 from __future__ import annotations
 
-import json
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
-from kernel_agent import send, send_in_background, start_runner
+from fake_anthropic import FakeAnthropicServer, tool_reply
+from kernel_agent import held_turn, logged_prompts, send
 
-from lite_agent_jupyter import Storage, create_lite_agent
+from lite_agent_jupyter import Storage
 from lite_agent_jupyter.jupyter.runner import AgentFacade, AgentRunner
 from lite_agent_jupyter.jupyter.widgets import NOT_REWOUND, SUMMARY_CHECKPOINTS, CheckpointSlider
-from lite_agent_jupyter.providers import anthropic
-
-
-@pytest.fixture
-def workdir(tmp_path: Path) -> Path:
-    path = tmp_path / "project"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
-def storage(tmp_path: Path) -> Storage:
-    return Storage(tmp_path / "store", "nb")
-
-
-@pytest.fixture
-def runner(
-    fake_anthropic: FakeAnthropicServer, workdir: Path, storage: Storage
-) -> Iterator[AgentRunner]:
-    fake_anthropic.default = FakeReply("Done.")
-    made = start_runner(
-        lambda: create_lite_agent(
-            model=anthropic(api_key=fake_anthropic.api_key, base_url=fake_anthropic.url),
-            workdir=workdir,
-            storage=storage,
-            approvals="allow",
-        )
-    )
-    yield made
-    made.stop()
-
-
-@pytest.fixture
-def controls(runner: AgentRunner) -> AgentFacade:
-    return runner.facade
 
 
 def write(server: FakeAnthropicServer, path: str, content: str) -> None:
     server.script(
-        FakeReply(
-            "On it.", tool_calls=[FakeToolCall("write_file", {"path": path, "content": content})]
-        ),
+        tool_reply("On it.", "write_file", path=path, content=content),
         f"Wrote {path}.",
     )
-
-
-def log_events(storage: Storage, session_id: str) -> list[dict[str, object]]:
-    path = storage.base / "sessions" / f"{session_id}.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines() if line]
-
-
-def prompts(storage: Storage, session_id: str) -> list[object]:
-    return [
-        e["content"]
-        for e in log_events(storage, session_id)
-        if e["type"] == "user" and e.get("checkpoint")
-    ]
 
 
 @pytest.fixture
@@ -90,9 +37,9 @@ def three_prompts(runner: AgentRunner, fake_anthropic: FakeAnthropicServer, work
 
 
 def test_starts_on_the_newest_stop_with_its_preview(
-    controls: AgentFacade, three_prompts: str
+    facade: AgentFacade, three_prompts: str
 ) -> None:
-    slider = CheckpointSlider(controls)
+    slider = CheckpointSlider(facade)
     labels = [label for label, _ in slider.slider.options]
     assert labels == [
         "before: Write notes.txt with version one",
@@ -113,9 +60,9 @@ def test_starts_on_the_newest_stop_with_its_preview(
 
 
 def test_moving_the_slider_previews_that_stop_with_diffs_on_demand(
-    controls: AgentFacade, three_prompts: str
+    facade: AgentFacade, three_prompts: str
 ) -> None:
-    slider = CheckpointSlider(controls)
+    slider = CheckpointSlider(facade)
     slider.slider.value = 1
     assert slider.readout.value == "<b>before: Change notes.txt to version two</b>"
     assert "Before prompt 2" in slider.preview.value
@@ -130,15 +77,15 @@ def test_moving_the_slider_previews_that_stop_with_diffs_on_demand(
 
 
 def test_restore_then_undo_restore(
-    controls: AgentFacade, three_prompts: str, workdir: Path, storage: Storage
+    facade: AgentFacade, three_prompts: str, workdir: Path, storage: Storage
 ) -> None:
     sid = three_prompts
-    slider = CheckpointSlider(controls)
+    slider = CheckpointSlider(facade)
     slider.slider.value = 1
     slider.restore_button.click()
     assert (workdir / "notes.txt").read_text() == "version one\n"
     assert not (workdir / "other.txt").exists()
-    assert prompts(storage, sid) == ["Write notes.txt with version one"]
+    assert logged_prompts(storage, sid) == ["Write notes.txt with version one"]
     assert "Restored to before: Change notes.txt" in slider.result.value
     assert "Conversation rewound" in slider.result.value
     assert slider.shows(slider.undo_button)
@@ -147,37 +94,37 @@ def test_restore_then_undo_restore(
     slider.undo_button.click()
     assert (workdir / "notes.txt").read_text() == "version two\n"
     assert (workdir / "other.txt").read_text() == "other\n"
-    assert len(prompts(storage, sid)) == 3
+    assert len(logged_prompts(storage, sid)) == 3
     assert "Undid the last restore" in slider.result.value
     assert "Conversation put back" in slider.result.value
     assert not slider.shows(slider.undo_button)
     assert len(slider.slider.options) == 3 and slider.slider.value == 2
-    assert controls.session_id == sid
+    assert facade.session_id == sid
 
 
 def test_files_only_keeps_the_conversation(
-    controls: AgentFacade, three_prompts: str, workdir: Path, storage: Storage
+    facade: AgentFacade, three_prompts: str, workdir: Path, storage: Storage
 ) -> None:
-    slider = CheckpointSlider(controls)
+    slider = CheckpointSlider(facade)
     slider.slider.value = 0
     slider.conversation_toggle.value = False
     slider.restore_button.click()
     assert not (workdir / "notes.txt").exists() and not (workdir / "other.txt").exists()
-    assert len(prompts(storage, three_prompts)) == 3
+    assert len(logged_prompts(storage, three_prompts)) == 3
     assert "Conversation kept" in slider.result.value
 
 
 def test_a_file_edited_outside_the_agent_is_a_conflict_then_restore_anyway(
-    controls: AgentFacade, three_prompts: str, workdir: Path, storage: Storage
+    facade: AgentFacade, three_prompts: str, workdir: Path, storage: Storage
 ) -> None:
     (workdir / "notes.txt").write_text("edited by hand\n")
-    slider = CheckpointSlider(controls)
+    slider = CheckpointSlider(facade)
     slider.slider.value = 1
     assert "Edited outside the agent" in slider.preview.value
     slider.restore_button.click()
     assert (workdir / "notes.txt").read_text() == "edited by hand\n"
     assert (workdir / "other.txt").exists()
-    assert len(prompts(storage, three_prompts)) == 3
+    assert len(logged_prompts(storage, three_prompts)) == 3
     assert "Not restored" in slider.result.value and "<code>notes.txt</code>" in slider.result.value
     assert slider.shows(slider.force_button)
     slider.force_button.click()
@@ -190,46 +137,40 @@ def test_a_file_edited_outside_the_agent_is_a_conflict_then_restore_anyway(
 
 def test_a_click_while_a_turn_runs_is_busy_and_changes_nothing(
     runner: AgentRunner,
-    controls: AgentFacade,
+    facade: AgentFacade,
     three_prompts: str,
     workdir: Path,
     storage: Storage,
     fake_anthropic: FakeAnthropicServer,
 ) -> None:
-    slider = CheckpointSlider(controls)
+    slider = CheckpointSlider(facade)
     slider.slider.value = 0
-    release = threading.Event()
-    fake_anthropic.script(FakeReply("slow answer", hold=release))
-    turn = send_in_background(runner, "a long question")
-    try:
-        fake_anthropic.wait_for_requests(7)
-        assert controls.is_busy(three_prompts)
+    with held_turn(runner, fake_anthropic, "a long question", requests=7) as turn:
+        assert facade.is_busy(three_prompts)
         slider.restore_button.click()
         assert "busy" in slider.report.status.value
         assert (workdir / "notes.txt").read_text() == "version two\n"
         slider.undo_button.click()
         assert "busy" in slider.report.status.value
-    finally:
-        release.set()
     turn.result(timeout=30)
-    assert len(prompts(storage, three_prompts)) == 4
+    assert len(logged_prompts(storage, three_prompts)) == 4
     slider.restore_button.click()
     assert not (workdir / "notes.txt").exists()
 
 
-def test_a_session_without_prompts(controls: AgentFacade) -> None:
-    slider = CheckpointSlider(controls)
+def test_a_session_without_prompts(facade: AgentFacade) -> None:
+    slider = CheckpointSlider(facade)
     assert slider.restore_button.disabled
     assert "No prompts" in slider.preview.value
     assert "No checkpoints yet" in slider.summary()
 
 
 def test_the_saved_summary_lists_the_newest_prompts_only(
-    runner: AgentRunner, controls: AgentFacade
+    runner: AgentRunner, facade: AgentFacade
 ) -> None:
     for i in range(SUMMARY_CHECKPOINTS + 3):
         send(runner, f"question {i}")
-    slider = CheckpointSlider(controls)
+    slider = CheckpointSlider(facade)
     assert len(slider.slider.options) == SUMMARY_CHECKPOINTS + 3
     summary = slider.summary()
     assert "… 3 older" in summary

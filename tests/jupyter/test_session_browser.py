@@ -6,59 +6,14 @@ current session, the files on disk and the logs."""
 
 from __future__ import annotations
 
-import json
-import threading
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
-from fake_anthropic import FakeAnthropicServer, FakeReply
-from kernel_agent import send, send_in_background, start_runner
+from fake_anthropic import FakeAnthropicServer
+from kernel_agent import held_turn, log_path, logged_prompts, send
 
-from lite_agent_jupyter import Storage, create_lite_agent
+from lite_agent_jupyter import Storage
 from lite_agent_jupyter.jupyter import render
 from lite_agent_jupyter.jupyter.runner import AgentFacade, AgentRunner
 from lite_agent_jupyter.jupyter.widgets import SessionBrowser, show_sessions
-from lite_agent_jupyter.providers import anthropic
-
-
-@pytest.fixture
-def storage(tmp_path: Path) -> Storage:
-    return Storage(tmp_path / "store", "nb")
-
-
-@pytest.fixture
-def runner(
-    fake_anthropic: FakeAnthropicServer, tmp_path: Path, storage: Storage
-) -> Iterator[AgentRunner]:
-    workdir = tmp_path / "project"
-    workdir.mkdir()
-    fake_anthropic.default = FakeReply("Done.")
-    made = start_runner(
-        lambda: create_lite_agent(
-            model=anthropic(api_key=fake_anthropic.api_key, base_url=fake_anthropic.url),
-            workdir=workdir,
-            storage=storage,
-            approvals="allow",
-        )
-    )
-    yield made
-    made.stop()
-
-
-@pytest.fixture
-def facade(runner: AgentRunner) -> AgentFacade:
-    return runner.facade
-
-
-def log_path(storage: Storage, session_id: str) -> Path:
-    return storage.base / "sessions" / f"{session_id}.jsonl"
-
-
-def logged_prompts(storage: Storage, session_id: str) -> list[object]:
-    lines = log_path(storage, session_id).read_text().splitlines()
-    events = [json.loads(line) for line in lines if line]
-    return [e["content"] for e in events if e["type"] == "user" and e.get("checkpoint")]
 
 
 def make_sessions(runner: AgentRunner, prompts: list[str]) -> list[str]:
@@ -198,11 +153,7 @@ def test_a_click_while_a_turn_runs_on_that_session_is_busy_and_changes_nothing(
 ) -> None:
     other, running = make_sessions(runner, ["other", "running"])
     browser = SessionBrowser(facade)
-    release = threading.Event()
-    fake_anthropic.script(FakeReply("slow answer", hold=release))
-    turn = send_in_background(runner, "a long question")
-    try:
-        fake_anthropic.wait_for_requests(3)
+    with held_turn(runner, fake_anthropic, "a long question", requests=3) as turn:
         assert facade.is_busy(running)
         browser.select(other)
         browser.resume_button.click()
@@ -216,8 +167,6 @@ def test_a_click_while_a_turn_runs_on_that_session_is_busy_and_changes_nothing(
         browser.delete_button.click()
         assert "busy" in browser.report.status.value
         assert log_path(storage, running).exists()
-    finally:
-        release.set()
     assert turn.result(timeout=30).text == "slow answer"
     assert logged_prompts(storage, running) == ["running", "a long question"]
     browser.select(other)

@@ -15,10 +15,8 @@ from lite_agent_jupyter.tools import ToolContext
 
 
 @pytest.fixture
-def workdir(tmp_path: Path) -> Path:
-    work = tmp_path / "work"
-    work.mkdir()
-    return work
+def workdir(tmp_folder: Callable[[str], Path]) -> Path:
+    return tmp_folder("work")
 
 
 @pytest.fixture
