@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
+from fake_anthropic import FakeAnthropicServer, FakeReply, tool_reply
 from nbkernel import Cell, Kernel, StartKernel
 
 from lite_agent_jupyter.agent import ApprovalRequest
@@ -177,32 +177,35 @@ def _run_answering(kernel: Kernel, code: str, answer: str | None) -> Cell:
     return cell
 
 
-def _ask_kernel(start_kernel: StartKernel, fake_env: dict[str, str | None], tmp: Path) -> Kernel:
-    kernel = start_kernel(tmp / "work", fake_env)
-    kernel.run("%load_ext lite_agent_jupyter").check()  # approvals: "ask" (the default)
+WRITE = "%%agent\nWrite hello.py"
+
+
+@pytest.fixture
+def ask_kernel(
+    start_kernel: StartKernel, fake_env: dict[str, str | None], tmp_path: Path
+) -> Kernel:
+    """A kernel in ``tmp_path/work`` with the extension loaded and approvals "ask" (the
+    default)."""
+    kernel = start_kernel(tmp_path / "work", fake_env)
+    kernel.run("%load_ext lite_agent_jupyter").check()
     return kernel
 
 
-def _script_write(fake: FakeAnthropicServer) -> None:
-    fake.script(
-        FakeReply(
-            "I'll write it.",
-            tool_calls=[FakeToolCall("write_file", {"path": "hello.py", "content": "hi\n"})],
-        ),
-        FakeReply("Finished."),
-    )
+def _write_hello(text: str = "I'll write it.") -> FakeReply:
+    return tool_reply(text, "write_file", path="hello.py", content="hi\n")
+
+
+@pytest.fixture
+def write_kernel(ask_kernel: Kernel, fake_anthropic: FakeAnthropicServer) -> Kernel:
+    """:func:`ask_kernel`, its model scripted to write hello.py, then to say "Finished."."""
+    fake_anthropic.script(_write_hello(), FakeReply("Finished."))
+    return ask_kernel
 
 
 def test_allow_clicked_while_the_turn_waits_runs_the_tool(
-    start_kernel: StartKernel,
-    fake_env: dict[str, str | None],
-    fake_anthropic: FakeAnthropicServer,
-    tmp_path: Path,
+    write_kernel: Kernel, fake_anthropic: FakeAnthropicServer, tmp_path: Path
 ) -> None:
-    kernel = _ask_kernel(start_kernel, fake_env, tmp_path)
-    _script_write(fake_anthropic)
-    cell = _run_answering(kernel, "%%agent\nWrite hello.py", "Allow")
-    cell.check()
+    cell = _run_answering(write_kernel, WRITE, "Allow").check()
     assert (tmp_path / "work" / "hello.py").read_text() == "hi\n"
     assert "allowed: write_file hello.py" in cell.markdown
     assert "Finished." in cell.markdown
@@ -212,15 +215,9 @@ def test_allow_clicked_while_the_turn_waits_runs_the_tool(
 
 
 def test_deny_clicked_leaves_the_file_unwritten_and_tells_the_model(
-    start_kernel: StartKernel,
-    fake_env: dict[str, str | None],
-    fake_anthropic: FakeAnthropicServer,
-    tmp_path: Path,
+    write_kernel: Kernel, fake_anthropic: FakeAnthropicServer, tmp_path: Path
 ) -> None:
-    kernel = _ask_kernel(start_kernel, fake_env, tmp_path)
-    _script_write(fake_anthropic)
-    cell = _run_answering(kernel, "%%agent\nWrite hello.py", "Deny")
-    cell.check()
+    cell = _run_answering(write_kernel, WRITE, "Deny").check()
     assert not (tmp_path / "work" / "hello.py").exists()
     assert "denied: write_file hello.py" in cell.markdown
     result = fake_anthropic.message_requests[1].messages[-1]["content"][0]
@@ -228,61 +225,37 @@ def test_deny_clicked_leaves_the_file_unwritten_and_tells_the_model(
 
 
 def test_interrupt_while_the_buttons_wait_stops_the_turn_cleanly(
-    start_kernel: StartKernel,
-    fake_env: dict[str, str | None],
-    fake_anthropic: FakeAnthropicServer,
-    tmp_path: Path,
+    ask_kernel: Kernel, fake_anthropic: FakeAnthropicServer, tmp_path: Path
 ) -> None:
-    kernel = _ask_kernel(start_kernel, fake_env, tmp_path)
-    fake_anthropic.script(
-        FakeReply(
-            "I'll write it.",
-            tool_calls=[FakeToolCall("write_file", {"path": "hello.py", "content": "hi\n"})],
-        ),
-        "Still here.",
-    )
-    cell = _run_answering(kernel, "%%agent\nWrite hello.py", "interrupt")
+    fake_anthropic.script(_write_hello(), "Still here.")
+    cell = _run_answering(ask_kernel, WRITE, "interrupt")
     assert cell.status == "error"
     assert cell.error is not None and cell.error["ename"] == "AgentInterrupted", cell.error_text
     assert "interrupted: write_file hello.py" in cell.markdown
     assert not (tmp_path / "work" / "hello.py").exists()
-    kernel.run("%config LiteAgentMagics.approvals = 'allow'").check()
-    after = kernel.run("%%agent\nare you there?").check()
+    ask_kernel.run("%config LiteAgentMagics.approvals = 'allow'").check()
+    after = ask_kernel.run("%%agent\nare you there?").check()
     assert "Still here." in after.markdown
     # the log stayed valid: the unanswered call got an "interrupted" result
     messages = fake_anthropic.message_requests[-1].messages
     assert messages[-1]["content"][-1]["text"] == "are you there?"
 
 
-def test_no_widget_front_end_falls_back_to_input(
-    start_kernel: StartKernel,
-    fake_env: dict[str, str | None],
-    fake_anthropic: FakeAnthropicServer,
-    tmp_path: Path,
-) -> None:
+def test_no_widget_front_end_falls_back_to_input(write_kernel: Kernel, tmp_path: Path) -> None:
     """A client with stdin that shows no widgets (``jupyter console``): after the render
     wait the question comes as an input request, and "y" allows the call."""
-    kernel = _ask_kernel(start_kernel, fake_env, tmp_path)
-    _script_write(fake_anthropic)
-    msg_id = str(kernel.kc.execute("%%agent\nWrite hello.py", allow_stdin=True))
-    request = kernel.kc.get_stdin_msg(timeout=60)
+    msg_id = str(write_kernel.kc.execute(WRITE, allow_stdin=True))
+    request = write_kernel.kc.get_stdin_msg(timeout=60)
     assert "Allow write_file hello.py?" in request["content"]["prompt"]
-    kernel.kc.input("y")
-    cell = kernel.collect([msg_id])[0].check()
+    write_kernel.kc.input("y")
+    cell = write_kernel.collect([msg_id])[0].check()
     assert (tmp_path / "work" / "hello.py").read_text() == "hi\n"
     assert "no widget front end here" in cell.markdown
 
 
-def test_no_one_to_answer_denies_at_once(
-    start_kernel: StartKernel,
-    fake_env: dict[str, str | None],
-    fake_anthropic: FakeAnthropicServer,
-    tmp_path: Path,
-) -> None:
+def test_no_one_to_answer_denies_at_once(write_kernel: Kernel, tmp_path: Path) -> None:
     """nbconvert / nbclient (``allow_stdin`` off): denied without showing buttons."""
-    kernel = _ask_kernel(start_kernel, fake_env, tmp_path)
-    _script_write(fake_anthropic)
-    cell = kernel.run("%%agent\nWrite hello.py").check()
+    cell = write_kernel.run(WRITE).check()
     assert not (tmp_path / "work" / "hello.py").exists()
     assert "no way to ask here: write_file denied" in cell.stream_text
     assert not any(m["msg_type"] == "comm_open" for m in cell.messages)

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
+from fake_anthropic import FakeAnthropicServer, tool_reply
 from process_helpers import kernel_env
 
 SCRIPT = """\
@@ -39,22 +39,26 @@ def _ipython(cwd: Path, env: dict[str, str], stdin: str) -> subprocess.Completed
     )
 
 
-def test_terminal_output_is_plain_text_and_asks_with_input(
-    fake_anthropic: FakeAnthropicServer, tmp_path: Path
-) -> None:
+def _write_hello(
+    fake_anthropic: FakeAnthropicServer, tmp_path: Path, answer: str, final: str
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """Run :data:`SCRIPT` in a new ``tmp_path/work`` where the model asks to write hello.txt,
+    then says ``final``; ``answer`` is typed at the approval question. The run and the folder."""
     fake_anthropic.script(
-        FakeReply(
-            "Writing it.",
-            tool_calls=[FakeToolCall("write_file", {"path": "hello.txt", "content": "hi\n"})],
-        ),
-        "Done: hello.txt says hi.",
+        tool_reply("Writing it.", "write_file", path="hello.txt", content="hi\n"), final
     )
     env = kernel_env(
         {"ANTHROPIC_API_KEY": fake_anthropic.api_key, "ANTHROPIC_BASE_URL": fake_anthropic.url}
     )
     work = tmp_path / "work"
     work.mkdir()
-    done = _ipython(work, env, stdin="y\n")
+    return _ipython(work, env, stdin=f"{answer}\n"), work
+
+
+def test_terminal_output_is_plain_text_and_asks_with_input(
+    fake_anthropic: FakeAnthropicServer, tmp_path: Path
+) -> None:
+    done, work = _write_hello(fake_anthropic, tmp_path, "y", "Done: hello.txt says hi.")
     out = done.stdout
     assert done.returncode == 0, done.stderr
     assert (work / "hello.txt").read_text() == "hi\n"
@@ -71,19 +75,7 @@ def test_terminal_output_is_plain_text_and_asks_with_input(
 def test_terminal_denial_is_told_to_the_model(
     fake_anthropic: FakeAnthropicServer, tmp_path: Path
 ) -> None:
-    fake_anthropic.script(
-        FakeReply(
-            "Writing it.",
-            tool_calls=[FakeToolCall("write_file", {"path": "hello.txt", "content": "hi\n"})],
-        ),
-        "Understood, I did not write it.",
-    )
-    env = kernel_env(
-        {"ANTHROPIC_API_KEY": fake_anthropic.api_key, "ANTHROPIC_BASE_URL": fake_anthropic.url}
-    )
-    work = tmp_path / "work"
-    work.mkdir()
-    done = _ipython(work, env, stdin="n\n")
+    done, work = _write_hello(fake_anthropic, tmp_path, "n", "Understood, I did not write it.")
     assert done.returncode == 0, done.stderr
     assert not (work / "hello.txt").exists()
     assert "[✗ write_file hello.txt]" in done.stdout
