@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tools_helpers import SnapshotRecorder, file_mode
+from tools_helpers import SnapshotRecorder, file_mode, file_with_mode
 
 from lite_agent_jupyter import atomic
 from lite_agent_jupyter.abort import AbortController
@@ -40,6 +40,19 @@ PNG = (
 
 async def call(tool: Any, ctx: ToolContext, **arguments: Any) -> ToolOutput:
     return await invoke_tool(tool, arguments, ctx)
+
+
+async def refuses(
+    tool: Any,
+    ctx: ToolContext,
+    error: type[BaseException],
+    match: str | None = None,
+    /,
+    **arguments: Any,
+) -> None:
+    """Calling ``tool`` with ``arguments`` raises ``error`` (its text matching ``match``)."""
+    with pytest.raises(error, match=match):
+        await call(tool, ctx, **arguments)
 
 
 async def text_of(tool: Any, ctx: ToolContext, **arguments: Any) -> str:
@@ -127,18 +140,14 @@ async def test_read_file_binary_image_empty_and_latin1(ctx: ToolContext, workdir
 async def test_read_file_errors(ctx: ToolContext, workdir: Path) -> None:
     (workdir / "d").mkdir()
     os.mkfifo(workdir / "fifo")
-    with pytest.raises(ToolError, match="fifo is not a regular file"):
-        await call(read_file, ctx, path="fifo")
-    with pytest.raises(ToolError, match="fifo is not a regular file"):
-        await call(write_file, ctx, path="fifo", content="x")
-    with pytest.raises(ToolError, match=re.escape("file not found: nope.txt")):
-        await call(read_file, ctx, path="nope.txt")
-    with pytest.raises(ToolError, match="d is a directory; use list_files"):
-        await call(read_file, ctx, path="d")
-    with pytest.raises(PathOutsideWorkdirError):
-        await call(read_file, ctx, path="../outside.txt")
-    with pytest.raises(PathOutsideWorkdirError):
-        await call(read_file, ctx, path=".lite_agent/ns/sessions/s1.jsonl")
+    await refuses(read_file, ctx, ToolError, "fifo is not a regular file", path="fifo")
+    await refuses(
+        write_file, ctx, ToolError, "fifo is not a regular file", path="fifo", content="x"
+    )
+    await refuses(read_file, ctx, ToolError, re.escape("file not found: nope.txt"), path="nope.txt")
+    await refuses(read_file, ctx, ToolError, "d is a directory; use list_files", path="d")
+    await refuses(read_file, ctx, PathOutsideWorkdirError, path="../outside.txt")
+    await refuses(read_file, ctx, PathOutsideWorkdirError, path=".lite_agent/ns/sessions/s1.jsonl")
 
 
 # ------------------------------------------------------------------------------ write_file
@@ -160,9 +169,7 @@ async def test_write_file_creates_with_parents_and_snapshots_first(
 async def test_write_file_overwrite_keeps_mode_and_snapshots_before(
     ctx: ToolContext, workdir: Path, recorder: SnapshotRecorder
 ) -> None:
-    target = workdir / "script.sh"
-    target.write_text("old\n")
-    target.chmod(0o751)
+    target = file_with_mode(workdir / "script.sh", "old\n", 0o751)
     result = await text_of(write_file, ctx, path="script.sh", content="new\n")
     assert result == "replaced the content of script.sh (1 line)"
     assert target.read_text() == "new\n"
@@ -199,14 +206,12 @@ async def test_write_file_refusals_touch_nothing(
     ctx: ToolContext, workdir: Path, tmp_path: Path, recorder: SnapshotRecorder
 ) -> None:
     (workdir / "folder").mkdir()
-    with pytest.raises(ToolError, match="folder is a directory"):
-        await call(write_file, ctx, path="folder", content="x")
-    with pytest.raises(PathOutsideWorkdirError):
-        await call(write_file, ctx, path="../escape.txt", content="x")
-    with pytest.raises(PathOutsideWorkdirError):
-        await call(write_file, ctx, path=".lite_agent/ns/evil.txt", content="x")
-    with pytest.raises(ToolError, match="invalid arguments for write_file"):
-        await call(write_file, ctx, path="a.txt")
+    await refuses(write_file, ctx, ToolError, "folder is a directory", path="folder", content="x")
+    await refuses(write_file, ctx, PathOutsideWorkdirError, path="../escape.txt", content="x")
+    await refuses(
+        write_file, ctx, PathOutsideWorkdirError, path=".lite_agent/ns/evil.txt", content="x"
+    )
+    await refuses(write_file, ctx, ToolError, "invalid arguments for write_file", path="a.txt")
     assert not (tmp_path / "escape.txt").exists()
     assert not (workdir / ".lite_agent" / "ns" / "evil.txt").exists()
     assert recorder.calls == []
@@ -281,9 +286,9 @@ async def test_change_file_takes_bytes(ctx: ToolContext, workdir: Path) -> None:
 async def test_edit_file_replaces_a_unique_match(
     ctx: ToolContext, workdir: Path, recorder: SnapshotRecorder
 ) -> None:
-    target = workdir / "m.py"
-    target.write_text("def f():\n    return 1\n\ndef g():\n    return 2\n")
-    target.chmod(0o640)
+    target = file_with_mode(
+        workdir / "m.py", "def f():\n    return 1\n\ndef g():\n    return 2\n", 0o640
+    )
     result = await text_of(
         edit_file, ctx, path="m.py", old_string="    return 2", new_string="    return 'ü'"
     )
@@ -362,16 +367,15 @@ async def test_delete_file_refusals(
     (workdir / "real.txt").write_text("keep")
     (workdir / "link.txt").symlink_to("real.txt")
     (tmp_path / "outside.txt").write_text("keep")
-    with pytest.raises(ToolError, match=re.escape("file not found: gone.txt")):
-        await call(delete_file, ctx, path="gone.txt")
-    with pytest.raises(ToolError, match="d is a directory"):
-        await call(delete_file, ctx, path="d")
-    with pytest.raises(ToolError, match=re.escape("link.txt is a symlink")):
-        await call(delete_file, ctx, path="link.txt")
-    with pytest.raises(PathOutsideWorkdirError):
-        await call(delete_file, ctx, path="../outside.txt")
-    with pytest.raises(PathOutsideWorkdirError):
-        await call(delete_file, ctx, path=".lite_agent/ns/sessions/s1.jsonl")
+    await refuses(
+        delete_file, ctx, ToolError, re.escape("file not found: gone.txt"), path="gone.txt"
+    )
+    await refuses(delete_file, ctx, ToolError, "d is a directory", path="d")
+    await refuses(delete_file, ctx, ToolError, re.escape("link.txt is a symlink"), path="link.txt")
+    await refuses(delete_file, ctx, PathOutsideWorkdirError, path="../outside.txt")
+    await refuses(
+        delete_file, ctx, PathOutsideWorkdirError, path=".lite_agent/ns/sessions/s1.jsonl"
+    )
     assert (workdir / "real.txt").read_text() == "keep"
     assert (tmp_path / "outside.txt").read_text() == "keep"
     assert (workdir / ".lite_agent" / "ns" / "sessions" / "s1.jsonl").exists()
@@ -446,14 +450,10 @@ async def test_list_files_patterns_and_path(ctx: ToolContext, tree: Path) -> Non
     assert await names(path="node_modules") == ["node_modules/lib/index.js"]
     none = await text_of(list_files, ctx, pattern="**/*.rs")
     assert none.startswith("no files match '**/*.rs' under .")
-    with pytest.raises(ToolError, match="must be relative"):
-        await call(list_files, ctx, pattern="/etc/*")
-    with pytest.raises(ToolError, match="does not exist"):
-        await call(list_files, ctx, path="missing")
-    with pytest.raises(PathOutsideWorkdirError):
-        await call(list_files, ctx, path="linked_out")
-    with pytest.raises(PathOutsideWorkdirError):
-        await call(list_files, ctx, path=".lite_agent")
+    await refuses(list_files, ctx, ToolError, "must be relative", pattern="/etc/*")
+    await refuses(list_files, ctx, ToolError, "does not exist", path="missing")
+    await refuses(list_files, ctx, PathOutsideWorkdirError, path="linked_out")
+    await refuses(list_files, ctx, PathOutsideWorkdirError, path=".lite_agent")
 
 
 async def test_list_files_caps_its_output(ctx: ToolContext, workdir: Path) -> None:
@@ -496,10 +496,8 @@ async def test_grep_options(ctx: ToolContext, tree: Path) -> None:
     assert result_lines(with_dir) == ["src/pkg/data.json:1:content of src/pkg/data.json"]
     one_file = await text_of(grep, ctx, pattern="content", path="setup.py")
     assert result_lines(one_file) == ["setup.py:1:content of setup.py"]
-    with pytest.raises(ToolError, match="invalid regular expression"):
-        await call(grep, ctx, pattern="(unclosed")
-    with pytest.raises(PathOutsideWorkdirError):
-        await call(grep, ctx, pattern="x", path="../")
+    await refuses(grep, ctx, ToolError, "invalid regular expression", pattern="(unclosed")
+    await refuses(grep, ctx, PathOutsideWorkdirError, pattern="x", path="../")
 
 
 async def test_grep_caps_matches(ctx: ToolContext, workdir: Path) -> None:

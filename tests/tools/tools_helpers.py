@@ -38,3 +38,10 @@ class SnapshotRecorder:
 
 def file_mode(path: Path) -> int:
     return os.stat(path).st_mode & 0o777
+
+
+def file_with_mode(path: Path, text: str, mode: int) -> Path:
+    """``path`` written with ``text``, its permission bits set to ``mode``."""
+    path.write_text(text)
+    path.chmod(mode)
+    return path
