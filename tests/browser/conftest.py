@@ -8,13 +8,13 @@ Nothing here skips: without ``/usr/bin/chromium`` or Playwright the tests fail a
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fake_anthropic import FakeAnthropicServer
-from lab_browser import JupyterLabServer, launch_chromium
+from lab_browser import JupyterLabServer, launch_chromium, write_then_change
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = Path(os.environ.get("LITE_AGENT_BROWSER_ARTIFACTS", ROOT / "build" / "browser"))
@@ -27,11 +27,17 @@ def artifacts() -> Path:
 
 
 @pytest.fixture
-def lab_root(tmp_path: Path) -> Path:
+def lab_root(tmp_folder: Callable[[str], Path]) -> Path:
     """The folder JupyterLab serves: the notebooks (and the agent's workdir) live here."""
-    path = tmp_path / "lab"
-    path.mkdir()
-    return path
+    return tmp_folder("lab")
+
+
+@pytest.fixture
+def notes(lab_root: Path, fake_anthropic: FakeAnthropicServer) -> Path:
+    """``lab_root/notes.txt``, not written yet: the fake model is scripted to write it in the
+    first prompt and change it in the second (:func:`lab_browser.write_then_change`)."""
+    write_then_change(fake_anthropic)
+    return lab_root / "notes.txt"
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from fake_anthropic import FakeAnthropicServer
 from lab_browser import (
     SETUP_ALLOW,
     JupyterLabServer,
@@ -19,21 +18,14 @@ from lab_browser import (
     no_widget_errors,
     wait_for,
     write_notebook,
-    write_then_change,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_slider_restore_undo_and_session_browser_new_in_chromium(
-    lab: JupyterLabServer,
-    lab_root: Path,
-    page: Any,
-    fake_anthropic: FakeAnthropicServer,
-    artifacts: Path,
+    lab: JupyterLabServer, lab_root: Path, notes: Path, page: Any, artifacts: Path
 ) -> None:
-    notes = lab_root / "notes.txt"
-    write_then_change(fake_anthropic)
     write_notebook(
         lab_root / "widgets.ipynb",
         [

@@ -21,19 +21,17 @@ from lab_browser import (
     run_cells,
     wait_for,
     write_notebook,
-    write_then_change,
 )
 
 
 def test_reopened_notebook_shows_the_summary_and_rebuilds_live_widgets(
     lab: JupyterLabServer,
     lab_root: Path,
+    notes: Path,
     page: Any,
     fake_anthropic: FakeAnthropicServer,
     artifacts: Path,
 ) -> None:
-    notes = lab_root / "notes.txt"
-    write_then_change(fake_anthropic)
     path = write_notebook(
         lab_root / "saved.ipynb",
         [SETUP_ALLOW, "%%agent\nWrite notes.txt", "%%agent\nChange notes.txt", "%agent ui"],
