@@ -372,6 +372,14 @@ async def test_unreachable_server(fake_anthropic: FakeAnthropicServer) -> None:
 # --------------------------------------------------------------------------- abort and cancel
 
 
+def held_reply(server: FakeAnthropicServer, text: str = "first second third") -> threading.Event:
+    """Script one reply that streams ``text`` in 6-character deltas and then holds until the
+    returned event is set (or the client hangs up)."""
+    release = threading.Event()
+    server.script(FakeReply(text, text_chunk=6, hold=release))
+    return release
+
+
 async def wait_in_thread(event: threading.Event, timeout: float = 60.0) -> bool:
     return await asyncio.get_running_loop().run_in_executor(None, event.wait, timeout)
 
@@ -379,8 +387,7 @@ async def wait_in_thread(event: threading.Event, timeout: float = 60.0) -> bool:
 async def test_abort_mid_stream_closes_the_connection(
     provider: AnthropicProvider, fake_anthropic: FakeAnthropicServer
 ) -> None:
-    release = threading.Event()
-    fake_anthropic.script(FakeReply("first second third", text_chunk=6, hold=release))
+    release = held_reply(fake_anthropic)
     controller = AbortController()
     stream = provider.stream(ask(), controller.signal)
 
@@ -399,8 +406,7 @@ async def test_abort_mid_stream_closes_the_connection(
 async def test_abort_while_waiting_raises_promptly(
     provider: AnthropicProvider, fake_anthropic: FakeAnthropicServer
 ) -> None:
-    release = threading.Event()
-    fake_anthropic.script(FakeReply("first second", text_chunk=6, hold=release))
+    release = held_reply(fake_anthropic, "first second")
     controller = AbortController()
 
     async def consume() -> None:
@@ -424,8 +430,7 @@ async def test_abort_before_start(provider: AnthropicProvider) -> None:
 async def test_task_cancellation_closes_the_connection(
     provider: AnthropicProvider, fake_anthropic: FakeAnthropicServer
 ) -> None:
-    release = threading.Event()
-    fake_anthropic.script(FakeReply("first second third", text_chunk=6, hold=release))
+    held_reply(fake_anthropic)
     got_first = asyncio.Event()
 
     async def consume() -> None:
@@ -443,8 +448,7 @@ async def test_task_cancellation_closes_the_connection(
 async def test_closing_the_iterator_early_closes_the_connection(
     provider: AnthropicProvider, fake_anthropic: FakeAnthropicServer
 ) -> None:
-    release = threading.Event()
-    fake_anthropic.script(FakeReply("first second third", text_chunk=6, hold=release))
+    held_reply(fake_anthropic)
 
     async with contextlib.aclosing(provider.stream(ask(), AbortController().signal)) as stream:
         async for _ in stream:
