@@ -238,10 +238,17 @@ def test_random_paths_never_resolve_or_open_outside_the_workdir(
     except (ToolError, FileNotFoundError):
         return
     with target:
-        folder = Path(os.readlink(f"/proc/self/fd/{target.dir_fd}"))
-        assert folder == workdir or folder.is_relative_to(workdir)
-        assert folder != store and not folder.is_relative_to(store)
-        assert "/" not in target.name and target.name not in ("", ".", "..")
+        _assert_inside_workdir(target.dir_fd, target.name, workdir, store)
+
+
+def _assert_inside_workdir(dir_fd: int, name: str, workdir: Path, store: Path) -> Path:
+    """The folder ``dir_fd`` really is (as the kernel names it) lies in the workdir and not in
+    the agent's store, and ``name`` is one plain entry of it. Returns the folder."""
+    folder = Path(os.readlink(f"/proc/self/fd/{dir_fd}"))
+    assert folder == workdir or folder.is_relative_to(workdir)
+    assert folder != store and not folder.is_relative_to(store)
+    assert "/" not in name and name not in ("", ".", "..")
+    return folder
 
 
 @FUZZ
@@ -257,10 +264,7 @@ def test_random_paths_opened_in_one_walk_never_lead_outside(
     except (ToolError, FileNotFoundError):
         return
     with target:
-        folder = Path(os.readlink(f"/proc/self/fd/{target.dir_fd}"))
-        assert folder == workdir or folder.is_relative_to(workdir)
-        assert folder != store and not folder.is_relative_to(store)
+        folder = _assert_inside_workdir(target.dir_fd, target.name, workdir, store)
         assert target.path.parent == folder and target.path.name == target.name
-        assert "/" not in target.name and target.name not in ("", ".", "..")
         if follow_last:
             assert not (folder / target.name).is_symlink()
