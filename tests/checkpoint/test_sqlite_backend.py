@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import stat
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -13,9 +13,12 @@ from checkpoint_kit import spawn_holder
 from lite_agent_jupyter.checkpoint import sqlite as sqlite_module
 from lite_agent_jupyter.checkpoint.events import (
     CompactionEvent,
+    Event,
     FileSnapshotEvent,
+    UserEvent,
     encode,
     now_iso,
+    prompt_text,
 )
 from lite_agent_jupyter.checkpoint.sqlite import (
     SCHEMA_VERSION,
@@ -194,6 +197,36 @@ async def test_sync_checkpoints_the_wal(sstore: SQLiteCheckpointer, db: Path) ->
     conn.close()
 
 
+def old_database(
+    db: Path, version: int, sessions: Mapping[str, tuple[Sequence[Event], float]]
+) -> None:
+    """A database as release ``version`` left it (its migrations, its columns: the stored
+    head, version 1's ``anchor`` flag) holding ``sessions``: id -> (events, mtime), each
+    session's first event its only prompt."""
+    db.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(db)
+    for number in range(1, version + 1):
+        for statement in sqlite_module._MIGRATIONS[number]:
+            conn.execute(statement)
+    conn.execute(f"PRAGMA user_version = {version}")
+    flag = "anchor" if version == 1 else "mark"
+    for sid, (events, mtime) in sessions.items():
+        first = events[0]
+        assert isinstance(first, UserEvent)
+        conn.execute(
+            "INSERT INTO sessions (id, head, mtime, title, turns, created)"
+            " VALUES (?, ?, ?, ?, 1, 0)",
+            (sid, len(events), mtime, prompt_text(first)),
+        )
+        for seq, event in enumerate(events, 1):
+            conn.execute(
+                f"INSERT INTO events (session_id, seq, {flag}, data) VALUES (?, ?, ?, ?)",
+                (sid, seq, int(seq == 1), encode(event, seq=seq, ts=now_iso())),
+            )
+    conn.commit()
+    conn.close()
+
+
 async def test_migration_2_indexes_the_marks_of_an_old_database(db: Path) -> None:
     """A database of version 1 opened by this release: upgraded in place, in one
     transaction, data kept, and its compactions and file snapshots found by read_marks."""
@@ -203,22 +236,7 @@ async def test_migration_2_indexes_the_marks_of_an_old_database(db: Path) -> Non
         CompactionEvent(summary="s", through_seq=2),
         user("background"),
     ]
-    db.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(db)
-    for statement in sqlite_module._MIGRATIONS[1]:  # a database as version 1 left it
-        conn.execute(statement)
-    conn.execute("PRAGMA user_version = 1")
-    conn.execute(
-        "INSERT INTO sessions (id, head, mtime, title, turns, created) VALUES (?, 4, 0, ?, 1, 0)",
-        (S, "kept"),
-    )
-    for seq, event in enumerate(events, 1):
-        conn.execute(
-            "INSERT INTO events (session_id, seq, anchor, data) VALUES (?, ?, ?, ?)",
-            (S, seq, int(seq == 1), encode(event, seq=seq, ts=now_iso())),
-        )
-    conn.commit()
-    conn.close()
+    old_database(db, 1, {S: (events, 0.0)})
     new = sqlite_checkpointer(db)
     assert await new.head(S) == 4
     (info,) = await new.list()
@@ -244,26 +262,14 @@ async def test_migration_5_keeps_heads_and_order_of_a_version_4_database(db: Pat
     reads the head from ``events`` and the time from the newer of the row and the last
     event. An upgraded database lists the same sessions, in the same order, with the same
     heads, and an append moves an old session to the top."""
-    db.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(db)
-    for number in range(1, 5):  # a database as version 4 left it
-        for statement in sqlite_module._MIGRATIONS[number]:
-            conn.execute(statement)
-    conn.execute("PRAGMA user_version = 4")
-    for sid, head, mtime in (("old", 2, 1_000.0), ("new", 3, 2_000.0)):
-        conn.execute(
-            "INSERT INTO sessions (id, head, mtime, title, turns, created)"
-            " VALUES (?, ?, ?, ?, 1, 0)",
-            (sid, head, mtime, sid),
-        )
-        for seq in range(1, head + 1):
-            event = prompt(sid) if seq == 1 else user(f"{sid} {seq}")
-            conn.execute(
-                "INSERT INTO events (session_id, seq, mark, data) VALUES (?, ?, ?, ?)",
-                (sid, seq, int(seq == 1), encode(event, seq=seq, ts=now_iso())),
-            )
-    conn.commit()
-    conn.close()
+    old_database(
+        db,
+        4,
+        {
+            "old": ([prompt("old"), user("old 2")], 1_000.0),
+            "new": ([prompt("new"), user("new 2"), user("new 3")], 2_000.0),
+        },
+    )
     store = sqlite_checkpointer(db)
     infos = await store.list()
     assert [(i.id, i.head, i.title, i.turns) for i in infos] == [
