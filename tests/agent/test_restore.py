@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -54,45 +55,56 @@ def b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
 
 
+def write_call(path: str, content: str | bytes) -> FakeToolCall:
+    """A ``write_file`` call; bytes go as base64."""
+    if isinstance(content, bytes):
+        return FakeToolCall(
+            "write_file", {"path": path, "content": b64(content), "encoding": "base64"}
+        )
+    return FakeToolCall("write_file", {"path": path, "content": content})
+
+
+def edit_call(path: str, old: str, new: str) -> FakeToolCall:
+    return FakeToolCall("edit_file", {"path": path, "old_string": old, "new_string": new})
+
+
+def delete_call(path: str) -> FakeToolCall:
+    return FakeToolCall("delete_file", {"path": path})
+
+
+def calls(*tool_calls: FakeToolCall) -> FakeReply:
+    """A model reply of no text and these tool calls."""
+    return FakeReply("", tool_calls=list(tool_calls))
+
+
 def script_three_prompts(server: FakeAnthropicServer) -> None:
     """Prompt 1 creates a text and a binary file and edits a file the user had; prompt 2
     edits both and creates another; prompt 3 deletes two and edits the third."""
-    write = "write_file"
     server.script(
         FakeReply(
             "Creating.",
             tool_calls=[
-                FakeToolCall(write, {"path": "src/a.txt", "content": "alpha\nbeta\n"}),
-                FakeToolCall(
-                    write, {"path": "data.bin", "content": b64(BIN_1), "encoding": "base64"}
-                ),
-                FakeToolCall(
-                    "edit_file", {"path": "notes.md", "old_string": "v0", "new_string": "v1"}
-                ),
+                write_call("src/a.txt", "alpha\nbeta\n"),
+                write_call("data.bin", BIN_1),
+                edit_call("notes.md", "v0", "v1"),
             ],
         ),
         "Created src/a.txt and data.bin.",
         FakeReply(
             "Editing.",
             tool_calls=[
-                FakeToolCall(
-                    "edit_file", {"path": "src/a.txt", "old_string": "beta", "new_string": "BETA"}
-                ),
-                FakeToolCall(
-                    write, {"path": "data.bin", "content": b64(BIN_2), "encoding": "base64"}
-                ),
-                FakeToolCall(write, {"path": "b.txt", "content": "bee\n"}),
+                edit_call("src/a.txt", "beta", "BETA"),
+                write_call("data.bin", BIN_2),
+                write_call("b.txt", "bee\n"),
             ],
         ),
         "Edited.",
         FakeReply(
             "Deleting.",
             tool_calls=[
-                FakeToolCall("delete_file", {"path": "src/a.txt"}),
-                FakeToolCall("delete_file", {"path": "data.bin"}),
-                FakeToolCall(
-                    "edit_file", {"path": "b.txt", "old_string": "bee", "new_string": "B"}
-                ),
+                delete_call("src/a.txt"),
+                delete_call("data.bin"),
+                edit_call("b.txt", "bee", "B"),
             ],
         ),
         "Deleted.",
@@ -124,6 +136,33 @@ def project(workdir: Path) -> Path:
     return workdir
 
 
+@dataclass
+class ThreePrompts:
+    """An agent (approvals "allow") after :func:`three_prompts` on ``project``: its session,
+    the workdir at each checkpoint and what the model saw there."""
+
+    agent: LiteAgent
+    sid: str
+    states: list[Files]
+    seen: list[list[dict[str, Any]]]
+
+    async def seqs(self) -> list[int]:
+        """The checkpoints' seqs, as this agent lists them now."""
+        return [c.seq for c in await self.agent.list_checkpoints()]
+
+
+@pytest.fixture
+async def run3(
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    project: Path,
+) -> ThreePrompts:
+    agent = make_agent(model=claude(), approvals="allow")
+    states, seen = await three_prompts(agent, fake_anthropic, project)
+    return ThreePrompts(agent, agent.session_id, states, seen)
+
+
 def without_cache_marks(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """A request's messages without the ``cache_control`` breakpoints the provider adds."""
     return [
@@ -141,14 +180,9 @@ async def next_messages(agent: LiteAgent, session_id: str | None = None) -> list
 
 
 async def test_checkpoints_restore_each_and_undo_in_reverse(
-    make_agent: MakeAgent,
-    claude: Callable[..., Any],
-    fake_anthropic: FakeAnthropicServer,
-    project: Path,
+    run3: ThreePrompts, fake_anthropic: FakeAnthropicServer, project: Path
 ) -> None:
-    agent = make_agent(model=claude(), approvals="allow")
-    states, seen = await three_prompts(agent, fake_anthropic, project)
-    sid = agent.session_id
+    agent, sid, states, seen = run3.agent, run3.sid, run3.states, run3.seen
     assert states[3] == {
         "notes.md": b"notes v1\n",
         "keep.txt": states[0]["keep.txt"],
@@ -214,17 +248,12 @@ async def test_checkpoints_restore_each_and_undo_in_reverse(
 
 
 async def test_a_fresh_agent_in_another_process_view_restores_too(
-    make_agent: MakeAgent,
-    claude: Callable[..., Any],
-    fake_anthropic: FakeAnthropicServer,
-    project: Path,
+    run3: ThreePrompts, make_agent: MakeAgent, claude: Callable[..., Any], project: Path
 ) -> None:
     """Checkpoints and undo records live in the store: a new agent (cold caches) lists,
     restores and undoes a session another agent wrote."""
-    writer = make_agent(model=claude(), approvals="allow")
-    states, _ = await three_prompts(writer, fake_anthropic, project)
-    sid = writer.session_id
-    await writer.close()
+    states, sid = run3.states, run3.sid
+    await run3.agent.close()
     fresh = make_agent(model=claude())
     assert fresh.session_id != sid
     checkpoints = await fresh.list_checkpoints(sid)
@@ -236,16 +265,9 @@ async def test_a_fresh_agent_in_another_process_view_restores_too(
     assert state(project) == states[3]
 
 
-async def test_outside_edit_is_a_conflict_then_force(
-    make_agent: MakeAgent,
-    claude: Callable[..., Any],
-    fake_anthropic: FakeAnthropicServer,
-    project: Path,
-) -> None:
-    agent = make_agent(model=claude(), approvals="allow")
-    states, _ = await three_prompts(agent, fake_anthropic, project)
-    sid = agent.session_id
-    seqs = [c.seq for c in await agent.list_checkpoints()]
+async def test_outside_edit_is_a_conflict_then_force(run3: ThreePrompts, project: Path) -> None:
+    agent, sid, states = run3.agent, run3.sid, run3.states
+    seqs = await run3.seqs()
     (project / "b.txt").write_text("my own edit\n")  # the user, by hand
     (project / "src").mkdir(exist_ok=True)
     (project / "src" / "a.txt").write_text("recreated by hand\n")
@@ -271,15 +293,14 @@ async def test_outside_edit_is_a_conflict_then_force(
 
 
 async def test_files_only_and_conversation_only(
+    run3: ThreePrompts,
     make_agent: MakeAgent,
     claude: Callable[..., Any],
     fake_anthropic: FakeAnthropicServer,
     project: Path,
 ) -> None:
-    agent = make_agent(model=claude(), approvals="allow")
-    states, seen = await three_prompts(agent, fake_anthropic, project)
-    sid = agent.session_id
-    seqs = [c.seq for c in await agent.list_checkpoints()]
+    agent, sid, states, seen = run3.agent, run3.sid, run3.states, run3.seen
+    seqs = await run3.seqs()
     history = await next_messages(agent)
 
     result = await agent.restore(sid, seqs[2], conversation=False)
@@ -300,17 +321,10 @@ async def test_files_only_and_conversation_only(
     assert len(await agent2.list_checkpoints(sid)) == 1
 
 
-async def test_bad_ids_and_seqs(
-    make_agent: MakeAgent,
-    claude: Callable[..., Any],
-    fake_anthropic: FakeAnthropicServer,
-    project: Path,
-) -> None:
-    agent = make_agent(model=claude(), approvals="allow")
-    await three_prompts(agent, fake_anthropic, project)
-    sid = agent.session_id
+async def test_bad_ids_and_seqs(run3: ThreePrompts, project: Path) -> None:
+    agent, sid = run3.agent, run3.sid
     before = state(project)
-    seqs = [c.seq for c in await agent.list_checkpoints()]
+    seqs = await run3.seqs()
     for bad in (seqs[1] + 1, -1, 10_000, "3"):
         with pytest.raises(UnknownCheckpointError):
             await agent.restore(sid, bad)  # type: ignore[arg-type]
@@ -344,27 +358,12 @@ async def test_sessions_false_refuses_time_travel(
 
 
 async def test_a_restore_racing_a_writer_in_another_process_changes_nothing(
-    make_agent: MakeAgent,
-    claude: Callable[..., Any],
-    fake_anthropic: FakeAnthropicServer,
-    project: Path,
-    storage: Storage,
-    monkeypatch: pytest.MonkeyPatch,
+    run3: ThreePrompts, project: Path, storage: Storage, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    agent = make_agent(model=claude(), approvals="allow")
-    await three_prompts(agent, fake_anthropic, project)
-    sid = agent.session_id
-    seqs = [c.seq for c in await agent.list_checkpoints()]
+    agent, sid = run3.agent, run3.sid
+    seqs = await run3.seqs()
     before = state(project)
     head = await agent.checkpointer.head(sid)
-    writer = (
-        "import asyncio, sys\n"
-        "from lite_agent_jupyter.checkpoint import file_checkpointer, UserEvent\n"
-        "async def main():\n"
-        "    cp = file_checkpointer(sys.argv[1])\n"
-        "    await cp.append(sys.argv[2], [UserEvent(content='from elsewhere', checkpoint=True)])\n"
-        "asyncio.run(main())\n"
-    )
     real_commit = PreparedWrite.commit
     calls: list[str] = []
 
@@ -373,11 +372,7 @@ async def test_a_restore_racing_a_writer_in_another_process_changes_nothing(
         if write.name.endswith(".journal.json"):
             return st
         if not calls:  # after the first file: another process appends to the session
-            subprocess.run(
-                [sys.executable, "-c", writer, str(storage.base / "sessions"), sid],
-                check=True,
-                timeout=60,
-            )
+            append_elsewhere(storage, sid)
         calls.append(write.name)
         return st
 
@@ -395,10 +390,39 @@ async def test_a_restore_racing_a_writer_in_another_process_changes_nothing(
         await agent.undo_restore(sid)
 
 
-def run_killed_child(config: dict[str, Any], stop_after: str) -> None:
-    """Run a restore in a child process that stops itself at ``stop_after`` and is then
-    SIGKILLed: a real process killed mid-restore."""
-    config = {**config, "stop_after": stop_after}
+APPEND_ELSEWHERE = """
+import asyncio, sys
+from lite_agent_jupyter.checkpoint import file_checkpointer, UserEvent
+async def main():
+    cp = file_checkpointer(sys.argv[1])
+    await cp.append(sys.argv[2], [UserEvent(content="from elsewhere", checkpoint=True)])
+asyncio.run(main())
+"""
+
+
+def append_elsewhere(storage: Storage, sid: str) -> None:
+    """Another process appends a prompt ("from elsewhere") to the session's file log."""
+    subprocess.run(
+        [sys.executable, "-c", APPEND_ELSEWHERE, str(storage.base / "sessions"), sid],
+        check=True,
+        timeout=60,
+    )
+
+
+async def run_killed_child(
+    run: ThreePrompts, storage: Storage, seq: int, stop_after: str, workdir: Path
+) -> None:
+    """Close ``run``'s agent; run a restore of its session to ``seq`` in a child process that
+    stops itself at ``stop_after`` and is then SIGKILLed: a real process killed mid-restore."""
+    await run.agent.close()
+    config = {
+        "workdir": str(workdir),
+        "root": str(storage.root),
+        "namespace": storage.namespace,
+        "session_id": run.sid,
+        "seq": seq,
+        "stop_after": stop_after,
+    }
     child = subprocess.Popen([sys.executable, str(RESTORE_CHILD), json.dumps(config)])
     _, status = os.waitpid(child.pid, os.WUNTRACED)
     assert os.WIFSTOPPED(status), "the child finished instead of stopping mid-restore"
@@ -409,28 +433,18 @@ def run_killed_child(config: dict[str, Any], stop_after: str) -> None:
 
 @pytest.mark.parametrize("stop_after", ["file", "log"])
 async def test_a_restore_killed_halfway_is_recovered_on_the_next_call(
+    run3: ThreePrompts,
     make_agent: MakeAgent,
     claude: Callable[..., Any],
-    fake_anthropic: FakeAnthropicServer,
     project: Path,
     storage: Storage,
     stop_after: str,
 ) -> None:
-    agent = make_agent(model=claude(), approvals="allow")
-    states, seen = await three_prompts(agent, fake_anthropic, project)
-    sid = agent.session_id
-    seqs = [c.seq for c in await agent.list_checkpoints()]
+    agent, sid, states, seen = run3.agent, run3.sid, run3.states, run3.seen
+    seqs = await run3.seqs()
     head = await agent.checkpointer.head(sid)
     history = await next_messages(agent)
-    await agent.close()
-    config = {
-        "workdir": str(project),
-        "root": str(storage.root),
-        "namespace": storage.namespace,
-        "session_id": sid,
-        "seq": seqs[1],
-    }
-    run_killed_child(config, stop_after)
+    await run_killed_child(run3, storage, seqs[1], stop_after, project)
     journal = storage.base / "archive" / f"{sid}.journal.json"
     assert journal.exists()
     if stop_after == "file":  # one file written, the others and the log not yet
@@ -456,30 +470,20 @@ async def test_a_restore_killed_halfway_is_recovered_on_the_next_call(
 
 
 async def test_a_turn_after_a_killed_restore_recovers_first(
+    run3: ThreePrompts,
     make_agent: MakeAgent,
     claude: Callable[..., Any],
     fake_anthropic: FakeAnthropicServer,
     project: Path,
     storage: Storage,
 ) -> None:
-    agent = make_agent(model=claude(), approvals="allow")
-    states, _ = await three_prompts(agent, fake_anthropic, project)
-    sid = agent.session_id
-    seqs = [c.seq for c in await agent.list_checkpoints()]
-    history = await next_messages(agent)
-    await agent.close()
-    config = {
-        "workdir": str(project),
-        "root": str(storage.root),
-        "namespace": storage.namespace,
-        "session_id": sid,
-        "seq": seqs[0],
-    }
-    run_killed_child(config, "file")
-    fresh = make_agent(model=claude(), session_id=sid)
+    seqs = await run3.seqs()
+    history = await next_messages(run3.agent)
+    await run_killed_child(run3, storage, seqs[0], "file", project)
+    fresh = make_agent(model=claude(), session_id=run3.sid)
     fake_anthropic.script("fine")
     await fresh.send("are we ok?")
-    assert state(project) == states[3]
+    assert state(project) == run3.states[3]
     sent = without_cache_marks(fake_anthropic.message_requests[-1].body["messages"])
     assert sent[:-1] == history
 
@@ -497,31 +501,10 @@ async def test_versions_are_stored_as_deltas_and_survive_deleting_another_sessio
     v1 = ("\n".join(rows) + "\n").encode()
     (project / "data.csv").write_bytes(v1)
     first, second = rows[5], rows[15_000]
-    edit = "edit_file"
     fake_anthropic.script(
-        FakeReply(
-            "",
-            tool_calls=[
-                FakeToolCall(
-                    edit,
-                    {"path": "data.csv", "old_string": first + "\n", "new_string": first + ",x\n"},
-                )
-            ],
-        ),
+        calls(edit_call("data.csv", first + "\n", first + ",x\n")),
         "done",
-        FakeReply(
-            "",
-            tool_calls=[
-                FakeToolCall(
-                    edit,
-                    {
-                        "path": "data.csv",
-                        "old_string": second + "\n",
-                        "new_string": second + ",y\n",
-                    },
-                )
-            ],
-        ),
+        calls(edit_call("data.csv", second + "\n", second + ",y\n")),
         "done",
     )
     writer = make_agent(model=claude(), approvals="allow")
@@ -545,17 +528,12 @@ async def test_versions_are_stored_as_deltas_and_survive_deleting_another_sessio
 
 
 async def test_restore_to_before_a_compaction_brings_the_full_history_back(
-    make_agent: MakeAgent,
-    claude: Callable[..., Any],
-    fake_anthropic: FakeAnthropicServer,
-    project: Path,
+    run3: ThreePrompts, project: Path
 ) -> None:
     """A compaction is one event (raw events kept): rewinding past it gives the model the
     full conversation again; the mark index lists it."""
-    agent = make_agent(model=claude(), approvals="allow")
-    states, seen = await three_prompts(agent, fake_anthropic, project)
-    sid = agent.session_id
-    seqs = [c.seq for c in await agent.list_checkpoints()]
+    agent, sid, states, seen = run3.agent, run3.sid, run3.states, run3.seen
+    seqs = await run3.seqs()
     head = await agent.checkpointer.head(sid)
     await agent.checkpointer.append(
         sid,
@@ -585,26 +563,11 @@ async def test_restore_rewinds_shell_edits_too(
     two prompts of file tools: every checkpoint restores exactly, and undo too."""
     command = "sed -i 's/alpha/ALPHA/' f.txt && rm g.bin && printf 'made by a redirect\\n' > h.txt"
     fake_anthropic.script(
-        FakeReply(
-            "",
-            tool_calls=[
-                FakeToolCall("write_file", {"path": "f.txt", "content": "alpha\nbeta\n"}),
-                FakeToolCall(
-                    "write_file", {"path": "g.bin", "content": b64(BIN_1), "encoding": "base64"}
-                ),
-            ],
-        ),
+        calls(write_call("f.txt", "alpha\nbeta\n"), write_call("g.bin", BIN_1)),
         "created",
-        FakeReply("", tool_calls=[FakeToolCall("bash", {"command": command})]),
+        calls(FakeToolCall("bash", {"command": command})),
         "ran it",
-        FakeReply(
-            "",
-            tool_calls=[
-                FakeToolCall(
-                    "edit_file", {"path": "h.txt", "old_string": "made", "new_string": "MADE"}
-                )
-            ],
-        ),
+        calls(edit_call("h.txt", "made", "MADE")),
         "edited",
     )
     agent = make_agent(model=claude(), approvals="allow")
@@ -635,18 +598,13 @@ async def restored_snapshots(agent: LiteAgent, sid: str) -> list[FileSnapshotEve
 
 
 async def test_a_files_only_restore_is_the_known_state_for_the_next_restore(
-    make_agent: MakeAgent,
-    claude: Callable[..., Any],
-    fake_anthropic: FakeAnthropicServer,
-    project: Path,
+    run3: ThreePrompts, project: Path
 ) -> None:
     """A files-only restore records what it put back; the next restore (files-only or
     full) compares against that, so it sees no conflict where there is none, and every
     step undoes in reverse."""
-    agent = make_agent(model=claude(), approvals="allow")
-    states, seen = await three_prompts(agent, fake_anthropic, project)
-    sid = agent.session_id
-    seqs = [c.seq for c in await agent.list_checkpoints()]
+    agent, sid, states, seen = run3.agent, run3.sid, run3.states, run3.seen
+    seqs = await run3.seqs()
     history = await next_messages(agent)
 
     first = await agent.restore(sid, seqs[2], conversation=False)
@@ -671,15 +629,10 @@ async def test_a_files_only_restore_is_the_known_state_for_the_next_restore(
 
 
 async def test_a_hand_edit_after_a_files_only_restore_is_a_conflict(
-    make_agent: MakeAgent,
-    claude: Callable[..., Any],
-    fake_anthropic: FakeAnthropicServer,
-    project: Path,
+    run3: ThreePrompts, project: Path
 ) -> None:
-    agent = make_agent(model=claude(), approvals="allow")
-    states, _ = await three_prompts(agent, fake_anthropic, project)
-    sid = agent.session_id
-    seqs = [c.seq for c in await agent.list_checkpoints()]
+    agent, sid, states = run3.agent, run3.sid, run3.states
+    seqs = await run3.seqs()
     await agent.restore(sid, seqs[2], conversation=False)
     (project / "b.txt").write_text("my own edit\n")  # by hand, after the restore
     before = state(project)
@@ -697,19 +650,11 @@ async def test_a_hand_edit_after_a_files_only_restore_is_a_conflict(
 
 
 async def test_a_file_changed_while_the_restore_runs_is_a_conflict_and_all_is_put_back(
-    make_agent: MakeAgent,
-    claude: Callable[..., Any],
-    fake_anthropic: FakeAnthropicServer,
-    workdir: Path,
-    storage: Storage,
-    monkeypatch: pytest.MonkeyPatch,
+    edited: LiteAgent, workdir: Path, storage: Storage, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Another process writes a file the restore is about to replace, after the plan: the
     restore checks each file again just before replacing it, so that write is not wiped."""
-    script_edit_then_add(workdir, fake_anthropic)
-    agent = make_agent(model=claude(), approvals="allow")
-    await agent.send("edit and add")
-    sid = agent.session_id
+    agent, sid = edited, edited.session_id
     head = await agent.checkpointer.head(sid)
     real_commit = PreparedWrite.commit
     written: list[str] = []
@@ -743,19 +688,36 @@ def script_edit_then_add(workdir: Path, server: FakeAnthropicServer) -> None:
     (workdir / "sub").mkdir()
     (workdir / "sub" / "a.txt").write_text("one\n")
     server.script(
-        FakeReply(
-            "",
-            tool_calls=[
-                FakeToolCall(
-                    "edit_file", {"path": "sub/a.txt", "old_string": "one", "new_string": "two"}
-                )
-            ],
-        ),
-        FakeReply(
-            "", tool_calls=[FakeToolCall("write_file", {"path": "sub/b.txt", "content": "new\n"})]
-        ),
+        calls(edit_call("sub/a.txt", "one", "two")),
+        calls(write_call("sub/b.txt", "new\n")),
         "done",
     )
+
+
+@pytest.fixture
+async def edited(
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    workdir: Path,
+) -> LiteAgent:
+    """An agent (approvals "allow") after one prompt, "edit and add", of
+    :func:`script_edit_then_add`."""
+    script_edit_then_add(workdir, fake_anthropic)
+    agent = make_agent(model=claude(), approvals="allow")
+    await agent.send("edit and add")
+    return agent
+
+
+@pytest.fixture
+def elsewhere(tmp_path: Path) -> Path:
+    """A folder outside the workdir holding the same files as ``sub`` after :func:`edited`:
+    what a followed symlink would lead to."""
+    path = tmp_path / "elsewhere"
+    path.mkdir()
+    (path / "a.txt").write_text("two\n")
+    (path / "b.txt").write_text("new\n")
+    return path
 
 
 def make_swappable(workdir: Path, elsewhere: Path) -> tuple[Callable[[], None], Callable[[], None]]:
@@ -772,26 +734,13 @@ def make_swappable(workdir: Path, elsewhere: Path) -> tuple[Callable[[], None], 
 
 
 async def test_a_folder_swapped_for_a_symlink_mid_restore_never_leads_outside(
-    make_agent: MakeAgent,
-    claude: Callable[..., Any],
-    fake_anthropic: FakeAnthropicServer,
-    workdir: Path,
-    storage: Storage,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    edited: LiteAgent, workdir: Path, elsewhere: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """After the plan and before the first write, another process swaps the folder the
     restore writes into (and deletes from) for a symlink to a folder outside the workdir
     holding the same files. The restore's writes and deletes go through the tools' one walk
     (workdir fd, ``O_NOFOLLOW``): refused, nothing outside touched, nothing half done."""
-    script_edit_then_add(workdir, fake_anthropic)
-    agent = make_agent(model=claude(), approvals="allow")
-    await agent.send("edit and add")
-    sid = agent.session_id
-    elsewhere = tmp_path / "elsewhere"  # what a followed symlink would lead to: same files
-    elsewhere.mkdir()
-    (elsewhere / "a.txt").write_text("two\n")
-    (elsewhere / "b.txt").write_text("new\n")
+    agent, sid = edited, edited.session_id
     outside = state(elsewhere)
     inside = state(workdir)
     head = await agent.checkpointer.head(sid)
@@ -822,12 +771,10 @@ async def test_a_folder_swapped_for_a_symlink_mid_restore_never_leads_outside(
 
 
 async def test_a_swap_after_the_first_write_keeps_the_journal_until_the_rollback_can_finish(
-    make_agent: MakeAgent,
-    claude: Callable[..., Any],
-    fake_anthropic: FakeAnthropicServer,
+    edited: LiteAgent,
     workdir: Path,
     storage: Storage,
-    tmp_path: Path,
+    elsewhere: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Right after ``sub/a.txt`` was rewritten, another process swaps the folder for a
@@ -835,14 +782,7 @@ async def test_a_swap_after_the_first_write_keeps_the_journal_until_the_rollback
     files back is refused (the walk meets the symlink). The journal stays, calls on the
     session refuse while the swap lasts, and the first call after it is undone finishes the
     rollback: never a half-rewound folder."""
-    script_edit_then_add(workdir, fake_anthropic)
-    agent = make_agent(model=claude(), approvals="allow")
-    await agent.send("edit and add")
-    sid = agent.session_id
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    (elsewhere / "a.txt").write_text("two\n")
-    (elsewhere / "b.txt").write_text("new\n")
+    agent, sid = edited, edited.session_id
     outside = state(elsewhere)
     inside = state(workdir)
     head = await agent.checkpointer.head(sid)
@@ -854,11 +794,7 @@ async def test_a_swap_after_the_first_write_keeps_the_journal_until_the_rollback
         if write.name != "a.txt":
             return st
         swap()
-        subprocess.run(
-            [sys.executable, "-c", APPEND_ELSEWHERE, str(storage.base / "sessions"), sid],
-            check=True,
-            timeout=60,
-        )
+        append_elsewhere(storage, sid)
         return st
 
     monkeypatch.setattr(PreparedWrite, "commit", commit_then_swap)
@@ -881,15 +817,6 @@ async def test_a_swap_after_the_first_write_keeps_the_journal_until_the_rollback
     with pytest.raises(UnknownCheckpointError):
         await agent.undo_restore(sid)
 
-
-APPEND_ELSEWHERE = """
-import asyncio, sys
-from lite_agent_jupyter.checkpoint import file_checkpointer, UserEvent
-async def main():
-    cp = file_checkpointer(sys.argv[1])
-    await cp.append(sys.argv[2], [UserEvent(content="from elsewhere", checkpoint=True)])
-asyncio.run(main())
-"""
 
 RACER = """
 import ctypes, os, sys, time
@@ -916,26 +843,15 @@ print(swaps)
 
 
 async def test_restores_racing_a_folder_swapping_process_never_touch_outside(
-    make_agent: MakeAgent,
-    claude: Callable[..., Any],
-    fake_anthropic: FakeAnthropicServer,
-    workdir: Path,
-    tmp_path: Path,
+    edited: LiteAgent, workdir: Path, elsewhere: Path, tmp_path: Path
 ) -> None:
     """A process swaps the folder a restore works in for a symlink to an outside folder and
     back (atomically, ``renameat2(RENAME_EXCHANGE)``), as fast as it can, while restores and
     undos run: each one either goes through or refuses; the outside folder is never written
     or deleted from, and once the racer stops the workdir is exactly one of the two states
     the log says."""
-    script_edit_then_add(workdir, fake_anthropic)
-    agent = make_agent(model=claude(), approvals="allow")
-    await agent.send("edit and add")
-    sid = agent.session_id
+    agent, sid = edited, edited.session_id
     after = state(workdir)
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    (elsewhere / "a.txt").write_text("two\n")
-    (elsewhere / "b.txt").write_text("new\n")
     outside = state(elsewhere)
     stop = tmp_path / "stop"
     racer = subprocess.Popen(
@@ -967,17 +883,15 @@ async def test_restores_racing_a_folder_swapping_process_never_touch_outside(
 
 
 async def test_list_checkpoints_follows_what_other_agents_do_to_the_log(
+    run3: ThreePrompts,
     make_agent: MakeAgent,
     claude: Callable[..., Any],
     fake_anthropic: FakeAnthropicServer,
-    project: Path,
 ) -> None:
     """An agent keeps the marks it listed and reads only newer ones next time; another agent
     (its own Restorer, as another process would be) restoring, undoing, or truncating and
     writing a different prompt at the same positions must show in the next listing."""
-    agent = make_agent(model=claude(), approvals="allow")
-    await three_prompts(agent, fake_anthropic, project)
-    sid = agent.session_id
+    agent, sid = run3.agent, run3.sid
     first = await agent.list_checkpoints()
     assert [c.prompt for c in first] == PROMPTS
     other = make_agent(model=claude(), approvals="allow")
@@ -999,7 +913,7 @@ async def test_list_checkpoints_follows_what_other_agents_do_to_the_log(
     # truncated and rewritten to the same length by someone else: a different last prompt
     await other.restore(sid, first[2].seq, files=False)
     fake_anthropic.script(
-        FakeReply("", tool_calls=[FakeToolCall("write_file", {"path": "z.txt", "content": "z"})]),
+        calls(write_call("z.txt", "z")),
         "done",
     )
     await other.send("something else")
