@@ -60,8 +60,28 @@ CHILD = Path(__file__).with_name("agent_child.py")
 
 
 @pytest.fixture
+def child_config(
+    fake_anthropic: FakeAnthropicServer, workdir: Path, storage: Storage
+) -> Callable[..., dict[str, Any]]:
+    """``child_config(**more)``: the JSON config of a child agent process on the same fake
+    server, workdir and storage as this test, plus ``more``."""
+
+    def make(**more: Any) -> dict[str, Any]:
+        return {
+            "base_url": fake_anthropic.url,
+            "api_key": fake_anthropic.api_key,
+            "workdir": str(workdir),
+            "root": str(storage.root),
+            "namespace": storage.namespace,
+            **more,
+        }
+
+    return make
+
+
+@pytest.fixture
 def child_agent(
-    fake_anthropic: FakeAnthropicServer, workdir: Path, storage: Storage, tmp_path: Path
+    child_config: Callable[..., dict[str, Any]], tmp_path: Path
 ) -> Callable[[str, str], tuple[list[str], Path]]:
     """``child_agent(session_id, prompt) -> (argv, result_file)``: the command line of a child
     process that sends ``prompt`` on ``session_id`` with the same fake server, workdir and
@@ -69,16 +89,7 @@ def child_agent(
 
     def make(session_id: str, prompt: str) -> tuple[list[str], Path]:
         out = tmp_path / f"child-{session_id}-{len(list(tmp_path.glob('child-*')))}.json"
-        config = {
-            "base_url": fake_anthropic.url,
-            "api_key": fake_anthropic.api_key,
-            "workdir": str(workdir),
-            "root": str(storage.root),
-            "namespace": storage.namespace,
-            "session_id": session_id,
-            "prompt": prompt,
-            "result_file": str(out),
-        }
+        config = child_config(session_id=session_id, prompt=prompt, result_file=str(out))
         return [sys.executable, str(CHILD), json.dumps(config)], out
 
     return make

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from lite_agent_jupyter.checkpoint.url import checkpointer_from_url
 from lite_agent_jupyter.testing import Child
 
 MakeAgent = Callable[..., LiteAgent]
+StartChild = Callable[[str, str], Awaitable[Child]]
 CHILD = Path(__file__).with_name("session_child.py")
 SHARED = ["file", "sqlite", "postgres"]
 
@@ -42,23 +43,12 @@ async def store(url: str, storage: Storage) -> AsyncIterator[Checkpointer]:
 
 
 @pytest.fixture
-def start_child(
-    fake_anthropic: FakeAnthropicServer, workdir: Path, storage: Storage, url: str
-) -> Callable[[str, str], Any]:
+def start_child(child_config: Callable[..., dict[str, Any]], url: str) -> StartChild:
     """``await start_child(session_id, prompt)``: a child process sending ``prompt`` (see
     ``session_child.py``), already "ready"."""
 
     async def start(session_id: str, prompt: str) -> Child:
-        config = {
-            "base_url": fake_anthropic.url,
-            "api_key": fake_anthropic.api_key,
-            "workdir": str(workdir),
-            "root": str(storage.root),
-            "namespace": storage.namespace,
-            "url": url,
-            "session_id": session_id,
-            "prompt": prompt,
-        }
+        config = child_config(url=url, session_id=session_id, prompt=prompt)
         child = await Child.start(str(CHILD), json.dumps(config))
         await child.expect("ready")
         return child
@@ -66,11 +56,31 @@ def start_child(
     return start
 
 
-def agent_on(make_agent: MakeAgent, claude: Callable[..., Any], url: str, **options: Any) -> Any:
-    """An agent of this process on the children's store."""
-    if url:
-        options["checkpointer"] = checkpointer_from_url(url)
-    return make_agent(model=claude(max_retries=0), **options)
+@pytest.fixture
+def gate() -> Iterator[threading.Event]:
+    """An event a scripted reply can be held on (``hold=gate``); set at the end in any case."""
+    event = threading.Event()
+    yield event
+    event.set()
+
+
+async def outcome(child: Child) -> str:
+    """The child's "result" line, once it has finished."""
+    result = await child.expect("result")
+    await child.finish()
+    return result
+
+
+@pytest.fixture
+def agent_here(make_agent: MakeAgent, claude: Callable[..., Any], url: str) -> Callable[..., Any]:
+    """``agent_here(**options)``: an agent of this process on the children's store."""
+
+    def make(**options: Any) -> Any:
+        if url:
+            options["checkpointer"] = checkpointer_from_url(url)
+        return make_agent(model=claude(max_retries=0), **options)
+
+    return make
 
 
 async def gone(store: Checkpointer, session_id: str) -> bool:
@@ -85,13 +95,11 @@ async def gone(store: Checkpointer, session_id: str) -> bool:
 
 
 async def test_deleted_while_another_process_waits_for_approval(
-    make_agent: MakeAgent,
-    claude: Callable[..., Any],
+    agent_here: Callable[..., Any],
     fake_anthropic: FakeAnthropicServer,
-    start_child: Callable[[str, str], Any],
+    start_child: StartChild,
     store: Checkpointer,
     workdir: Path,
-    url: str,
 ) -> None:
     fake_anthropic.script(
         FakeReply("", tool_calls=[FakeToolCall("write_file", {"path": "f.txt", "content": "x"})]),
@@ -101,10 +109,9 @@ async def test_deleted_while_another_process_waits_for_approval(
     child = await start_child(sid, "write f.txt")
     await child.expect("asked write_file")
     assert [e.type for e in await store.read(sid)] == ["user", "assistant"]
-    await agent_on(make_agent, claude, url).delete_session(sid)
+    await agent_here().delete_session(sid)
     await child.tell("yes")  # approved after the delete: the turn must end, writing nothing
-    result = await child.expect("result")
-    await child.finish()
+    result = await outcome(child)
     assert result.split()[1] == "SessionDeletedError", result
     assert await gone(store, sid)
     assert len(fake_anthropic.message_requests) == 1  # no call with an empty conversation
@@ -112,39 +119,34 @@ async def test_deleted_while_another_process_waits_for_approval(
 
 
 async def test_deleted_while_another_process_streams_an_answer(
-    make_agent: MakeAgent,
-    claude: Callable[..., Any],
+    agent_here: Callable[..., Any],
     fake_anthropic: FakeAnthropicServer,
-    start_child: Callable[[str, str], Any],
+    start_child: StartChild,
     store: Checkpointer,
-    url: str,
+    gate: threading.Event,
 ) -> None:
-    gate = threading.Event()
     fake_anthropic.script(FakeReply("an answer held mid-stream", hold=gate, hold_after=3))
     sid = "doomed-stream"
     child = await start_child(sid, "tell me")
     (request,) = await asyncio.to_thread(fake_anthropic.wait_for_requests, 1)
     assert await async_wait_until(lambda: request.events_sent >= 3)
-    await agent_on(make_agent, claude, url).delete_session(sid)
+    await agent_here().delete_session(sid)
     gate.set()
-    result = await child.expect("result")
-    await child.finish()
+    result = await outcome(child)
     assert result.split()[1] == "SessionDeletedError", result
     assert await gone(store, sid)  # no interrupted event, no answer: nothing came back
 
 
 async def test_an_agent_that_saw_the_session_refuses_it_until_resumed(
-    make_agent: MakeAgent,
-    claude: Callable[..., Any],
+    agent_here: Callable[..., Any],
     fake_anthropic: FakeAnthropicServer,
     store: Checkpointer,
-    url: str,
 ) -> None:
     fake_anthropic.script("first answer", "a new life")
-    holder = agent_on(make_agent, claude, url)
+    holder = agent_here()
     sid = holder.session_id
     await holder.send("first")
-    await agent_on(make_agent, claude, url).delete_session(sid)  # another agent deletes it
+    await agent_here().delete_session(sid)  # another agent deletes it
     with pytest.raises(SessionDeletedError, match="was deleted"):
         await holder.send("are you there?")
     assert await gone(store, sid)
@@ -159,25 +161,22 @@ async def test_an_agent_that_saw_the_session_refuses_it_until_resumed(
 
 
 async def test_two_processes_send_on_one_session_one_turn_proceeds(
-    make_agent: MakeAgent,
-    claude: Callable[..., Any],
+    agent_here: Callable[..., Any],
     fake_anthropic: FakeAnthropicServer,
-    start_child: Callable[[str, str], Any],
+    start_child: StartChild,
     store: Checkpointer,
-    url: str,
+    gate: threading.Event,
 ) -> None:
-    gate = threading.Event()
     fake_anthropic.script(
         FakeReply("the first process's answer", hold=gate, hold_after=2),
         "the second prompt, answered in its own turn",
     )
-    agent = agent_on(make_agent, claude, url)
+    agent = agent_here()
     sid = agent.session_id
     first = asyncio.ensure_future(agent.send("first sender"))
     await asyncio.to_thread(fake_anthropic.wait_for_requests, 1)
     child = await start_child(sid, "second sender")
-    result = await child.expect("result")
-    await child.finish()
+    result = await outcome(child)
     assert result.split()[1] == "SessionBusyError", result
     assert "not written" in result
     assert [e.type for e in await store.read(sid)] == ["user"]  # the loser wrote nothing
@@ -190,26 +189,23 @@ async def test_two_processes_send_on_one_session_one_turn_proceeds(
     # the first request never saw the second prompt; a retry later gets its own turn
     assert "second sender" not in json.dumps(fake_anthropic.message_requests[0].body)
     child = await start_child(sid, "second sender")
-    result = await child.expect("result")
-    await child.finish()
+    result = await outcome(child)
     assert result == "result ok the second prompt, answered in its own turn"
     assert [e.type for e in await store.read(sid)] == ["user", "assistant"] * 2
 
 
 async def test_the_turn_claim_dies_with_its_process(
-    claude: Callable[..., Any],
+    agent_here: Callable[..., Any],
     fake_anthropic: FakeAnthropicServer,
-    start_child: Callable[[str, str], Any],
-    make_agent: MakeAgent,
+    start_child: StartChild,
     store: Checkpointer,
-    url: str,
+    gate: threading.Event,
 ) -> None:
-    gate = threading.Event()
     fake_anthropic.script(FakeReply("held forever", hold=gate, hold_after=2), "after the crash")
     sid = "crashed-holder"
     child = await start_child(sid, "hold the session")
     await asyncio.to_thread(fake_anthropic.wait_for_requests, 1)
-    agent = agent_on(make_agent, claude, url, session_id=sid)
+    agent = agent_here(session_id=sid)
     with pytest.raises(SessionBusyError):
         await agent.send("while it runs")
     child.process.kill()
