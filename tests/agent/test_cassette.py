@@ -120,19 +120,32 @@ async def record_session(
         await agent.close()
 
 
-async def test_record_then_replay_offline_in_another_folder(
+@pytest.fixture
+async def recorded(
     fake_anthropic: FakeAnthropicServer,
     claude: Callable[..., Any],
+    places: tuple[Path, Path],
+    tmp_path: Path,
+) -> tuple[list[str], Path]:
+    """``(events, cassette)``: the session recorded at home (store ``s1``) into
+    ``lesson.jsonl``, every stream event as text; the server is stopped after it (offline)."""
+    cassette = tmp_path / "lesson.jsonl"
+    events = await record_session(fake_anthropic, claude, places[0], cassette, tmp_path / "s1")
+    fake_anthropic.stop()  # no network from here on
+    return events, cassette
+
+
+async def test_record_then_replay_offline_in_another_folder(
+    recorded: tuple[list[str], Path],
+    fake_anthropic: FakeAnthropicServer,
     places: tuple[Path, Path],
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     home, school = places
-    cassette = tmp_path / "lesson.jsonl"
-    recorded = await record_session(fake_anthropic, claude, home, cassette, tmp_path / "s1")
-    assert len(fake_anthropic.message_requests) == 4
-    fake_anthropic.stop()  # no network from here on, and no key
-    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"):
+    events, cassette = recorded
+    assert len(fake_anthropic.message_requests) == 4  # recorded, then the server stopped
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"):  # no key
         monkeypatch.delenv(name, raising=False)
 
     model = replay(cassette, speed=0)
@@ -144,7 +157,7 @@ async def test_record_then_replay_offline_in_another_folder(
         await agent.close()
     assert model.served == 4 and model.fallback_calls == 0
     assert [line.replace(str(school), "<workdir>") for line in replayed] == [
-        line.replace(str(home), "<workdir>") for line in recorded
+        line.replace(str(home), "<workdir>") for line in events
     ]
     assert any(str(school) in line for line in replayed)  # pwd, and the model's own path
     assert files_of(school) == files_of(home) == {"notes/class.md": b"# Class\nhello\n"}
@@ -200,15 +213,10 @@ async def test_cassette_holds_no_secret_and_no_machine_path(
 
 
 async def test_a_changed_prompt_names_the_message_that_differs(
-    fake_anthropic: FakeAnthropicServer,
-    claude: Callable[..., Any],
-    places: tuple[Path, Path],
-    tmp_path: Path,
+    recorded: tuple[list[str], Path], places: tuple[Path, Path], tmp_path: Path
 ) -> None:
-    home, school = places
-    cassette = tmp_path / "lesson.jsonl"
-    await record_session(fake_anthropic, claude, home, cassette, tmp_path / "s1")
-    fake_anthropic.stop()
+    _, cassette = recorded
+    _, school = places
     agent = new_agent(replay(cassette, speed=0), school, tmp_path / "s2")
     try:
         await agent.send(PROMPTS[0])
@@ -246,15 +254,10 @@ async def test_a_changed_prompt_names_the_message_that_differs(
 
 
 async def test_strict_false_hands_new_requests_to_the_fallback(
-    fake_anthropic: FakeAnthropicServer,
-    claude: Callable[..., Any],
-    places: tuple[Path, Path],
-    tmp_path: Path,
+    recorded: tuple[list[str], Path], places: tuple[Path, Path], tmp_path: Path
 ) -> None:
-    home, school = places
-    cassette = tmp_path / "lesson.jsonl"
-    await record_session(fake_anthropic, claude, home, cassette, tmp_path / "s1")
-    fake_anthropic.stop()
+    _, cassette = recorded
+    _, school = places
     fallback = scripted(["A live answer."])
     model = replay(cassette, strict=False, fallback=fallback, speed=0)
     agent = new_agent(model, school, tmp_path / "s2")

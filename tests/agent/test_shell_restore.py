@@ -78,21 +78,34 @@ async def run_prompts(
     return states
 
 
+async def hand_edit_between_two_prompts(
+    agent: LiteAgent, fake: FakeAnthropicServer, workdir: Path
+) -> None:
+    """``bash`` writes ``a.txt`` (v1), the user rewrites it by hand, ``bash`` writes v2."""
+    fake.script(calls(("bash", {"command": "echo v1 > a.txt"})), "ok")
+    await agent.send("write v1")
+    (workdir / "a.txt").write_text("by hand\n")
+    fake.script(calls(("bash", {"command": "echo v2 > a.txt"})), "ok")
+    await agent.send("write v2")
+
+
 async def messages_after_restore(agent: LiteAgent, fake: FakeAnthropicServer) -> list[Any]:
     fake.script("next")
     await agent.send("what now?")
     return list(fake.message_requests[-1].body["messages"])
 
 
+@pytest.fixture
+def agent(make_agent: MakeAgent, claude: Callable[..., Any]) -> LiteAgent:
+    """An agent on the fake server that may run every tool."""
+    return make_agent(model=claude(), approvals="allow")
+
+
 async def test_restore_each_checkpoint_then_undo(
-    make_agent: MakeAgent,
-    claude: Callable[..., Any],
-    fake_anthropic: FakeAnthropicServer,
-    workdir: Path,
+    agent: LiteAgent, fake_anthropic: FakeAnthropicServer, workdir: Path
 ) -> None:
     (workdir / "keep.txt").write_text("untouched")
     (workdir / "seed.bin").write_bytes(BINARY)
-    agent = make_agent(model=claude(), approvals="allow")
     states = await run_prompts(agent, fake_anthropic, workdir)
     assert "sub/r.bin" not in states[3] and "data.bin" in states[1]
     checkpoints = await agent.list_checkpoints()
@@ -125,12 +138,8 @@ def _last_text(body: dict[str, Any]) -> str:
 
 
 async def test_restore_before_a_compaction_brings_the_history_back(
-    make_agent: MakeAgent,
-    claude: Callable[..., Any],
-    fake_anthropic: FakeAnthropicServer,
-    workdir: Path,
+    agent: LiteAgent, fake_anthropic: FakeAnthropicServer, workdir: Path
 ) -> None:
-    agent = make_agent(model=claude(), approvals="allow")
     states = await run_prompts(agent, fake_anthropic, workdir)
     fake_anthropic.script("everything so far, summarised")
     await agent.compact()
@@ -147,17 +156,9 @@ async def test_restore_before_a_compaction_brings_the_history_back(
 
 
 async def test_a_hand_edit_between_prompts_is_kept_by_a_restore_to_the_next_prompt(
-    make_agent: MakeAgent,
-    claude: Callable[..., Any],
-    fake_anthropic: FakeAnthropicServer,
-    workdir: Path,
+    agent: LiteAgent, fake_anthropic: FakeAnthropicServer, workdir: Path
 ) -> None:
-    agent = make_agent(model=claude(), approvals="allow")
-    fake_anthropic.script(calls(("bash", {"command": "echo v1 > a.txt"})), "ok")
-    await agent.send("write v1")
-    (workdir / "a.txt").write_text("by hand\n")
-    fake_anthropic.script(calls(("bash", {"command": "echo v2 > a.txt"})), "ok")
-    await agent.send("write v2")
+    await hand_edit_between_two_prompts(agent, fake_anthropic, workdir)
     assert (workdir / "a.txt").read_text() == "v2\n"
 
     checkpoints = await agent.list_checkpoints()
@@ -170,15 +171,11 @@ async def test_a_hand_edit_between_prompts_is_kept_by_a_restore_to_the_next_prom
 
 
 async def test_a_hand_edit_of_a_shell_written_file_is_a_conflict_in_every_mode(
-    make_agent: MakeAgent,
-    claude: Callable[..., Any],
-    fake_anthropic: FakeAnthropicServer,
-    workdir: Path,
+    agent: LiteAgent, fake_anthropic: FakeAnthropicServer, workdir: Path
 ) -> None:
     """``bash`` wrote and then edited a file; the user edits it by hand after the last prompt
     (no scan has seen that edit). A restore, files-only or full, refuses and changes nothing;
     ``force=True`` overwrites, and the undo brings the hand edit back."""
-    agent = make_agent(model=claude(), approvals="allow")
     fake_anthropic.script(calls(("bash", {"command": "printf 'v1\\n' > a.txt"})), "ok")
     await agent.send("write v1")
     fake_anthropic.script(calls(("bash", {"command": "sed -i s/v1/v2/ a.txt"})), "ok")
@@ -205,22 +202,14 @@ async def test_a_hand_edit_of_a_shell_written_file_is_a_conflict_in_every_mode(
 
 
 async def test_files_only_restores_around_a_recorded_hand_edit(
-    make_agent: MakeAgent,
-    claude: Callable[..., Any],
-    fake_anthropic: FakeAnthropicServer,
-    workdir: Path,
+    agent: LiteAgent, fake_anthropic: FakeAnthropicServer, workdir: Path
 ) -> None:
     """A hand edit between prompts is recorded as the known state; a files-only restore to
     the prompt after it keeps it, and records what it put back, so the next ``bash`` call's
     scan sees no "outside" change (the restore's own writes are not hand edits), and a
     restore further back finds no conflict, says in its preview that it discards the hand
     edit, and undoes (the first restore no longer: a prompt came after it)."""
-    agent = make_agent(model=claude(), approvals="allow")
-    fake_anthropic.script(calls(("bash", {"command": "echo v1 > a.txt"})), "ok")
-    await agent.send("write v1")
-    (workdir / "a.txt").write_text("by hand\n")
-    fake_anthropic.script(calls(("bash", {"command": "echo v2 > a.txt"})), "ok")
-    await agent.send("write v2")
+    await hand_edit_between_two_prompts(agent, fake_anthropic, workdir)
     sid = agent.session_id
     checkpoints = await agent.list_checkpoints()
 

@@ -38,6 +38,13 @@ def last_tool_result(fake: FakeAnthropicServer) -> str:
     return text if isinstance(text, str) else "".join(b.get("text", "") for b in text)
 
 
+def assert_told(fake: FakeAnthropicServer, *parts: str) -> None:
+    """The last tool result the model was sent says each of ``parts``."""
+    result = last_tool_result(fake)
+    for part in parts:
+        assert part in result, result
+
+
 async def test_sed_rm_and_a_redirect_are_snapshotted(
     make_agent: MakeAgent,
     claude: Callable[..., Any],
@@ -73,9 +80,11 @@ async def test_sed_rm_and_a_redirect_are_snapshotted(
     assert {s.tool_use_id for s in by_path.values()} == {"toolu_sh"}
     assert {snapshot_source(s) for s in by_path.values()} == {"bash"}
 
-    result = last_tool_result(fake_anthropic)
-    assert "created sub/out.txt; modified notes.txt; deleted data.bin" in result
-    assert "not tracked, so not rewound by restore: .git/" in result
+    assert_told(
+        fake_anthropic,
+        "created sub/out.txt; modified notes.txt; deleted data.bin",
+        "not tracked, so not rewound by restore: .git/",
+    )
 
 
 async def test_hand_edits_become_the_known_state(
@@ -111,9 +120,7 @@ async def test_hand_edits_become_the_known_state(
     events = await agent.checkpointer.read(agent.session_id)
     [look] = [e for e in events if isinstance(e, UserEvent) and e.content == "look"]
     assert outside.seq == look.seq - 1
-    assert "changed by this command, recorded for checkpoint restore: none" in (
-        last_tool_result(fake_anthropic)
-    )
+    assert_told(fake_anthropic, "changed by this command, recorded for checkpoint restore: none")
 
 
 async def test_big_files_are_listed_not_tracked(
@@ -126,9 +133,7 @@ async def test_big_files_are_listed_not_tracked(
     agent = make_agent(model=claude(), approvals={"bash": "allow"}, max_tracked_file_size=1024)
     await agent.send("make files")
     assert [s.path for s in await snapshots(agent)] == ["small"]
-    result = last_tool_result(fake_anthropic)
-    assert "created small" in result
-    assert "big.dat (above the 1 KB cap)" in result
+    assert_told(fake_anthropic, "created small", "big.dat (above the 1 KB cap)")
 
 
 async def test_a_background_command_is_scanned_when_it_ends(
