@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from lite_agent_jupyter import checkpointer_from_url, create_lite_agent
+from lite_agent_jupyter import LiteAgent, checkpointer_from_url, create_lite_agent
 from lite_agent_jupyter.checkpoint.events import FileSnapshotEvent
+from lite_agent_jupyter.checkpoint.protocol import Checkpointer
 from lite_agent_jupyter.providers.scripted import call, reply, scripted
 
 
@@ -24,14 +26,20 @@ async def test_agent_on_backend(
             "I wrote notes.md earlier.",
         ]
     )
-    checkpointer = checkpointer_from_url(url)
-    agent = create_lite_agent(
-        model=model,
-        workdir=workdir,
-        storage=tmp_path / "store",
-        checkpointer=checkpointer,
-        approvals="allow",
-    )
+
+    def open_agent(**options: Any) -> tuple[Checkpointer, LiteAgent]:
+        """A new checkpointer on ``url`` and an agent on it (same model, workdir, storage)."""
+        checkpointer = checkpointer_from_url(url)
+        agent = create_lite_agent(
+            model=model,
+            workdir=workdir,
+            storage=tmp_path / "store",
+            checkpointer=checkpointer,
+            **options,
+        )
+        return checkpointer, agent
+
+    checkpointer, agent = open_agent(approvals="allow")
     if backend == "postgres":  # snapshots go beside the logs, for every machine to see
         assert type(agent.blobs).__name__ == "PostgresBlobStore"
     await agent.send("write notes")
@@ -40,15 +48,7 @@ async def test_agent_on_backend(
     await checkpointer.close()
 
     # a fresh checkpointer and agent (as on another machine, for PostgreSQL) resume it
-    checkpointer = checkpointer_from_url(url)
-    again = create_lite_agent(
-        model=model,
-        workdir=workdir,
-        storage=tmp_path / "store",
-        checkpointer=checkpointer,
-        session_id=session_id,
-        blob_grace=0,
-    )
+    checkpointer, again = open_agent(session_id=session_id, blob_grace=0)
     try:
         result = await again.send("what did you do?")
         assert result.checkpoint_seq == 5 and result.text == "I wrote notes.md earlier."

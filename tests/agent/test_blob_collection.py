@@ -42,8 +42,11 @@ async def snapshots(agent: LiteAgent, session_id: str) -> list[FileSnapshotEvent
     ]
 
 
-def writer(path: str, content: str) -> object:
-    return scripted([reply("", [call("write_file", path=path, content=content)]), "ok"])
+def writer(*files: tuple[str, str]) -> object:
+    """A model that writes each ``(path, content)`` in turn, one call per reply, then says ok."""
+    return scripted(
+        [*(reply("", [call("write_file", path=path, content=text)]) for path, text in files), "ok"]
+    )
 
 
 def child(config: dict[str, object]) -> subprocess.Popen[bytes]:
@@ -56,16 +59,7 @@ async def test_a_blob_reused_by_another_process_before_its_event_is_kept(
     """Defect 1a: the other process has stored (deduplicated) the blob but not yet appended
     the snapshot naming it when this process deletes the only session whose log names it."""
     shared, private = "shared content\n" * 10, "only the doomed session's\n"
-    agent = make_agent(
-        model=scripted(
-            [
-                reply("", [call("write_file", path="a.txt", content=shared)]),
-                reply("", [call("write_file", path="p.txt", content=private)]),
-                "ok",
-            ]
-        ),
-        approvals="allow",
-    )
+    agent = make_agent(model=writer(("a.txt", shared), ("p.txt", private)), approvals="allow")
     await agent.send("write")
     doomed = agent.session_id
     ready, go, result = tmp_path / "ready", tmp_path / "go", tmp_path / "result.json"
@@ -113,18 +107,13 @@ async def test_checkpointers_sharing_one_blob_folder_keep_each_others_blobs(
     postgres = checkpointer_from_url(backend_url_for("postgres"))
     agents = {
         "file": make_agent(
-            model=scripted(
-                [
-                    reply("", [call("write_file", path="f.txt", content=shared)]),
-                    reply("", [call("write_file", path="mine.txt", content="file only\n")]),
-                    "ok",
-                ]
-            ),
-            approvals="allow",
+            model=writer(("f.txt", shared), ("mine.txt", "file only\n")), approvals="allow"
         ),
-        "sqlite": make_agent(model=writer("s.txt", shared), approvals="allow", checkpointer=sqlite),
+        "sqlite": make_agent(
+            model=writer(("s.txt", shared)), approvals="allow", checkpointer=sqlite
+        ),
         "postgres": make_agent(
-            model=writer("p.txt", shared),
+            model=writer(("p.txt", shared)),
             approvals="allow",
             checkpointer=postgres,
             blobs=storage.blobs,  # the local folder, shared with the other two
@@ -203,7 +192,7 @@ async def test_a_shell_baseline_survives_a_collection_while_the_command_runs(
     """The bash tracker's baseline (the content from before the command) is named by no
     log until the command ends; a collection meanwhile must keep it (it is pinned)."""
     before = "the content bash is about to replace\n"
-    other = make_agent(model=writer("f.txt", before), approvals="allow")
+    other = make_agent(model=writer(("f.txt", before)), approvals="allow")
     await other.send("write f.txt")
     started, go = tmp_path / "started", tmp_path / "go"
     command = f"touch {started}; while [ ! -e {go} ]; do sleep 0.02; done; echo new > f.txt"
@@ -236,18 +225,9 @@ async def test_the_delta_base_of_a_kept_blob_is_kept(
     v0 = "".join(f"line {i}\n" for i in range(2000))
     v1 = v0.replace("line 7\n", "LINE 7\n")
     v2 = v1.replace("line 9\n", "LINE 9\n")
-    first = make_agent(
-        model=scripted(
-            [
-                reply("", [call("write_file", path="big.txt", content=v0)]),
-                reply("", [call("write_file", path="big.txt", content=v1)]),
-                "ok",
-            ]
-        ),
-        approvals="allow",
-    )
+    first = make_agent(model=writer(("big.txt", v0), ("big.txt", v1)), approvals="allow")
     await first.send("v0 then v1")
-    second = make_agent(model=writer("big.txt", v2), approvals="allow")
+    second = make_agent(model=writer(("big.txt", v2)), approvals="allow")
     await second.send("v2")
     h0, h1, h2 = (blob_hash(v.encode()) for v in (v0, v1, v2))
     assert await second.blobs.bases(h2) == [h1, h0]  # stored as a chain of deltas
@@ -265,7 +245,7 @@ async def test_the_delta_base_of_a_kept_blob_is_kept(
 async def test_close_stops_a_running_collection_without_harm(
     make_agent: MakeAgent, storage: Storage
 ) -> None:
-    agent = make_agent(model=writer("kept.txt", "kept\n"), approvals="allow")
+    agent = make_agent(model=writer(("kept.txt", "kept\n")), approvals="allow")
     await agent.send("write")
     kept = blob_hash(b"kept\n")
     blobs = storage.blobs
@@ -364,7 +344,7 @@ async def test_memory_sessions_on_the_file_store_keep_their_blobs_while_they_liv
     from lite_agent_jupyter import memory_checkpointer
 
     memory = make_agent(
-        model=writer("m.txt", "in a memory session\n"),
+        model=writer(("m.txt", "in a memory session\n")),
         approvals="allow",
         checkpointer=memory_checkpointer(),
     )
