@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,12 @@ def workdir(tmp_path: Path) -> Path:
     path = tmp_path / "project"
     path.mkdir()
     return path
+
+
+@pytest.fixture
+def gate() -> threading.Event:
+    """An event a scripted reply of the fake server can be held on (``hold=gate``)."""
+    return threading.Event()
 
 
 @pytest.fixture

@@ -31,12 +31,30 @@ async def wait_until(predicate: Callable[[], bool], timeout: float = 60.0) -> No
     assert await async_wait_until(predicate, timeout), "condition not reached in time"
 
 
+@pytest.fixture
+def pid_file(workdir: Path) -> Path:
+    """Where a :func:`sleeper` shell writes its pid."""
+    return workdir / "shell.pid"
+
+
+def sleeper(pid_file: Path, call_id: str | None = None, **extra: Any) -> FakeToolCall:
+    """A ``bash`` call whose shell writes its pid to ``pid_file`` and then sleeps a minute."""
+    command = f"echo $$ > {pid_file}; exec sleep 60"
+    return FakeToolCall("bash", {"command": command, **extra}, id=call_id)
+
+
+async def written_pid(pid_file: Path) -> int:
+    """The pid a :func:`sleeper` wrote, once it is there."""
+    await wait_until(lambda: pid_file.exists() and pid_file.read_text().strip() != "")
+    return int(pid_file.read_text())
+
+
 async def test_close_mid_stream_stops_the_stream_and_keeps_the_log_valid(
     make_agent: MakeAgent,
     claude: Callable[..., Any],
     fake_anthropic: FakeAnthropicServer,
+    gate: threading.Event,
 ) -> None:
-    gate = threading.Event()
     fake_anthropic.script(
         FakeReply("a long answer that never ends", hold=gate, text_chunk=5), "fine"
     )
@@ -58,16 +76,12 @@ async def test_cancelling_send_kills_the_shell_and_answers_every_tool_call(
     make_agent: MakeAgent,
     claude: Callable[..., Any],
     fake_anthropic: FakeAnthropicServer,
-    workdir: Path,
+    pid_file: Path,
 ) -> None:
-    pid_file = workdir / "pid"
     fake_anthropic.script(
         FakeReply(
             "",
-            tool_calls=[
-                FakeToolCall("bash", {"command": f"echo $$ > {pid_file}; exec sleep 60"}, id="sh"),
-                FakeToolCall("list_files", {}, id="ls"),
-            ],
+            tool_calls=[sleeper(pid_file, "sh"), FakeToolCall("list_files", {}, id="ls")],
         ),
         "after the interrupt",
     )
@@ -79,9 +93,8 @@ async def test_cancelling_send_kills_the_shell_and_answers_every_tool_call(
             seen.append(event)
 
     task = asyncio.ensure_future(consume())
-    await wait_until(lambda: pid_file.exists() and pid_file.read_text().strip() != "")
+    pid = await written_pid(pid_file)
     await wait_until(lambda: any(isinstance(e, ToolCallFinished) and e.id == "ls" for e in seen))
-    pid = int(pid_file.read_text())
     assert process_alive(pid)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -100,8 +113,8 @@ async def test_sigint_in_a_process_leaves_a_valid_log(
     claude: Callable[..., Any],
     fake_anthropic: FakeAnthropicServer,
     child_agent: ChildAgent,
+    gate: threading.Event,
 ) -> None:
-    gate = threading.Event()
     fake_anthropic.script(
         FakeReply("partial text then a hang", hold=gate, hold_after=4, text_chunk=8), "resumed"
     )
@@ -274,24 +287,12 @@ async def test_close_cancels_background_jobs(
     make_agent: MakeAgent,
     claude: Callable[..., Any],
     fake_anthropic: FakeAnthropicServer,
-    workdir: Path,
+    pid_file: Path,
 ) -> None:
-    pid_file = workdir / "bg.pid"
-    fake_anthropic.script(
-        FakeReply(
-            "",
-            tool_calls=[
-                FakeToolCall(
-                    "bash", {"command": f"echo $$ > {pid_file}; exec sleep 60", "background": True}
-                )
-            ],
-        ),
-        "started",
-    )
+    fake_anthropic.script(FakeReply("", tool_calls=[sleeper(pid_file, background=True)]), "started")
     agent = make_agent(model=claude(), approvals={"bash": "allow"})
     await agent.send("start")
-    await wait_until(lambda: pid_file.exists() and pid_file.read_text().strip() != "")
-    pid = int(pid_file.read_text())
+    pid = await written_pid(pid_file)
     await agent.close()
     await wait_until(lambda: not process_alive(pid), timeout=60)
     assert len(fake_anthropic.message_requests) == 2  # no background turn after close

@@ -30,11 +30,20 @@ async def two_turns(agent: LiteAgent, fake: FakeAnthropicServer) -> None:
     await agent.send("my favourite colour is blue")
 
 
-async def test_compact_summarises_counts_and_keeps_the_raw_events(
+@pytest.fixture
+async def talked(
     make_agent: MakeAgent, claude: Callable[..., Any], fake_anthropic: FakeAnthropicServer
-) -> None:
+) -> LiteAgent:
+    """An agent on the fake server after :func:`two_turns`."""
     agent = make_agent(model=claude())
     await two_turns(agent, fake_anthropic)
+    return agent
+
+
+async def test_compact_summarises_counts_and_keeps_the_raw_events(
+    talked: LiteAgent, fake_anthropic: FakeAnthropicServer
+) -> None:
+    agent = talked
     head = await agent.checkpointer.head(agent.session_id)
     fake_anthropic.script("SUMMARY: answer 42, colour blue.")
 
@@ -70,10 +79,9 @@ async def test_compact_summarises_counts_and_keeps_the_raw_events(
 
 
 async def test_progress_stages_when_iterated(
-    make_agent: MakeAgent, claude: Callable[..., Any], fake_anthropic: FakeAnthropicServer
+    talked: LiteAgent, fake_anthropic: FakeAnthropicServer
 ) -> None:
-    agent = make_agent(model=claude())
-    await two_turns(agent, fake_anthropic)
+    agent = talked
     fake_anthropic.script("short summary")
     steps = [step async for step in agent.compact()]
     assert [s.stage for s in steps] == ["start", "measure", "summarize", "persist", "done"]
@@ -82,10 +90,9 @@ async def test_progress_stages_when_iterated(
 
 
 async def test_cancelled_midway_leaves_the_log_unchanged(
-    make_agent: MakeAgent, claude: Callable[..., Any], fake_anthropic: FakeAnthropicServer
+    talked: LiteAgent, fake_anthropic: FakeAnthropicServer
 ) -> None:
-    agent = make_agent(model=claude())
-    await two_turns(agent, fake_anthropic)
+    agent = talked
     before = await agent.checkpointer.read(agent.session_id)
     hold = threading.Event()
     fake_anthropic.script(FakeReply("a summary that never ends", hold=hold, hold_after=2))
@@ -111,10 +118,9 @@ async def test_cancelled_midway_leaves_the_log_unchanged(
 
 
 async def test_a_failed_summary_writes_nothing(
-    make_agent: MakeAgent, claude: Callable[..., Any], fake_anthropic: FakeAnthropicServer
+    talked: LiteAgent, fake_anthropic: FakeAnthropicServer
 ) -> None:
-    agent = make_agent(model=claude())
-    await two_turns(agent, fake_anthropic)
+    agent = talked
     before = await agent.checkpointer.read(agent.session_id)
     fake_anthropic.script(invalid_request("messages: too long"))
     with pytest.raises(ProviderError, match="too long"):
@@ -183,11 +189,10 @@ async def test_close_cancels_a_running_auto_compaction(
 
 
 async def test_the_full_history_stays_readable_after_compaction(
-    make_agent: MakeAgent, claude: Callable[..., Any], fake_anthropic: FakeAnthropicServer
+    talked: LiteAgent, fake_anthropic: FakeAnthropicServer
 ) -> None:
     """The raw events before a compaction stay readable (what a restore rewinds to)."""
-    agent = make_agent(model=claude())
-    await two_turns(agent, fake_anthropic)
+    agent = talked
     fake_anthropic.script("sum")
     result = await agent.compact()
     events = await agent.checkpointer.read(agent.session_id, after=0)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -54,14 +54,6 @@ def start_child(child_config: Callable[..., dict[str, Any]], url: str) -> StartC
         return child
 
     return start
-
-
-@pytest.fixture
-def gate() -> Iterator[threading.Event]:
-    """An event a scripted reply can be held on (``hold=gate``); set at the end in any case."""
-    event = threading.Event()
-    yield event
-    event.set()
 
 
 async def outcome(child: Child) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -254,14 +255,12 @@ async def test_a_second_writer_gets_a_conflict_and_the_log_stays_valid(
     claude: Callable[..., Any],
     fake_anthropic: FakeAnthropicServer,
     storage: Storage,
+    gate: threading.Event,
 ) -> None:
     """Another writer (here a second checkpointer object, writing without a turn claim)
     moves the log mid-turn: the turn ends with a conflict, and its clean-up writes nothing
     (the session log is stale until re-read). Two *agents* never get here: they claim the
     turn first (tests/agent/test_session_lifecycle.py)."""
-    import threading
-
-    gate = threading.Event()
     fake_anthropic.script(
         FakeReply("slow answer from the first writer", hold=gate, hold_after=2),
         "after the conflict",
@@ -287,10 +286,8 @@ async def test_one_turn_per_session(
     make_agent: MakeAgent,
     claude: Callable[..., Any],
     fake_anthropic: FakeAnthropicServer,
+    gate: threading.Event,
 ) -> None:
-    import threading
-
-    gate = threading.Event()
     fake_anthropic.script(FakeReply("held", hold=gate), "other session")
     agent = make_agent(model=claude())
     running = asyncio.ensure_future(agent.send("one"))
