@@ -17,10 +17,8 @@ from lite_agent_jupyter.providers import anthropic
 
 
 @pytest.fixture
-def workdir(tmp_path: Path) -> Path:
-    path = tmp_path / "project"
-    path.mkdir()
-    return path
+def workdir(tmp_folder: Callable[[str], Path]) -> Path:
+    return tmp_folder("project")
 
 
 @pytest.fixture

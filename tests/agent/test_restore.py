@@ -710,11 +710,10 @@ async def edited(
 
 
 @pytest.fixture
-def elsewhere(tmp_path: Path) -> Path:
+def elsewhere(tmp_folder: Callable[[str], Path]) -> Path:
     """A folder outside the workdir holding the same files as ``sub`` after :func:`edited`:
     what a followed symlink would lead to."""
-    path = tmp_path / "elsewhere"
-    path.mkdir()
+    path = tmp_folder("elsewhere")
     (path / "a.txt").write_text("two\n")
     (path / "b.txt").write_text("new\n")
     return path
