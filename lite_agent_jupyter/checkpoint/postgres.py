@@ -5,7 +5,7 @@ migrations, a lazily opened ``psycopg_pool.AsyncConnectionPool``, and the SQL of
 Checkpointer method. It knows nothing of agents: it stores encoded event lines
 (:func:`~lite_agent_jupyter.checkpoint.events.encode`) and file-snapshot blobs.
 
-Schema (version 3)::
+Schema (version 4)::
 
     <schema>.schema_version (version PK, applied_at)          one row per applied migration
     <schema>.sessions (id PK, head, mtime, title_json, turns) index sessions_mtime_idx (mtime DESC)
@@ -14,6 +14,10 @@ Schema (version 3)::
     <schema>.append_events(...)                               the append, as one plpgsql call
     <schema>.task_lists (id PK, data, mtime)                  the agent's task lists (version 2)
     <schema>.blob_refs (scope, owner, hash, touched)          who uses a blob (version 3)
+    <schema>.tombstones (id PK, deleted)                      deleted sessions (version 4)
+
+``anchor`` is true for a prompt checkpoint (the stored column keeps its version-1 name; the
+code and the API say "checkpoint").
 
 ``title_json`` is the title as a JSON string: ``text`` cannot hold NUL, a prompt can.
 
@@ -610,11 +614,11 @@ class PostgresCheckpointer:
         )
         self._sql_delete_events = q("DELETE FROM {schema}.events WHERE session_id = %s")
         self._sql_cut = q("DELETE FROM {schema}.events WHERE session_id = %s AND seq > %s")
-        self._sql_first_anchor = q(
+        self._sql_first_checkpoint = q(
             "SELECT seq, body FROM {schema}.events WHERE session_id = %s AND anchor"
             " ORDER BY seq LIMIT 1"
         )
-        self._sql_count_anchors = q(
+        self._sql_count_checkpoints = q(
             "SELECT count(*) FROM {schema}.events WHERE session_id = %s AND anchor"
         )
         self._sql_retitle = q(
@@ -823,7 +827,7 @@ class PostgresCheckpointer:
                     return
                 await conn.execute(self._sql_cut, (session_id, to_seq))
                 title = await self._first_title(conn, session_id)
-                cur = await conn.execute(self._sql_count_anchors, (session_id,))
+                cur = await conn.execute(self._sql_count_checkpoints, (session_id,))
                 counted = await cur.fetchone()
                 turns = int(counted[0]) if counted is not None else 0
                 await conn.execute(
@@ -833,7 +837,7 @@ class PostgresCheckpointer:
         await self._db.run(op, what=f"truncate of session {session_id!r}")
 
     async def _first_title(self, conn: Conn, session_id: str) -> str | None:
-        cur = await conn.execute(self._sql_first_anchor, (session_id,))
+        cur = await conn.execute(self._sql_first_checkpoint, (session_id,))
         row = await cur.fetchone()
         if row is None:
             return None

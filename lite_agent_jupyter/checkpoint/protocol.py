@@ -271,7 +271,7 @@ SESSION_TITLE_CHARS = 200
 
 
 def checkpoint_stats(events: Sequence[Event]) -> tuple[str | None, int]:
-    """``(title of the first anchor in the batch or None, number of anchors)``.
+    """``(title of the first checkpoint in the batch or None, number of checkpoints)``.
 
     Backends that keep ``SessionInfo.title``/``turns`` update them from each appended batch
     with this, so ``list()`` never has to read a log.

@@ -181,7 +181,7 @@ _SQL_DELETED = (
     "SELECT 1 FROM tombstones WHERE id = ? AND NOT EXISTS (SELECT 1 FROM sessions WHERE id = ?)"
 )
 _SQL_CUT = "DELETE FROM events WHERE session_id = ? AND seq > ?"
-_SQL_ANCHORS = "SELECT seq, data FROM events WHERE session_id = ? AND mark = 1 ORDER BY seq"
+_SQL_CHECKPOINTS = "SELECT seq, data FROM events WHERE session_id = ? AND mark = 1 ORDER BY seq"
 _SQL_MARKS = (
     "SELECT seq, mark, data FROM events WHERE session_id = ? AND seq > ? AND mark > 0 ORDER BY seq"
 )
@@ -545,13 +545,13 @@ class SQLiteCheckpointer:
                 conn.execute(_SQL_UNTOMBSTONE, (session_id,))
             else:
                 conn.execute(_SQL_CUT, (session_id, to_seq))
-                anchors = conn.execute(_SQL_ANCHORS, (session_id,)).fetchall()
+                checkpoints = conn.execute(_SQL_CHECKPOINTS, (session_id,)).fetchall()
                 title: str | None = None
-                if anchors:
-                    seq, data = anchors[0]
+                if checkpoints:
+                    seq, data = checkpoints[0]
                     first = decode_rows([(seq, data)], after=seq - 1, where=self._where(session_id))
                     title, _ = checkpoint_stats(first)
-                conn.execute(_SQL_RETITLE, (time.time(), title, len(anchors), session_id))
+                conn.execute(_SQL_RETITLE, (time.time(), title, len(checkpoints), session_id))
             conn.execute("COMMIT")
             self._heads[session_id] = to_seq
 

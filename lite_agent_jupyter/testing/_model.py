@@ -62,7 +62,7 @@ EXTRA = st.dictionaries(
 )
 
 PROMPTS = st.builds(UserEvent, content=TEXT, checkpoint=st.just(True), origin=st.just("user"))
-"""Checkpoint anchors, frequent on purpose: titles and turn counts depend on them."""
+"""Prompt checkpoints, frequent on purpose: titles and turn counts depend on them."""
 
 EVENTS: st.SearchStrategy[Event] = st.one_of(
     PROMPTS,
