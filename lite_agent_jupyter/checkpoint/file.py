@@ -655,6 +655,17 @@ class FileCheckpointer:
         ``.marks`` file is missing gets none here: ``read_marks`` rebuilds it from the log.
         """
         path = self._marks_path(session_id)
+        known = session.marks_known
+        if not lines and not fresh and known is not None and known[3] <= head:
+            # Most batches have no mark: if the file is as this object left it, with no mark
+            # beyond ``head``, there is nothing to cut or add - one lstat, not an open.
+            try:
+                st = os.stat(path, follow_symlinks=False)
+            except FileNotFoundError:
+                session.marks_known = None
+                return
+            if known[:3] == (st.st_ino, st.st_size, st.st_mtime_ns):
+                return
         data = "".join(line + "\n" for line in lines).encode("utf-8")
         flags = _OPEN_RDWR_APPEND | (os.O_CREAT | os.O_TRUNC if fresh else 0)
         try:
@@ -664,7 +675,6 @@ class FileCheckpointer:
             return
         try:
             st = os.fstat(fd)
-            known = session.marks_known
             if known is not None and known[:3] == (st.st_ino, st.st_size, st.st_mtime_ns):
                 last = known[3]
             else:
