@@ -553,7 +553,8 @@ class SQLiteCheckpointer:
                     title, _ = checkpoint_stats(first)
                 conn.execute(_SQL_RETITLE, (time.time(), title, len(checkpoints), session_id))
             conn.execute("COMMIT")
-            self._heads[session_id] = to_seq
+            if session_id in self._heads:
+                self._heads[session_id] = to_seq
 
         await self._run(op)
 
