@@ -84,6 +84,14 @@ def default_file_mode() -> int:
     return 0o644
 
 
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` at ``fd``'s position: ``os.write`` may write less than asked
+    (a signal, a full disk on the way), and a partial line is worse than none."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 def fsync_dir(path: str | os.PathLike[str]) -> None:
     """fsync a directory so a rename or a new file in it survives power loss."""
     fd = os.open(path, _DIR_FLAGS)
@@ -192,9 +200,7 @@ def prepare_write(
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)  # "alive": sweep_stale leaves a locked temp alone
         os.fchmod(fd, 0o600)  # the umask may have made it tighter; never looser
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
+        write_all(fd, data)
         if durable:
             os.fsync(fd)
         if mode != 0o600:

@@ -37,7 +37,7 @@ from typing import Protocol
 
 import zstandard
 
-from .atomic import atomic_write, fsync_dir
+from .atomic import atomic_write, fsync_dir, write_all
 from .errors import CorruptLogError, InvalidNamespaceError
 
 NAMESPACE_PATTERN = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
@@ -549,7 +549,7 @@ class FileBlobStore:
         lines = "".join(d + "\n" for d in new).encode("ascii")
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
         try:
-            _write_all(fd, lines)
+            write_all(fd, lines)
             if not ref.transient:
                 os.fsync(fd)
             inode = os.fstat(fd).st_ino
@@ -559,7 +559,7 @@ class FileBlobStore:
         changes = self._refs_dir / _CHANGES_FILE
         fd = os.open(changes, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
         try:
-            _write_all(fd, lines)
+            write_all(fd, lines)
         finally:
             os.close(fd)
         if created and not ref.transient:
@@ -922,12 +922,6 @@ def _never() -> bool:
 def _touch(path: Path) -> None:
     with contextlib.suppress(OSError):
         os.utime(path)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
 
 
 def _ref_entries(folder: Path, *, folders: bool) -> Iterator[str]:

@@ -42,7 +42,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from filelock import FileLock, Timeout
 
-from ..atomic import atomic_write, fsync_dir, sweep_stale
+from ..atomic import atomic_write, fsync_dir, sweep_stale, write_all
 from ..errors import CheckpointerUnavailableError, CorruptLogError
 from ..storage import FILE_MODE, ensure_private_dir
 from ._blocking import POLL_SECONDS, Gate, ThreadGate, run_gated
@@ -545,7 +545,7 @@ class FileCheckpointer:
                     fsync_dir(self.directory)
             elif size != tail.end:
                 _repair(path, fd, tail.end, size)
-            _write_all(fd, data, tail.end)
+            _write_or_undo(fd, data, tail.end)
             if self.durable:
                 os.fsync(fd)
             now = time.time_ns()
@@ -687,7 +687,7 @@ class FileCheckpointer:
             else:
                 size = st.st_size
             if data:
-                _write_all(fd, data, size)
+                _write_or_undo(fd, data, size)
                 last = head + len(lines)  # an upper bound is enough: only "> head" matters
             if changed:
                 if self.durable:
@@ -771,7 +771,7 @@ class FileCheckpointer:
                 last = os.pread(fd, 1, size - 1)
                 if last != b"\n":
                     line = "\n" + line
-            _write_all(fd, line.encode("utf-8"), size)
+            _write_or_undo(fd, line.encode("utf-8"), size)
             if self.durable:
                 os.fsync(fd)
         finally:
@@ -955,14 +955,10 @@ def _pread_all(fd: int, size: int, offset: int) -> bytes:
     return b"".join(parts)
 
 
-def _write_all(fd: int, data: bytes, undo_to: int) -> None:
+def _write_or_undo(fd: int, data: bytes, undo_to: int) -> None:
     """Write ``data`` (usually in one call); on failure cut the file back to ``undo_to``."""
     try:
-        written = os.write(fd, data)
-        if written < len(data):
-            view = memoryview(data)
-            while written < len(data):
-                written += os.write(fd, view[written:])
+        write_all(fd, data)
     except BaseException:
         with contextlib.suppress(OSError):
             os.ftruncate(fd, undo_to)

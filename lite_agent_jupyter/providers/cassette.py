@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from ..abort import AbortSignal
+from ..atomic import write_all
 from ..errors import CassetteError, CassetteMismatchError
 from ..redact import Redactor, env_secrets
 from .base import (
@@ -305,7 +306,7 @@ class _CassetteWriter:
                     "created": datetime.now(UTC).isoformat(timespec="seconds"),
                     "note": "lite_agent_jupyter cassette: model requests and their answers",
                 }
-                os.write(fd, (_dumps(header) + "\n").encode())
+                write_all(fd, (_dumps(header) + "\n").encode())
             else:
                 for entry in _read_lines(self.path):
                     if entry.get("kind") in ("tools", "message"):
@@ -345,7 +346,7 @@ class _CassetteWriter:
 
     def write_lines(self, lines: Sequence[str]) -> None:
         fd = self._open()
-        os.write(fd, "".join(line + "\n" for line in lines).encode("utf-8", "surrogatepass"))
+        write_all(fd, "".join(line + "\n" for line in lines).encode("utf-8", "surrogatepass"))
 
     def close(self) -> None:
         if self._fd is not None:
