@@ -89,6 +89,7 @@ from ..checkpoint.events import (
 from ..checkpoint.protocol import Checkpointer, read_marks, validate_session_id
 from ..errors import (
     CheckpointConflictError,
+    CorruptLogError,
     PathOutsideWorkdirError,
     RestoreConflictError,
     ToolError,
@@ -824,25 +825,42 @@ class Restorer:
     def _load_journal(self, session_id: str) -> dict[str, Any] | None:
         """The journal an unfinished operation left, ``None`` if there is none: a JSON object
         (an undo's), or a restore's undo record whose header carries it."""
+        path = self._journal_path(session_id)
         try:
-            data = self._journal_path(session_id).read_bytes()
+            data = path.read_bytes()
         except FileNotFoundError:
             return None
         first = data.split(b"\n", 1)[0]
-        journal = json.loads(first)
-        if isinstance(journal, dict) and "op" in journal:
-            return journal
-        header = decode(first)
-        assert isinstance(header, UnknownEvent) and header.type == "restore"
-        found: dict[str, Any] = header.extra["journal"]
+        try:  # written in one atomic write: damage here is not a crash of ours
+            journal = json.loads(first)
+            if isinstance(journal, dict) and "op" in journal:
+                return journal
+            header = decode(first)
+            found = header.extra.get("journal") if header.type == "restore" else None
+        except ValueError as exc:
+            found, why = None, str(exc)
+        else:
+            why = "no journal in its first line"
+        if not isinstance(found, dict) or "op" not in found:
+            raise CorruptLogError(
+                path,
+                1,
+                f"not a restore journal ({why}); nothing on session {session_id!r} is done "
+                "until it is repaired or moved aside",
+            )
         return found
 
     @staticmethod
     def _read_record(path: Path) -> tuple[dict[str, Any], list[FileSnapshotEvent], list[Event]]:
         with path.open(encoding="utf-8") as f:
-            events = [decode(line) for line in f if line.strip()]
-        header = events[0]
-        assert isinstance(header, UnknownEvent) and header.type == "restore"
+            lines = [line for line in f if line.strip()]
+        try:
+            events = [decode(line) for line in lines]
+        except ValueError as exc:
+            raise CorruptLogError(path, None, f"not a readable restore record: {exc}") from exc
+        header = events[0] if events else None
+        if not isinstance(header, UnknownEvent) or header.type != "restore":
+            raise CorruptLogError(path, 1, "not a restore record: its first line is no header")
         snapshots = [e for e in events[1:] if isinstance(e, FileSnapshotEvent) and e.seq == 0]
         tail = [e for e in events[1:] if e.seq > 0]
         return header.extra, snapshots, tail

@@ -31,7 +31,11 @@ from lite_agent_jupyter.atomic import PreparedWrite
 from lite_agent_jupyter.checkpoint.events import CompactionEvent, FileSnapshotEvent
 from lite_agent_jupyter.checkpoint.fold import fold
 from lite_agent_jupyter.checkpoint.protocol import read_marks
-from lite_agent_jupyter.errors import InvalidSessionIdError, PathOutsideWorkdirError
+from lite_agent_jupyter.errors import (
+    CorruptLogError,
+    InvalidSessionIdError,
+    PathOutsideWorkdirError,
+)
 
 MakeAgent = Callable[..., LiteAgent]
 Files = dict[str, bytes]
@@ -486,6 +490,30 @@ async def test_a_turn_after_a_killed_restore_recovers_first(
     assert state(project) == run3.states[3]
     sent = without_cache_marks(fake_anthropic.message_requests[-1].body["messages"])
     assert sent[:-1] == history
+
+
+@pytest.mark.parametrize("damage", [b"not json\n", b'{"v":1,"seq":0,"type":"user"}\n'])
+async def test_a_damaged_journal_or_undo_record_is_a_clear_error_and_changes_nothing(
+    run3: ThreePrompts, project: Path, storage: Storage, damage: bytes
+) -> None:
+    """A journal or an undo record that is not one (damaged outside the package: both are
+    written in one atomic write) stops the session with a CorruptLogError naming the file,
+    and nothing is rewound or deleted."""
+    agent, sid = run3.agent, run3.sid
+    seqs = await run3.seqs()
+    await agent.restore(sid, seqs[1])
+    (record,) = (storage.base / "archive").glob(f"{sid}.restore-*.jsonl")
+    record.write_bytes(damage)
+    with pytest.raises(CorruptLogError) as info:
+        await agent.undo_restore(sid)
+    assert info.value.path == str(record)
+    assert state(project) == run3.states[1]
+    journal = storage.base / "archive" / f"{sid}.journal.json"
+    journal.write_bytes(damage)
+    with pytest.raises(CorruptLogError) as info:
+        await agent.list_checkpoints(sid)
+    assert info.value.path == str(journal) and "moved aside" in str(info.value)
+    assert journal.read_bytes() == damage and state(project) == run3.states[1]
 
 
 async def test_versions_are_stored_as_deltas_and_survive_deleting_another_session(
