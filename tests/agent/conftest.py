@@ -87,14 +87,15 @@ def child_config(
 @pytest.fixture
 def child_agent(
     child_config: Callable[..., dict[str, Any]], tmp_path: Path
-) -> Callable[[str, str], tuple[list[str], Path]]:
-    """``child_agent(session_id, prompt) -> (argv, result_file)``: the command line of a child
-    process that sends ``prompt`` on ``session_id`` with the same fake server, workdir and
-    storage as this test (``agent_child.py``)."""
+) -> Callable[..., tuple[list[str], Path]]:
+    """``child_agent(session_id, prompt, **more) -> (argv, result_file)``: the command line of
+    a child process that sends ``prompt`` on ``session_id`` with the same fake server, workdir
+    and storage as this test (``agent_child.py``); ``more`` adds to or replaces keys of its
+    config (another ``root``, a ``checkpointer`` URL, a ``task_list``)."""
 
-    def make(session_id: str, prompt: str) -> tuple[list[str], Path]:
+    def make(session_id: str, prompt: str, **more: Any) -> tuple[list[str], Path]:
         out = tmp_path / f"child-{session_id}-{len(list(tmp_path.glob('child-*')))}.json"
-        config = child_config(session_id=session_id, prompt=prompt, result_file=str(out))
+        config = child_config(session_id=session_id, prompt=prompt, result_file=str(out), **more)
         return [sys.executable, str(CHILD), json.dumps(config)], out
 
     return make

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ from lite_agent_jupyter.checkpoint import SupportsTaskLists
 
 MakeAgent = Callable[..., LiteAgent]
 PLAN = [{"content": "tag the release", "status": "pending"}]
-CHILD = Path(__file__).with_name("agent_child.py")
+ChildAgent = Callable[..., tuple[list[str], Path]]
 
 
 def call(name: str, **arguments: Any) -> FakeReply:
@@ -81,6 +80,7 @@ async def test_lists_live_in_the_database_and_another_process_sees_them(
     backend_url_for: Callable[[str], str],
     claude: Callable[..., Any],
     fake_anthropic: FakeAnthropicServer,
+    child_agent: ChildAgent,
     workdir: Path,
     tmp_path: Path,
 ) -> None:
@@ -106,21 +106,16 @@ async def test_lists_live_in_the_database_and_another_process_sees_them(
         assert await rows.get(planner.session_id) == [{"content": "mine", "status": "pending"}]
 
         # another process, another storage folder, the same database
-        out = tmp_path / "child.json"
-        config = {
-            "base_url": fake_anthropic.url,
-            "api_key": fake_anthropic.api_key,
-            "workdir": str(workdir),
-            "root": str(tmp_path / "there"),
-            "namespace": "nb",
-            "session_id": "worker",
-            "prompt": "what is on the release list?",
-            "result_file": str(out),
-            "checkpointer": url,
-            "task_list": "release",
-        }
+        argv, out = child_agent(
+            "worker",
+            "what is on the release list?",
+            root=str(tmp_path / "there"),
+            namespace="nb",
+            checkpointer=url,
+            task_list="release",
+        )
         fake_anthropic.script(call("todo_read"), "I see it")
-        child = await asyncio.create_subprocess_exec(sys.executable, str(CHILD), json.dumps(config))
+        child = await asyncio.create_subprocess_exec(*argv)
         assert await asyncio.wait_for(child.wait(), 120) == 0
         assert json.loads(out.read_text())["text"] == "I see it"
         assert "Shared task list 'release' (0/1 completed)" in last_result(fake_anthropic)
