@@ -15,18 +15,26 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import pytest
 from process_helpers import async_wait_until
 
-from lite_agent_jupyter import LiteAgent, Storage, checkpointer_from_url, sqlite_checkpointer
+from lite_agent_jupyter import (
+    LiteAgent,
+    Storage,
+    checkpointer_from_url,
+    memory_checkpointer,
+    sqlite_checkpointer,
+)
 from lite_agent_jupyter.checkpoint.events import FileSnapshotEvent
 from lite_agent_jupyter.providers.scripted import call, reply, scripted
-from lite_agent_jupyter.storage import blob_hash
+from lite_agent_jupyter.storage import BlobCollection, BlobRef, FileBlobStore, blob_hash
 
 MakeAgent = Callable[..., LiteAgent]
 CHILD = Path(__file__).with_name("blob_child.py")
+StartChild = Callable[..., tuple[subprocess.Popen[bytes], Path, Path]]
 
 
 def age_blobs(storage: Storage, seconds: float = 7200) -> None:
@@ -49,12 +57,55 @@ def writer(*files: tuple[str, str]) -> object:
     )
 
 
-def child(config: dict[str, object]) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, str(CHILD), json.dumps(config)])
+@pytest.fixture
+def blob_child(storage: Storage, tmp_path: Path) -> Iterator[StartChild]:
+    """``blob_child(mode, **more) -> (process, ready, result)``: a ``blob_child.py`` process
+    in ``mode`` on this test's storage, with ``more`` in its config; it creates ``ready`` and
+    writes ``result``. Killed (if still running) after the test."""
+    started: list[subprocess.Popen[bytes]] = []
+
+    def start(mode: str, **more: object) -> tuple[subprocess.Popen[bytes], Path, Path]:
+        ready, result = tmp_path / "ready", tmp_path / "result.json"
+        config = {
+            "mode": mode,
+            "root": str(storage.root),
+            "namespace": storage.namespace,
+            "ready": str(ready),
+            "result": str(result),
+            **more,
+        }
+        started.append(subprocess.Popen([sys.executable, str(CHILD), json.dumps(config)]))
+        return started[-1], ready, result
+
+    yield start
+    for proc in started:
+        proc.kill()
+        proc.wait(60)
+
+
+def collect_with_a_write_between_the_passes(
+    folder: Path, write: Callable[[], str]
+) -> tuple[BlobCollection, list[str]]:
+    """Collect ``folder`` (grace 0), running ``write`` once, as another process would, after
+    the collection's first pass and before its final one (when it takes the store's lock).
+    Returns the collection's result and what ``write`` returned (empty if it never ran)."""
+    written: list[str] = []
+
+    class Interleaved(FileBlobStore):
+        def _lock_file(self, name: str, stopped: Callable[[], bool]) -> int | None:
+            if name == ".lock" and not written:  # the final pass is about to start
+                written.append(write())
+            return super()._lock_file(name, stopped)
+
+    return Interleaved(folder).collect_sync(grace=0), written
 
 
 async def test_a_blob_reused_by_another_process_before_its_event_is_kept(
-    make_agent: MakeAgent, storage: Storage, workdir: Path, tmp_path: Path
+    make_agent: MakeAgent,
+    storage: Storage,
+    workdir: Path,
+    tmp_path: Path,
+    blob_child: StartChild,
 ) -> None:
     """Defect 1a: the other process has stored (deduplicated) the blob but not yet appended
     the snapshot naming it when this process deletes the only session whose log names it."""
@@ -62,31 +113,22 @@ async def test_a_blob_reused_by_another_process_before_its_event_is_kept(
     agent = make_agent(model=writer(("a.txt", shared), ("p.txt", private)), approvals="allow")
     await agent.send("write")
     doomed = agent.session_id
-    ready, go, result = tmp_path / "ready", tmp_path / "go", tmp_path / "result.json"
-    proc = child(
-        {
-            "mode": "write",
-            "root": str(storage.root),
-            "namespace": storage.namespace,
-            "workdir": str(workdir),
-            "session_id": "other-process",
-            "path": "b.txt",
-            "content": shared,
-            "ready": str(ready),
-            "go": str(go),
-            "result": str(result),
-        }
+    go = tmp_path / "go"
+    proc, ready, result = blob_child(
+        "write",
+        workdir=str(workdir),
+        session_id="other-process",
+        path="b.txt",
+        content=shared,
+        go=str(go),
     )
-    try:
-        assert await async_wait_until(ready.exists)  # the child holds the reused blob now
-        age_blobs(storage)
-        await agent.delete_session(doomed)
-        await agent.wait_maintenance()
-        assert not await agent.blobs.has(blob_hash(private.encode()))  # collection did run
-        go.write_text("go")
-        assert await asyncio.to_thread(proc.wait, 60) == 0
-    finally:
-        proc.kill()
+    assert await async_wait_until(ready.exists)  # the child holds the reused blob now
+    age_blobs(storage)
+    await agent.delete_session(doomed)
+    await agent.wait_maintenance()
+    assert not await agent.blobs.has(blob_hash(private.encode()))  # collection did run
+    go.write_text("go")
+    assert await asyncio.to_thread(proc.wait, 60) == 0
     assert json.loads(result.read_text()) == {"ok": True}
     [snap] = await snapshots(agent, "other-process")
     assert snap.after == blob_hash(shared.encode())
@@ -259,36 +301,24 @@ async def test_close_stops_a_running_collection_without_harm(
     assert not any([await blobs.has(d) for d in garbage])
 
 
-async def test_process_pins_last_as_long_as_their_process(storage: Storage, tmp_path: Path) -> None:
-    ready, result = tmp_path / "ready", tmp_path / "result.json"
+async def test_process_pins_last_as_long_as_their_process(
+    storage: Storage, blob_child: StartChild
+) -> None:
     content = "pinned by a child process"
-    proc = child(
-        {
-            "mode": "pin",
-            "root": str(storage.root),
-            "namespace": storage.namespace,
-            "content": content,
-            "ready": str(ready),
-            "result": str(result),
-        }
-    )
+    proc, ready, _ = blob_child("pin", content=content)
     blobs = storage.blobs
     digest = blob_hash(content.encode())
-    try:
-        assert await async_wait_until(ready.exists)
-        assert (await blobs.collect(grace=0)).deleted == ()
-        assert await blobs.has(digest)
-    finally:
-        proc.kill()
-        await asyncio.to_thread(proc.wait, 60)
+    assert await async_wait_until(ready.exists)
+    assert (await blobs.collect(grace=0)).deleted == ()
+    assert await blobs.has(digest)
+    proc.kill()
+    await asyncio.to_thread(proc.wait, 60)
     assert (await blobs.collect(grace=0)).deleted == (digest,)  # its process is gone
 
 
 async def test_unreadable_references_make_collection_keep_everything(
     storage: Storage,
 ) -> None:
-    from lite_agent_jupyter.storage import BlobRef
-
     blobs = storage.blobs
     ref = BlobRef("file:/elsewhere", "s1")
     kept = await blobs.put(b"named by s1", ref=ref)
@@ -325,8 +355,6 @@ async def test_blobs_stored_before_references_existed_are_kept(storage: Storage)
     (folder / digest[:2] / digest[2:]).write_bytes(b"R" + old)
     blobs = storage.blobs
     assert (await blobs.collect(grace=0)).skipped  # nothing recorded yet: keep all
-    from lite_agent_jupyter.storage import BlobRef
-
     ref = BlobRef("file:/x", "s")
     new = await blobs.put(b"new", ref=ref)
     await blobs.drop_refs(ref)
@@ -341,8 +369,6 @@ async def test_memory_sessions_on_the_file_store_keep_their_blobs_while_they_liv
     """A memory checkpointer's sessions live in this process only: their refs are of the
     process scope, kept while it lives (another agent's collection keeps them), dropped with
     the session."""
-    from lite_agent_jupyter import memory_checkpointer
-
     memory = make_agent(
         model=writer(("m.txt", "in a memory session\n")),
         approvals="allow",
@@ -362,60 +388,38 @@ async def test_memory_sessions_on_the_file_store_keep_their_blobs_while_they_liv
 async def test_a_ref_recorded_between_the_two_passes_keeps_its_blob(storage: Storage) -> None:
     """The window the store lock and the journal close: a writer reuses a blob after the
     collection's first pass chose it and before its final pass."""
-    from lite_agent_jupyter.storage import BlobRef, FileBlobStore
-
     data = b"garbage a moment ago"
-    reused: list[str] = []
-
-    class Interleaved(FileBlobStore):
-        def _lock_file(self, name: str, stopped: Callable[[], bool]) -> int | None:
-            if name == ".lock" and not reused:  # the final pass is about to start
-                writer = FileBlobStore(self.directory)  # as another process would
-                reused.append(writer.put_sync(data, ref=BlobRef("file:/other", "late")))
-            return super()._lock_file(name, stopped)
-
+    folder = storage.base / "blobs"
     blobs = storage.blobs
     digest = await blobs.put(data)
     await blobs.put(b"a ref file exists", ref=BlobRef("file:/x", "s"))
     age_blobs(storage)
-    result = Interleaved(storage.base / "blobs").collect_sync(grace=0)
+    result, reused = collect_with_a_write_between_the_passes(
+        folder,  # a writer of its own, as another process would be
+        lambda: FileBlobStore(folder).put_sync(data, ref=BlobRef("file:/other", "late")),
+    )
     assert reused == [digest] and result.deleted == ()
     assert await blobs.get(digest) == data
 
 
 async def test_a_blob_named_by_a_live_ref_is_never_missing_under_a_collecting_process(
-    storage: Storage, tmp_path: Path
+    storage: Storage, blob_child: StartChild
 ) -> None:
     """Stress, real processes: a child keeps storing a few contents under fresh refs and
     dropping old ones, checking after each step that every blob a live ref names exists,
     while this process makes the same contents garbage and collects as fast as it can."""
-    ready, result = tmp_path / "ready", tmp_path / "result.json"
-    rounds, pool = 400, 5
-    proc = child(
-        {
-            "mode": "stress",
-            "root": str(storage.root),
-            "namespace": storage.namespace,
-            "rounds": rounds,
-            "pool": pool,
-            "ready": str(ready),
-            "result": str(result),
-        }
-    )
+    pool = 5
+    proc, ready, result = blob_child("stress", rounds=400, pool=pool)
     blobs = storage.blobs
     collections = deleted = 0
-    try:
-        assert await async_wait_until(ready.exists)
-        while proc.poll() is None:
-            for n in range(pool):  # every content exists, unreferenced by this process
-                await blobs.put(f"content {n}".encode())
-            outcome = await blobs.collect(grace=0)
-            assert outcome.skipped is None
-            collections += 1
-            deleted += len(outcome.deleted)
-    finally:
-        proc.kill()
-        await asyncio.to_thread(proc.wait, 60)
+    assert await async_wait_until(ready.exists)
+    while proc.poll() is None:
+        for n in range(pool):  # every content exists, unreferenced by this process
+            await blobs.put(f"content {n}".encode())
+        outcome = await blobs.collect(grace=0)
+        assert outcome.skipped is None
+        collections += 1
+        deleted += len(outcome.deleted)
     assert json.loads(result.read_text()) == {"ok": True, "missing": []}
     assert collections > 2 and deleted > 0  # the race was actually run
 
@@ -424,8 +428,6 @@ async def test_a_delta_whose_ref_came_before_its_write_keeps_its_base(storage: S
     """A writer records its ref, a collection's first pass reads it while the blob is not
     written yet (no chain to read), then the writer stores the blob as a delta against an
     old, unreferenced base: the final pass must keep that base."""
-    from lite_agent_jupyter.storage import BlobRef, FileBlobStore
-
     v0 = "".join(f"row {i}\n" for i in range(1000)).encode()
     v1 = v0.replace(b"row 5\n", b"ROW 5\n")
     ref = BlobRef("file:/a/writer", "s")
@@ -434,14 +436,8 @@ async def test_a_delta_whose_ref_came_before_its_write_keeps_its_base(storage: S
     await writer.put(b"a ref file exists", ref=BlobRef("file:/x", "other"))
     age_blobs(storage)
     writer.add_refs_sync(ref, [blob_hash(v1)])  # recorded, not yet written
-    written: list[str] = []
-
-    class Interleaved(FileBlobStore):
-        def _lock_file(self, name: str, stopped: Callable[[], bool]) -> int | None:
-            if name == ".lock" and not written:  # after the first pass, before the final
-                written.append(writer.put_sync(v1, base=base, ref=ref))
-            return super()._lock_file(name, stopped)
-
-    Interleaved(storage.base / "blobs").collect_sync(grace=0)
+    _, written = collect_with_a_write_between_the_passes(
+        storage.base / "blobs", lambda: writer.put_sync(v1, base=base, ref=ref)
+    )
     assert written == [blob_hash(v1)] and await storage.blobs.bases(written[0]) == [base]
     assert await storage.blobs.get(written[0]) == v1  # its base was kept
