@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -368,19 +369,16 @@ async def test_a_restore_racing_a_writer_in_another_process_changes_nothing(
     seqs = await run3.seqs()
     before = state(project)
     head = await agent.checkpointer.head(sid)
-    real_commit = PreparedWrite.commit
     calls: list[str] = []
 
-    def commit_then_race(write: PreparedWrite) -> os.stat_result:
-        st = real_commit(write)
+    def race(write: PreparedWrite) -> None:
         if write.name.endswith(".journal.json"):
-            return st
+            return
         if not calls:  # after the first file: another process appends to the session
             append_elsewhere(storage, sid)
         calls.append(write.name)
-        return st
 
-    monkeypatch.setattr(PreparedWrite, "commit", commit_then_race)
+    after_each_commit(monkeypatch, race)
     with pytest.raises(RestoreConflictError, match="written by someone else"):
         await agent.restore(sid, seqs[0])
     assert len(calls) >= 1
@@ -392,6 +390,21 @@ async def test_a_restore_racing_a_writer_in_another_process_changes_nothing(
     monkeypatch.undo()
     with pytest.raises(UnknownCheckpointError):
         await agent.undo_restore(sid)
+
+
+def after_each_commit(
+    monkeypatch: pytest.MonkeyPatch, then: Callable[[PreparedWrite], None]
+) -> None:
+    """Run ``then(write)`` right after each real ``PreparedWrite.commit`` (the restore's
+    journal, then each file it replaces): where a racing process gets its turn."""
+    real_commit = PreparedWrite.commit
+
+    def commit_then(write: PreparedWrite) -> os.stat_result:
+        st = real_commit(write)
+        then(write)
+        return st
+
+    monkeypatch.setattr(PreparedWrite, "commit", commit_then)
 
 
 APPEND_ELSEWHERE = """
@@ -684,11 +697,9 @@ async def test_a_file_changed_while_the_restore_runs_is_a_conflict_and_all_is_pu
     restore checks each file again just before replacing it, so that write is not wiped."""
     agent, sid = edited, edited.session_id
     head = await agent.checkpointer.head(sid)
-    real_commit = PreparedWrite.commit
     written: list[str] = []
 
-    def commit_then_race(write: PreparedWrite) -> os.stat_result:
-        st = real_commit(write)
+    def race(write: PreparedWrite) -> None:
         if write.name.endswith(".journal.json"):  # planned, journal written, no file yet:
             subprocess.run(  # another process writes sub/b.txt
                 ["sh", "-c", 'printf "written meanwhile\\n" > "$1"', "sh", workdir / "sub/b.txt"],
@@ -697,9 +708,8 @@ async def test_a_file_changed_while_the_restore_runs_is_a_conflict_and_all_is_pu
             )
         else:
             written.append(write.name)
-        return st
 
-    monkeypatch.setattr(PreparedWrite, "commit", commit_then_race)
+    after_each_commit(monkeypatch, race)
     with pytest.raises(RestoreConflictError, match="changed while the restore ran") as caught:
         await agent.restore(sid, 0)
     assert caught.value.paths == ("sub/b.txt",)
@@ -814,17 +824,13 @@ async def test_a_swap_after_the_first_write_keeps_the_journal_until_the_rollback
     inside = state(workdir)
     head = await agent.checkpointer.head(sid)
     swap, unswap = make_swappable(workdir, elsewhere)
-    real_commit = PreparedWrite.commit
 
-    def commit_then_swap(write: PreparedWrite) -> os.stat_result:
-        st = real_commit(write)
-        if write.name != "a.txt":
-            return st
-        swap()
-        append_elsewhere(storage, sid)
-        return st
+    def swap_after_a(write: PreparedWrite) -> None:
+        if write.name == "a.txt":
+            swap()
+            append_elsewhere(storage, sid)
 
-    monkeypatch.setattr(PreparedWrite, "commit", commit_then_swap)
+    after_each_commit(monkeypatch, swap_after_a)
     with pytest.raises(RestoreConflictError, match="could not be put back"):
         await agent.restore(sid, 0)
     monkeypatch.undo()
@@ -886,17 +892,16 @@ async def test_restores_racing_a_folder_swapping_process_never_touch_outside(
         stdout=subprocess.PIPE,
         text=True,
     )
-    outcomes: dict[str, int] = {}
+    outcomes: Counter[str] = Counter()
     try:
         for _ in range(40):
             try:
                 await agent.restore(sid, 0)
-                outcomes["restored"] = outcomes.get("restored", 0) + 1
+                outcomes["restored"] += 1
                 await agent.undo_restore(sid)
-                outcomes["undone"] = outcomes.get("undone", 0) + 1
+                outcomes["undone"] += 1
             except (PathOutsideWorkdirError, RestoreConflictError, UnknownCheckpointError) as exc:
-                name = type(exc).__name__
-                outcomes[name] = outcomes.get(name, 0) + 1
+                outcomes[type(exc).__name__] += 1
             assert state(elsewhere) == outside
     finally:
         stop.touch()
