@@ -14,6 +14,11 @@ def new_schema() -> str:
     return f"t_{uuid.uuid4().hex[:16]}"
 
 
+def schema_of(url: str) -> str:
+    """The schema a ``postgresql://...?schema=NAME`` URL (of :func:`new_schema`) names."""
+    return url.rpartition("schema=")[2]
+
+
 def drop_schema(schema: str) -> None:
     import psycopg
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pg_helpers import PG_DSN, drop_schema, new_schema
+from pg_helpers import PG_DSN, drop_schema, new_schema, schema_of
 
 from lite_agent_jupyter.testing import Backend, Child
 
 
 def _drop_pg(location: str) -> None:
-    drop_schema(location.rpartition("schema=")[2])
+    drop_schema(schema_of(location))
 
 
 KIT_BACKENDS: dict[str, Backend] = {

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from pg_helpers import PG_DSN
+from pg_helpers import PG_DSN, schema_of
 
 from lite_agent_jupyter.checkpoint import SupportsTaskLists
 from lite_agent_jupyter.checkpoint.protocol import Checkpointer
@@ -92,7 +92,7 @@ async def test_postgres_gains_the_table_by_migration(
     store: Checkpointer, reopen: Callable[[], Checkpointer], backend_url: str
 ) -> None:
     assert await store.head("s") == 0  # opens and migrates
-    schema = backend_url.rsplit("schema=", 1)[1]
+    schema = schema_of(backend_url)
     with psycopg.connect(PG_DSN, autocommit=True) as conn:  # as a release before task lists
         conn.execute(f'DROP TABLE "{schema}".task_lists')
         # nor what later migrations add (blob references, tombstones)
@@ -124,7 +124,7 @@ async def test_damaged_rows_are_named(
                 "UPDATE task_lists SET data = ? WHERE id = ?", [(d, i) for i, d in bad]
             )
     else:
-        schema = backend_url.rsplit("schema=", 1)[1]
+        schema = schema_of(backend_url)
         with psycopg.connect(PG_DSN, autocommit=True) as conn:
             for list_id, data in bad:
                 conn.execute(

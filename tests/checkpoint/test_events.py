@@ -18,6 +18,7 @@ from lite_agent_jupyter.checkpoint.events import (
     UnknownEvent,
     UserEvent,
     decode,
+    decode_rows,
     encode,
     from_dict,
     is_checkpoint,
@@ -26,7 +27,7 @@ from lite_agent_jupyter.checkpoint.events import (
     stamped,
     to_dict,
 )
-from lite_agent_jupyter.errors import UnsupportedVersionError
+from lite_agent_jupyter.errors import CorruptLogError, UnsupportedVersionError
 
 TS = "2026-11-29T09:30:00.123456+00:00"
 
@@ -151,9 +152,6 @@ def test_now_iso_is_utc_with_microseconds() -> None:
 
 
 def test_decode_rows_rules() -> None:
-    from lite_agent_jupyter.checkpoint.events import decode_rows, encode
-    from lite_agent_jupyter.errors import CorruptLogError
-
     def row(seq: int) -> tuple[int, str]:
         return seq, encode(UserEvent(content=f"p{seq}"), seq=seq, ts="t")
 
@@ -177,9 +175,6 @@ def test_decode_rows_sparse_and_fast_path_agree_with_from_dict() -> None:
     """Rows decode to the same events inline (decode_rows' common case) as through
     ``from_dict``; absent fields get their defaults, fresh objects for mutable ones; a
     selection of rows (``sparse``) keeps the order and seq rules."""
-    from lite_agent_jupyter.checkpoint.events import decode_rows
-    from lite_agent_jupyter.errors import CorruptLogError
-
     bare = [cls.TYPE for cls in EVENT_TYPES.values()]
     lines = [f'{{"v":1,"seq":{i},"type":"{name}"}}' for i, name in enumerate(bare, 1)]
     events = decode_rows(enumerate(lines, 1), after=0, where="w")
