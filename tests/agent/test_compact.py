@@ -90,12 +90,11 @@ async def test_progress_stages_when_iterated(
 
 
 async def test_cancelled_midway_leaves_the_log_unchanged(
-    talked: LiteAgent, fake_anthropic: FakeAnthropicServer
+    talked: LiteAgent, fake_anthropic: FakeAnthropicServer, gate: threading.Event
 ) -> None:
     agent = talked
     before = await agent.checkpointer.read(agent.session_id)
-    hold = threading.Event()
-    fake_anthropic.script(FakeReply("a summary that never ends", hold=hold, hold_after=2))
+    fake_anthropic.script(FakeReply("a summary that never ends", hold=gate, hold_after=2))
 
     compaction = agent.compact()
     stages = []
@@ -107,14 +106,14 @@ async def test_cancelled_midway_leaves_the_log_unchanged(
     assert await agent.checkpointer.read(agent.session_id) == before
 
     # cancelling the task that awaits it: same, and the cancellation propagates
-    fake_anthropic.script(FakeReply("again", hold=hold, hold_after=2))
+    fake_anthropic.script(FakeReply("again", hold=gate, hold_after=2))
     task = asyncio.ensure_future(agent.compact())
     await asyncio.to_thread(fake_anthropic.wait_for_requests, len(fake_anthropic.requests) + 2)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
     assert await agent.checkpointer.read(agent.session_id) == before
-    hold.set()
+    gate.set()
 
 
 async def test_a_failed_summary_writes_nothing(
@@ -129,7 +128,10 @@ async def test_a_failed_summary_writes_nothing(
 
 
 async def test_busy_empty_and_memory_only(
-    make_agent: MakeAgent, claude: Callable[..., Any], fake_anthropic: FakeAnthropicServer
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    gate: threading.Event,
 ) -> None:
     agent = make_agent(model=claude(), sessions=False)
     empty = await agent.compact()
@@ -139,13 +141,12 @@ async def test_busy_empty_and_memory_only(
     result = await agent.compact()
     assert result.compacted and result.summary == "memory summary"
 
-    hold = threading.Event()
-    fake_anthropic.script(FakeReply("slow", hold=hold, hold_after=2))
+    fake_anthropic.script(FakeReply("slow", hold=gate, hold_after=2))
     turn = asyncio.ensure_future(agent.send("a slow one"))
     await asyncio.to_thread(fake_anthropic.wait_for_requests, len(fake_anthropic.requests) + 1)
     with pytest.raises(SessionBusyError):
         agent.compact()
-    hold.set()
+    gate.set()
     await turn
 
 
@@ -168,20 +169,22 @@ async def test_auto_compaction_when_the_next_request_would_pass_the_threshold(
 
 
 async def test_close_cancels_a_running_auto_compaction(
-    make_agent: MakeAgent, claude: Callable[..., Any], fake_anthropic: FakeAnthropicServer
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    gate: threading.Event,
 ) -> None:
     agent = make_agent(model=claude(), context_window=1_000)
-    hold = threading.Event()
     fake_anthropic.script(
         FakeReply("big", input_tokens=900, output_tokens=10),
-        FakeReply("never finished", hold=hold, hold_after=2),
+        FakeReply("never finished", hold=gate, hold_after=2),
     )
     await agent.send("fill the window")
     # the turn's request, then the compaction's count and its summary request (held)
     await asyncio.to_thread(fake_anthropic.wait_for_requests, 3)
     head = await agent.checkpointer.head(agent.session_id)
     await agent.close()
-    hold.set()
+    gate.set()
     reader = make_agent(model=scripted([]))  # same storage, a fresh checkpointer
     after = await reader.checkpointer.read(agent.session_id)
     assert len(after) == head

@@ -5,7 +5,7 @@ session from being deleted."""
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -85,9 +85,10 @@ async def test_a_symlink_to_another_log_is_never_followed(directory: Path) -> No
 
 
 @pytest.mark.parametrize("odd", ["folder", "symlink"])
-async def test_delete_session_is_not_blocked_by_an_odd_log(tmp_path: Path, odd: str) -> None:
-    workdir = tmp_path / "project"
-    workdir.mkdir()
+async def test_delete_session_is_not_blocked_by_an_odd_log(
+    tmp_folder: Callable[[str], Path], tmp_path: Path, odd: str
+) -> None:
+    workdir = tmp_folder("project")
     storage = Storage(tmp_path / "store", "test")
     agent = create_lite_agent(
         model=scripted(["the victim's answer", "the other's answer"]),
