@@ -41,8 +41,8 @@ async def async_wait_until(predicate: Callable[[], bool], timeout: float = 60.0)
 
 
 def kernel_env(extra: Mapping[str, str | None]) -> dict[str, str]:
-    """This process's environment without ANTHROPIC_* and JPY_*, plus ``extra`` (``None``
-    removes a name)."""
+    """This process's environment without ANTHROPIC_*, JPY_* and LITE_AGENT_*, unbuffered,
+    this Python's folder first on PATH, plus ``extra`` (``None`` removes a name)."""
     env = {
         k: v
         for k, v in os.environ.items()
