@@ -8,8 +8,8 @@ Two parts, in one run:
 1. **Kernel side, no browser**: the real kernel facade (``AgentRunner``) over the same store
    times what a cell costs in Python: listing the sessions, building the session browser,
    listing the checkpoints, building the slider (with the newest stop's preview), one slider
-   step in the 5,000-event session; wall and CPU time (``time.process_time``), and how many
-   widget models each widget sends to the front end.
+   step in the ``--events``-event session; wall and CPU time (``time.process_time``), and how
+   many widget models each widget sends to the front end.
 2. **In the browser**: each scenario timed from Shift+Enter on the cell (or from the key press
    on the slider) until the page shows the result, through the real magics:
 
@@ -53,7 +53,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from lab_browser import JupyterLabServer, LabNotebook, launch_chromium, write_notebook
+from lab_browser import (
+    JupyterLabServer,
+    LabNotebook,
+    launch_chromium,
+    no_widget_errors,
+    write_notebook,
+)
 
 from lite_agent_jupyter import Storage, create_lite_agent, file_checkpointer
 from lite_agent_jupyter.checkpoint.events import AssistantEvent, UserEvent
@@ -258,10 +264,7 @@ def cell_times(output: str) -> dict[str, float]:
 def timed_cell(nb: LabNotebook, index: int, selector: str, series: Series) -> None:
     """Shift+Enter on cell ``index`` (a ``%time`` cell) until ``selector`` is visible in its
     output; with the kernel's own wall and CPU time for the cell."""
-    cell = nb.cell(index)
-    cell.locator(".jp-InputPrompt").click()
-    nb.page.keyboard.press("Escape")
-    target = cell.locator(selector).first
+    target = nb.select_cell(index).locator(selector).first
     with cpu_meter() as cpu:
         start = time.perf_counter()
         nb.page.keyboard.press("Shift+Enter")
@@ -269,7 +272,7 @@ def timed_cell(nb: LabNotebook, index: int, selector: str, series: Series) -> No
         elapsed = time.perf_counter() - start
     nb.wait_idle()
     series.add(elapsed, {**cpu, **cell_times(nb.output_text(index))})
-    assert nb.page.get_by_text("Error displaying widget").count() == 0
+    no_widget_errors(nb.page)
 
 
 def timed_key(nb: LabNotebook, handle: Any, result: Any, expect: str, series: Series) -> None:
@@ -286,7 +289,7 @@ def timed_key(nb: LabNotebook, handle: Any, result: Any, expect: str, series: Se
 # -- part 1: the kernel side, no browser ----------------------------------------------------
 
 
-def kernel_side(storage: Storage, workdir: Path, runs: int) -> None:
+def kernel_side(storage: Storage, workdir: Path, runs: int, events: int) -> None:
     from ipywidgets.widgets.widget import _instances
 
     runner = AgentRunner()
@@ -320,7 +323,7 @@ def kernel_side(storage: Storage, workdir: Path, runs: int) -> None:
         slider = CheckpointSlider(facade, "preview")
         stops = iter(range(len(slider.checkpoints) - 2, -1, -1))
         measure(
-            "slider step in the 5,000-event session (preview drawn)",
+            f"slider step in the {events:,}-event session (preview drawn)",
             lambda: setattr(slider.slider, "value", next(stops)),
         )
     finally:
@@ -389,7 +392,7 @@ def in_browser(storage: Storage, workdir: Path, args: argparse.Namespace) -> Non
         for step in range(1, 2 * args.runs + 2):
             timed_key(nb, ref_handle, ref_out, f"value {499 - step}", ref_key)
             timed_key(nb, handle, shown, f"Before prompt {stops - step}", preview)
-        assert page.get_by_text("Error displaying widget").count() == 0
+        no_widget_errors(page)
         browser.close()
     # the first step of each slider warms its path up: left out
     ref_key.walls, ref_key.cpus = ref_key.walls[1:], ref_key.cpus[1:]
@@ -419,7 +422,7 @@ def main() -> None:
         storage, workdir = prepare(store, args.sessions, args.prompts, args.events)
         print(f"load average at the start: {os.getloadavg()} on {os.cpu_count()} cores")
         print("-- kernel side (Python, no browser)")
-        kernel_side(storage, workdir, args.runs)
+        kernel_side(storage, workdir, args.runs, args.events)
         if not args.no_browser:
             print("-- in JupyterLab + Chromium")
             in_browser(storage, workdir, args)

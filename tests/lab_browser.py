@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import socket
 import subprocess
@@ -41,6 +42,8 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 IDLE = "Python 3 (ipykernel) | Idle"
+FINISHED = re.compile(r"^\s*\[\s*\d+\s*\]:\s*$")
+"""A cell's prompt once it ran: ``[n]:`` (``[ ]:`` before, ``[*]:`` while it runs)."""
 
 # JupyterLab user settings (plugin id -> values) that remove network calls and the kernel
 # picker dialog: both made early browser tests flaky.
@@ -242,21 +245,29 @@ class LabNotebook:
     def cell(self, index: int) -> Any:
         return self.page.locator(".jp-Notebook .jp-Cell").nth(index)
 
-    def run_cell(self, index: int, timeout: float = 60.0) -> Any:
-        """Select cell ``index``, run it with Shift+Enter, wait until it has finished."""
+    def select_cell(self, index: int) -> Any:
+        """Select cell ``index`` in command mode (the next key goes to the notebook)."""
         cell = self.cell(index)
         cell.locator(".jp-InputPrompt").click()
         self.page.keyboard.press("Escape")
+        return cell
+
+    def start_cell(self, index: int) -> Any:
+        """Run cell ``index`` with Shift+Enter, without waiting for it to finish."""
+        cell = self.select_cell(index)
         self.page.keyboard.press("Shift+Enter")
-        prompt = cell.locator(".jp-InputPrompt")
-        deadline = time.monotonic() + timeout
-        while True:
-            text = prompt.inner_text().strip()
-            if text.startswith("[") and text[1:-2].strip().isdigit():
-                break
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"cell {index} did not finish (prompt {text!r})")
-            time.sleep(0.05)
+        return cell
+
+    def wait_finished(self, cell: Any, timeout: float = 60.0) -> None:
+        """Wait until ``cell``'s prompt shows its execution count (``[n]:``), i.e. it ended."""
+        from playwright.sync_api import expect
+
+        expect(cell.locator(".jp-InputPrompt")).to_have_text(FINISHED, timeout=timeout * 1000)
+
+    def run_cell(self, index: int, timeout: float = 60.0) -> Any:
+        """Select cell ``index``, run it with Shift+Enter, wait until it has finished."""
+        cell = self.start_cell(index)
+        self.wait_finished(cell, timeout)
         self.wait_idle(timeout)
         return cell
 

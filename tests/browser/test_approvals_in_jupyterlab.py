@@ -4,7 +4,6 @@ model is told. The kernel's agent talks to the fake Messages API server of this 
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +11,6 @@ import lab_browser
 import pytest
 from fake_anthropic import FakeAnthropicServer, FakeReply, tool_reply
 from lab_browser import JupyterLabServer, LabNotebook, no_widget_errors, wait_for, write_notebook
-from playwright.sync_api import expect
 
 SETUP = "%load_ext lite_agent_jupyter"  # approvals: "ask", the default
 KERNELS_SETTINGS = "@jupyterlab/apputils-extension:kernels-settings"
@@ -26,22 +24,6 @@ def comms(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> st
     mode = str(request.param)
     monkeypatch.setitem(lab_browser.LAB_SETTINGS, KERNELS_SETTINGS, {"commsOverSubshells": mode})
     return mode
-
-
-def _start_cell(nb: LabNotebook, index: int) -> Any:
-    """Run cell ``index`` without waiting for it to finish."""
-    cell = nb.cell(index)
-    cell.locator(".jp-InputPrompt").click()
-    nb.page.keyboard.press("Escape")
-    nb.page.keyboard.press("Shift+Enter")
-    return cell
-
-
-def _finished(cell: Any) -> None:
-    """Wait until the cell's prompt shows its execution count (``[n]:``), i.e. it ended
-    (Playwright's wait; its timeout is only a hang guard, as long as the suite's)."""
-    ended = re.compile(r"^\s*\[\s*\d+\s*\]:\s*$")
-    expect(cell.locator(".jp-InputPrompt")).to_have_text(ended, timeout=120_000)
 
 
 @pytest.mark.parametrize(
@@ -65,7 +47,7 @@ def test_approval_buttons_answer_the_waiting_turn(
     write_notebook(lab_root / "approve.ipynb", [SETUP, "%%agent\nWrite hello.py"])
     nb = LabNotebook(page, lab, "approve.ipynb").open()
     nb.run_cell(0)
-    cell = _start_cell(nb, 1)
+    cell = nb.start_cell(1)
     button = cell.get_by_role("button", name=answer)
     button.wait_for(state="visible", timeout=60_000)
     no_widget_errors(page)
@@ -73,7 +55,7 @@ def test_approval_buttons_answer_the_waiting_turn(
     assert not (lab_root / "hello.py").exists()  # the turn waits
     page.screenshot(path=str(artifacts / f"approval-buttons-{comms}.png"))
     button.click()
-    _finished(cell)
+    nb.wait_finished(cell, timeout=120)  # a hang guard, as long as the suite's
     nb.wait_idle()
     out = nb.output_text(1)
     result = fake_anthropic.message_requests[1].messages[-1]["content"][0]
