@@ -49,9 +49,6 @@ def lab(
         "ANTHROPIC_API_KEY": fake_anthropic.api_key,
         "ANTHROPIC_BASE_URL": fake_anthropic.url,
         "LITE_AGENT_HOME": str(tmp_path / "home"),
-        "PYTHONPATH": os.pathsep.join(
-            [str(ROOT / "tests"), *filter(None, [os.environ.get("PYTHONPATH")])]
-        ),
     }
     server = JupyterLabServer(lab_root, tmp_path / "lab-state", env=env).start()
     try:
