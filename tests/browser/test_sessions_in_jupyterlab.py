@@ -12,13 +12,16 @@ from pathlib import Path
 from typing import Any
 
 from fake_anthropic import FakeAnthropicServer
-from lab_browser import JupyterLabServer, LabNotebook, no_widget_errors, wait_for, write_notebook
+from lab_browser import (
+    SETUP_ALLOW,
+    JupyterLabServer,
+    LabNotebook,
+    no_widget_errors,
+    wait_for,
+    write_notebook,
+)
 
-SETUP = """\
-%load_ext lite_agent_jupyter
-%config LiteAgentMagics.approvals = "allow"
-from lite_agent_jupyter.jupyter import current_facade
-"""
+SETUP = SETUP_ALLOW + "from lite_agent_jupyter.jupyter import current_facade\n"
 
 CURRENT = "print('current', current_facade().session_id)"
 
