@@ -8,6 +8,7 @@ wait for the other forever."""
 from __future__ import annotations
 
 import concurrent.futures
+from collections.abc import Iterator
 
 import pytest
 
@@ -15,25 +16,28 @@ from lite_agent_jupyter.jupyter.runner import AgentRunner
 
 
 @pytest.fixture
-def runner() -> AgentRunner:
-    return AgentRunner()
+def idle_runner() -> Iterator[AgentRunner]:
+    """A runner with no agent: its lock and its loop thread."""
+    runner = AgentRunner()
+    yield runner
+    runner.stop()
 
 
-def test_a_turn_ending_on_the_loop_while_a_facade_call_holds_the_lock(runner: AgentRunner) -> None:
-    try:
-        runner.claim("s1")
+def test_a_turn_ending_on_the_loop_while_a_facade_call_holds_the_lock(
+    idle_runner: AgentRunner,
+) -> None:
+    runner = idle_runner
+    runner.claim("s1")
 
-        async def turn_ends() -> bool:  # what a turn's pump does when it ends, on the loop
-            runner.release("s1")
-            return runner.is_busy("s1")
+    async def turn_ends() -> bool:  # what a turn's pump does when it ends, on the loop
+        runner.release("s1")
+        return runner.is_busy("s1")
 
-        with runner.lock:  # a facade call in a widget callback, waiting for the loop
-            future = runner.submit(turn_ends())
-            try:
-                busy = future.result(timeout=10)
-            except concurrent.futures.TimeoutError:
-                pytest.fail("the agent's loop waited for the lock a facade call held")
-        assert busy is False
-        assert not runner.is_busy()
-    finally:
-        runner.stop()
+    with runner.lock:  # a facade call in a widget callback, waiting for the loop
+        future = runner.submit(turn_ends())
+        try:
+            busy = future.result(timeout=10)
+        except concurrent.futures.TimeoutError:
+            pytest.fail("the agent's loop waited for the lock a facade call held")
+    assert busy is False
+    assert not runner.is_busy()
