@@ -25,6 +25,14 @@ def make_sessions(runner: AgentRunner, prompts: list[str]) -> list[str]:
     return ids
 
 
+def break_listing(storage: Storage) -> None:
+    """Put a file where the sessions' folder was: listing the sessions fails with an
+    OSError."""
+    sessions = storage.base / "sessions"
+    sessions.rename(sessions.with_name("moved"))
+    sessions.write_text("not a folder")
+
+
 def labels(browser: SessionBrowser) -> list[str]:
     """The rows' text as a user reads it (non-breaking spaces as spaces)."""
     return [label.replace("\u00a0", " ") for label, _ in browser.rows.options]
@@ -210,9 +218,7 @@ def test_an_unexpected_error_shows_its_traceback_inline(
 ) -> None:
     make_sessions(runner, ["one"])
     browser = SessionBrowser(facade)
-    sessions = storage.base / "sessions"
-    sessions.rename(sessions.with_name("moved"))
-    sessions.write_text("not a folder")  # listing now fails with an OSError
+    break_listing(storage)
     browser.refresh_button.click()
     status = browser.report.status.value
     assert "Refresh failed" in status and "<summary>traceback</summary>" in status
@@ -246,8 +252,6 @@ def test_show_sessions_reports_a_failed_listing_in_the_cell(
     runner: AgentRunner, facade: AgentFacade, storage: Storage
 ) -> None:
     make_sessions(runner, ["one"])
-    sessions = storage.base / "sessions"
-    sessions.rename(sessions.with_name("moved"))
-    sessions.write_text("not a folder")
+    break_listing(storage)
     with pytest.raises(OSError):
         show_sessions(facade)
