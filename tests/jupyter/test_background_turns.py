@@ -11,6 +11,12 @@ from pathlib import Path
 from fake_anthropic import FakeAnthropicServer, tool_reply
 from nbkernel import Kernel, StartKernel
 
+WAIT_BACKGROUND = (
+    "import lite_agent_jupyter\n"
+    "await lite_agent_jupyter.get_agent().call(lambda a: a.wait_background())"
+)
+"""A cell that waits until the agent's background jobs and their completion turns ended."""
+
 
 def test_the_next_cell_shows_a_background_completion_turn(
     agent_kernel: Kernel, fake_anthropic: FakeAnthropicServer
@@ -28,10 +34,7 @@ def test_the_next_cell_shows_a_background_completion_turn(
     fake_anthropic.wait_for_requests(3)
     completion = fake_anthropic.message_requests[2].messages[-1]["content"]
     assert "job-output" in json.dumps(completion)
-    agent_kernel.run(
-        "import lite_agent_jupyter\n"
-        "await lite_agent_jupyter.get_agent().call(lambda a: a.wait_background())"
-    ).check()
+    agent_kernel.run(WAIT_BACKGROUND).check()
     second = agent_kernel.run("%%agent\nAnything else?").check()
     shown = first.markdown + second.markdown
     assert "The job printed job-output." in shown
@@ -62,10 +65,7 @@ def test_a_background_turn_asking_for_approval_with_no_cell_waiting_is_denied(
     )
     kernel.run("%%agent\nRun the job in the background").check()
     fake_anthropic.wait_for_requests(4)
-    kernel.run(
-        "import lite_agent_jupyter\n"
-        "await lite_agent_jupyter.get_agent().call(lambda a: a.wait_background())"
-    ).check()
+    kernel.run(WAIT_BACKGROUND).check()
     assert not (tmp_path / "work" / "report.txt").exists()
     result = fake_anthropic.message_requests[3].messages[-1]["content"][0]
     assert result["is_error"] is True and "denied" in str(result["content"])
