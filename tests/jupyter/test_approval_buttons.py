@@ -43,20 +43,23 @@ def test_a_view_reported_by_the_front_end_marks_it_rendered() -> None:
     assert buttons.rendered.done()
 
 
-def _ask(clicks: str, *, render: bool, timeout: float = 5.0) -> tuple[bool | None, list[str]]:
+async def _shown(texts: list[str], timeout: float) -> tuple[asyncio.Future[bool | None], Any]:
+    """Start ``ask_with_buttons`` for :data:`REQUEST` (its text lines into ``texts``, the
+    render wait ``timeout``); the task and the box it showed, once shown."""
     shown: list[Any] = []
+    task = asyncio.ensure_future(
+        approval.ask_with_buttons(REQUEST, shown.append, texts.append, render_timeout=timeout)
+    )
+    while not shown:
+        await asyncio.sleep(0.01)
+    return task, shown[0]
+
+
+def _ask(clicks: str, *, render: bool, timeout: float = 5.0) -> tuple[bool | None, list[str]]:
     texts: list[str] = []
 
-    def show(widget: Any) -> None:
-        shown.append(widget)
-
     async def main() -> bool | None:
-        task = asyncio.ensure_future(
-            approval.ask_with_buttons(REQUEST, show, texts.append, render_timeout=timeout)
-        )
-        while not shown:
-            await asyncio.sleep(0.01)
-        box = shown[0]
+        task, box = await _shown(texts, timeout)
         if render:
             box._view_count = 1
         for click in clicks:
@@ -80,15 +83,10 @@ def test_no_front_end_renders_the_buttons_so_the_caller_asks_another_way() -> No
 
 def test_interrupt_while_waiting_replaces_the_buttons() -> None:
     texts: list[str] = []
-    shown: list[Any] = []
 
     async def main() -> None:
-        task = asyncio.ensure_future(
-            approval.ask_with_buttons(REQUEST, shown.append, texts.append, render_timeout=30)
-        )
-        while not shown:
-            await asyncio.sleep(0.01)
-        shown[0]._view_count = 1
+        task, box = await _shown(texts, 30)
+        box._view_count = 1
         await asyncio.sleep(0.05)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
