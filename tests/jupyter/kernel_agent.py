@@ -16,12 +16,12 @@ from fake_anthropic import FakeAnthropicServer, FakeReply
 
 from lite_agent_jupyter import LiteAgent, LiteAgentResult, Storage
 from lite_agent_jupyter.agent.results import TurnFinished
-from lite_agent_jupyter.jupyter.runner import AgentRunner, ApprovalAsk, TurnError, TurnStream
+from lite_agent_jupyter.jupyter.runner import AgentRunner, TurnError, TurnStream
 
 
 def start_runner(make_agent: Callable[[], LiteAgent]) -> AgentRunner:
     """A runner whose agent is ``make_agent()`` (built on the runner's loop, as the magics
-    build theirs)."""
+    build theirs; not handed the runner's approval callback, so its turns never ask)."""
     runner = AgentRunner()
     runner.agent("test", lambda _approve: make_agent())
     return runner
@@ -36,9 +36,7 @@ def finish(stream: TurnStream, timeout: float = 60.0) -> LiteAgentResult:
             break
         if isinstance(item, TurnError):
             raise item.error
-        if isinstance(item, ApprovalAsk):
-            item.reply(True)
-        elif isinstance(item, TurnFinished):
+        if isinstance(item, TurnFinished):
             result = item.result
     assert result is not None, "the turn ended without a result"
     return result
