@@ -60,6 +60,8 @@ from lite_agent_jupyter.checkpoint.url import checkpointer_from_url
 DEFAULT_PG = "postgresql://postgres@127.0.0.1:5432/test"
 RESUMES = 9
 """Resumes per run, ours and raw alternating (a fresh object each, its opening timed)."""
+LIST_RUNS = 7
+"""``list()``: first calls of fresh objects (ours and raw alternating), then warm calls."""
 FILLER = "lorem ipsum dolor sit amet, " * 34  # ~950 characters: ~1 KB per encoded event
 
 
@@ -548,7 +550,7 @@ def bench_tail_and_list(backend: Backend, tail_n: int, list_n: int) -> list[Row]
     try:
         url = backend.url(folder, False)
         raw_folder = folder / "sessions" if backend.name == "file" else None
-        run = asyncio.run(_list(url, list_n, backend.persistent, 7, raw_folder))
+        run = asyncio.run(_list(url, list_n, backend.persistent, LIST_RUNS, raw_folder))
         assert run.count == list_n, (run.count, list_n)
         cold = statistics.median(wall for wall, _ in run.cold)
         raw = statistics.median(wall for wall, _ in run.raw) if run.raw else None
@@ -558,7 +560,7 @@ def bench_tail_and_list(backend: Backend, tail_n: int, list_n: int) -> list[Row]
             raw_cpu = statistics.median(c for _, c in run.raw)
             note += f"; CPU {cpu * 1e3:.0f} vs {raw_cpu * 1e3:.0f} ms = {cpu / raw_cpu:.2f}x"
             note += "; raw = scandir + stat + sort"
-        note += f"; warm best of 7: {run.warm * 1e3:.1f} ms"
+        note += f"; warm best of {LIST_RUNS}: {run.warm * 1e3:.1f} ms"
         rows.append(
             Row(
                 backend.name,
