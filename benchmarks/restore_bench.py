@@ -51,6 +51,8 @@ from lite_agent_jupyter.providers import scripted
 EVENTS = 5_000
 FILES = 500
 PROMPTS = 250  # 20 events per prompt
+BACK = 25
+"""The wide restore goes this many prompts back: 2 files each, and the last prompt's one."""
 FILLER = "Some explanation of what was done and why, as a model writes it. " * 6
 
 
@@ -140,8 +142,9 @@ async def time_travel(backend: str, repeat: int) -> None:
         assert checkpoints[-1].files == ("src/pkg0/module_0.py",)
         assert len(checkpoints[0].files) == FILES
         target = checkpoints[-1].seq
-        wide = checkpoints[-26]  # 25 prompts back: 2 files each, and the last one's
-        assert len(wide.files) == 51, len(wide.files)
+        wide = checkpoints[-BACK - 1]
+        wide_files = 2 * BACK + 1
+        assert len(wide.files) == wide_files, len(wide.files)
 
         listing, restoring, reading, cold = [], [], [], []
         listing_cpu, restoring_cpu, cold_cpu = [], [], []
@@ -168,7 +171,7 @@ async def time_travel(backend: str, repeat: int) -> None:
             result = await agent.restore(sid, wide.seq)
             widening.append(time.perf_counter() - started)
             widening_cpu.append(time.process_time() - cpu)
-            assert len(result.restored) == 51, result
+            assert len(result.restored) == wide_files, result
             await agent.undo_restore(sid)
 
             fresh = create_lite_agent(  # keeps nothing yet: reads every mark
@@ -196,8 +199,8 @@ async def time_travel(backend: str, repeat: int) -> None:
         f"read ({ref:.2f} ms)"
     )
     print(
-        f"        restore 51 files (25 prompts back, 500 events cut): wall {spread(widening)}, "
-        f"CPU {spread(widening_cpu)}"
+        f"        restore {wide_files} files ({BACK} prompts back, {BACK * EVENTS // PROMPTS} "
+        f"events cut): wall {spread(widening)}, CPU {spread(widening_cpu)}"
     )
     print(
         f"        list_checkpoints: wall {spread(listing)} (target <= 20), CPU "
