@@ -374,18 +374,24 @@ def bench_append(backend: Backend, n: int, repeats: int) -> list[Row]:
                 runs.append(asyncio.run(_append_run(backend, folder, durable, n)))
             finally:
                 shutil.rmtree(folder, ignore_errors=True)
-        best = min(runs, key=lambda r: statistics.fmean(r.ours))
-        mean = statistics.fmean(best.ours)
-        raw_mean = min(statistics.fmean(r.raw) for r in runs) if best.raw else None
+        # Ours and raw were interleaved event by event within a run: compare them within a
+        # run, and show the run whose ratio is the median (the fastest run, if no raw).
+        if runs[0].raw:
+            runs.sort(key=lambda r: statistics.fmean(r.ours) / statistics.fmean(r.raw))
+            shown = runs[len(runs) // 2]
+        else:
+            shown = min(runs, key=lambda r: statistics.fmean(r.ours))
+        mean = statistics.fmean(shown.ours)
+        raw_mean = statistics.fmean(shown.raw) if shown.raw else None
         mode = "durable" if durable else "default"
         target, ok = "", None
         if raw_mean and backend.append_target and (durable or backend.strict_default):
             target = f"<= {backend.append_target}x raw"
             ok = mean / raw_mean <= backend.append_target
         note = ""
-        if best.raw:
-            median_ratio = statistics.median(best.ours) / statistics.median(best.raw)
-            cpu_ratio = sum(best.ours_cpu) / sum(best.raw_cpu)
+        if shown.raw:
+            median_ratio = statistics.median(shown.ours) / statistics.median(shown.raw)
+            cpu_ratio = sum(shown.ours_cpu) / sum(shown.raw_cpu)
             note = f"median {median_ratio:.2f}x; CPU {cpu_ratio:.2f}x"
         rows.append(
             Row(
@@ -399,11 +405,11 @@ def bench_append(backend: Backend, n: int, repeats: int) -> list[Row]:
                 note=note,
             )
         )
-        first, last = statistics.median(best.ours[:100]), statistics.median(best.ours[-100:])
+        first, last = statistics.median(shown.ours[:100]), statistics.median(shown.ours[-100:])
         note = f"median {first * 1e6:.0f} -> {last * 1e6:.0f} us"
-        if durable and best.raw:
+        if durable and shown.raw:
             # fsync latency drifts with the disk's load: judge against raw's own drift
-            raw_drift = statistics.median(best.raw[-100:]) / statistics.median(best.raw[:100])
+            raw_drift = statistics.median(shown.raw[-100:]) / statistics.median(shown.raw[:100])
             note += f"; raw drifted {raw_drift:.2f}x"
             flat = last / first <= 1.2 * max(1.0, raw_drift)
             target = "<= 1.2 x raw drift"

@@ -168,7 +168,7 @@ class Series:
         if reference is not None:
             text += f" = {self.median / reference.median:.2f} x reference"
         if target is not None:
-            text += f" (target {'<=' if target < 0.5 else '<'} {target * 1e3:.0f} ms: "
+            text += f" (target <= {target * 1e3:.0f} ms: "
             text += ("ok" if self.median <= target else "MISSED") + ")"
         if any(self.cpus):
             kinds = ", ".join(
