@@ -97,7 +97,7 @@ def main() -> None:
     parser.add_argument("--cells", type=int, default=100)
     args = parser.parse_args()
     with FakeAnthropicServer() as server, tempfile.TemporaryDirectory() as tmp:
-        env = kernel_env({"ANTHROPIC_API_KEY": server.api_key, "ANTHROPIC_BASE_URL": server.url})
+        env = kernel_env(server.client_env())
         with Kernel(Path(tmp), env) as kernel:
             kernel.run(SETUP).check()
             empty = statistics.median(timed(kernel, "pass") for _ in range(50))

@@ -314,6 +314,11 @@ class FakeAnthropicServer:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    def client_env(self) -> dict[str, str]:
+        """The environment that points a real ``anthropic`` client (in a kernel, a child
+        process, a JupyterLab server) at this server."""
+        return {"ANTHROPIC_API_KEY": self.api_key, "ANTHROPIC_BASE_URL": self.url}
+
     @property
     def url(self) -> str:
         """Base URL for the client (``base_url=`` / ``ANTHROPIC_BASE_URL``)."""

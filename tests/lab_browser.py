@@ -205,11 +205,7 @@ def run_cells(path: Path, fake: FakeAnthropicServer, indexes: Sequence[int]) -> 
         store_widget_state=False,
         resources={"metadata": {"path": str(path.parent)}},
     )
-    env = {
-        "ANTHROPIC_API_KEY": fake.api_key,
-        "ANTHROPIC_BASE_URL": fake.url,
-        "JPY_SESSION_NAME": str(path),
-    }
+    env = {**fake.client_env(), "JPY_SESSION_NAME": str(path)}
     with client.setup_kernel(env=kernel_env(env)):
         for index in indexes:
             client.execute_cell(notebook.cells[index], index)

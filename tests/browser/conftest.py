@@ -45,11 +45,7 @@ def lab(
     lab_root: Path, tmp_path: Path, fake_anthropic: FakeAnthropicServer, artifacts: Path
 ) -> Iterator[JupyterLabServer]:
     """JupyterLab whose kernels reach the fake Messages API server through the environment."""
-    env = {
-        "ANTHROPIC_API_KEY": fake_anthropic.api_key,
-        "ANTHROPIC_BASE_URL": fake_anthropic.url,
-        "LITE_AGENT_HOME": str(tmp_path / "home"),
-    }
+    env = {**fake_anthropic.client_env(), "LITE_AGENT_HOME": str(tmp_path / "home")}
     server = JupyterLabServer(lab_root, tmp_path / "lab-state", env=env).start()
     try:
         yield server

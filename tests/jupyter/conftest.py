@@ -38,7 +38,7 @@ def start_kernel(tmp_path: Path) -> Iterator[StartKernel]:
 @pytest.fixture
 def fake_env(fake_anthropic: FakeAnthropicServer) -> dict[str, str | None]:
     """A kernel environment pointing the real client at the fake server."""
-    return {"ANTHROPIC_API_KEY": fake_anthropic.api_key, "ANTHROPIC_BASE_URL": fake_anthropic.url}
+    return {**fake_anthropic.client_env()}
 
 
 @pytest.fixture

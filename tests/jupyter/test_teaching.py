@@ -104,7 +104,7 @@ def test_a_recorded_lesson_replays_in_a_fresh_kernel_elsewhere(
     home = tmp_path / "home" / "ann" / "lesson"
     school = tmp_path / "school" / "room-12"
     script_lesson(fake_anthropic)
-    live = {"ANTHROPIC_API_KEY": fake_anthropic.api_key, "ANTHROPIC_BASE_URL": fake_anthropic.url}
+    live = fake_anthropic.client_env()
     recorded = run_notebook(home, "%agent record lesson.jsonl", live)
     assert "recording" in recorded[1]
     assert "It prints [2, 3, 5, 7, 11, 13, 17, 19]" in recorded[3]
@@ -131,7 +131,7 @@ def test_replay_divergence_budget_and_usage_in_a_kernel(
     start_kernel: StartKernel, fake_anthropic: FakeAnthropicServer, tmp_path: Path
 ) -> None:
     script_lesson(fake_anthropic)
-    live = {"ANTHROPIC_API_KEY": fake_anthropic.api_key, "ANTHROPIC_BASE_URL": fake_anthropic.url}
+    live = fake_anthropic.client_env()
     kernel: Kernel = start_kernel(tmp_path / "w", live)
     kernel.run(SETUP).check()
     kernel.run("%agent record lesson.jsonl").check()

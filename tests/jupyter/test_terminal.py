@@ -47,9 +47,7 @@ def _write_hello(
     fake_anthropic.script(
         tool_reply("Writing it.", "write_file", path="hello.txt", content="hi\n"), final
     )
-    env = kernel_env(
-        {"ANTHROPIC_API_KEY": fake_anthropic.api_key, "ANTHROPIC_BASE_URL": fake_anthropic.url}
-    )
+    env = kernel_env(fake_anthropic.client_env())
     work = tmp_path / "work"
     work.mkdir()
     return _ipython(work, env, stdin=f"{answer}\n"), work
