@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
+from workdir_helpers import files_in
 
 from lite_agent_jupyter import (
     CassetteError,
@@ -80,14 +81,6 @@ def describe(event: AgentEvent) -> str:
     if isinstance(event, UsageUpdate):
         return f"usage {event.usage}"
     return repr(event)
-
-
-def files_of(root: Path) -> dict[str, bytes]:
-    return {
-        p.relative_to(root).as_posix(): p.read_bytes()
-        for p in sorted(root.rglob("*"))
-        if p.is_file()
-    }
 
 
 def new_agent(model: Any, workdir: Path, store: Path, **options: Any) -> LiteAgent:
@@ -160,7 +153,7 @@ async def test_record_then_replay_offline_in_another_folder(
         line.replace(str(home), "<workdir>") for line in events
     ]
     assert any(str(school) in line for line in replayed)  # pwd, and the model's own path
-    assert files_of(school) == files_of(home) == {"notes/class.md": b"# Class\nhello\n"}
+    assert files_in(school) == files_in(home) == {"notes/class.md": b"# Class\nhello\n"}
 
     # a second replay gives the same again (deterministic), at the recorded pace too
     again_dir = tmp_path / "again"

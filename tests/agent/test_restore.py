@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
+from workdir_helpers import files_in
 
 from lite_agent_jupyter import (
     Checkpoint,
@@ -49,11 +50,7 @@ RESTORE_CHILD = Path(__file__).with_name("restore_child.py")
 
 def state(workdir: Path) -> Files:
     """Every file of the workdir (relative path -> bytes), temp files included."""
-    return {
-        p.relative_to(workdir).as_posix(): p.read_bytes()
-        for p in sorted(workdir.rglob("*"))
-        if p.is_file()
-    }
+    return files_in(workdir)
 
 
 def b64(data: bytes) -> str:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
+from workdir_helpers import files_in
 
 from lite_agent_jupyter import LiteAgent, RestoreConflictError
 from lite_agent_jupyter.agent.tracking import OUTSIDE, snapshot_source
@@ -25,14 +26,6 @@ BINARY = bytes(range(256)) * 4
 
 def calls(*items: tuple[str, dict[str, Any]]) -> FakeReply:
     return FakeReply(tool_calls=[FakeToolCall(name, args) for name, args in items])
-
-
-def tree(root: Path) -> dict[str, bytes]:
-    return {
-        p.relative_to(root).as_posix(): p.read_bytes()
-        for p in sorted(root.rglob("*"))
-        if p.is_file()
-    }
 
 
 PROMPTS = [
@@ -71,10 +64,10 @@ async def run_prompts(
     """Send the three prompts; the workdir's state before each one."""
     states = []
     for prompt, reply in PROMPTS:
-        states.append(tree(workdir))
+        states.append(files_in(workdir))
         fake.script(reply, f"done: {prompt}")
         await agent.send(prompt)
-    states.append(tree(workdir))
+    states.append(files_in(workdir))
     return states
 
 
@@ -110,21 +103,21 @@ async def test_restore_each_checkpoint_then_undo(
     assert "sub/r.bin" not in states[3] and "data.bin" in states[1]
     checkpoints = await agent.list_checkpoints()
     assert [c.prompt for c in checkpoints] == [p for p, _ in PROMPTS]
-    final = tree(workdir)
+    final = files_in(workdir)
     sid = agent.session_id
 
     for index in (2, 1, 0):  # files: restore, then undo, at each checkpoint
         result = await agent.restore(sid, checkpoints[index].seq)
         assert result.conversation_restored and not result.conflicts
-        assert tree(workdir) == states[index], f"files at checkpoint {index}"
+        assert files_in(workdir) == states[index], f"files at checkpoint {index}"
         await agent.undo_restore(sid)
-        assert tree(workdir) == final
+        assert files_in(workdir) == final
 
     requests = list(fake_anthropic.message_requests)
     for index in (2, 1, 0):  # the conversation: what the model sees next
         [asked] = [r for r in requests if _last_text(r.body) == PROMPTS[index][0]]
         await agent.restore(sid, checkpoints[index].seq)
-        assert tree(workdir) == states[index]
+        assert files_in(workdir) == states[index]
         sent = await messages_after_restore(agent, fake_anthropic)
         assert sent[:-1] == asked.body["messages"][:-1]
         assert _last_text({"messages": sent}) == "what now?"
@@ -148,7 +141,7 @@ async def test_restore_before_a_compaction_brings_the_history_back(
 
     checkpoints = await agent.list_checkpoints()
     await agent.restore(agent.session_id, checkpoints[1].seq)
-    assert tree(workdir) == states[1]
+    assert files_in(workdir) == states[1]
     sent = await messages_after_restore(agent, fake_anthropic)
     texts = [str(m["content"]) for m in sent]
     assert not any(SUMMARY_PREFIX in t for t in texts)
@@ -181,7 +174,7 @@ async def test_a_hand_edit_of_a_shell_written_file_is_a_conflict_in_every_mode(
     fake_anthropic.script(calls(("bash", {"command": "sed -i s/v1/v2/ a.txt"})), "ok")
     await agent.send("make it v2")
     (workdir / "a.txt").write_text("by hand\n")
-    before = tree(workdir)
+    before = files_in(workdir)
     sid = agent.session_id
     head = await agent.checkpointer.head(sid)
     checkpoints = await agent.list_checkpoints()
@@ -193,12 +186,12 @@ async def test_a_hand_edit_of_a_shell_written_file_is_a_conflict_in_every_mode(
             with pytest.raises(RestoreConflictError) as caught:
                 await agent.restore(sid, checkpoint.seq, conversation=conversation)
             assert caught.value.paths == ("a.txt",)
-            assert tree(workdir) == before and await agent.checkpointer.head(sid) == head
+            assert files_in(workdir) == before and await agent.checkpointer.head(sid) == head
 
     result = await agent.restore(sid, checkpoints[1].seq, conversation=False, force=True)
-    assert result.conflicts == ("a.txt",) and tree(workdir) == {"a.txt": b"v1\n"}
+    assert result.conflicts == ("a.txt",) and files_in(workdir) == {"a.txt": b"v1\n"}
     await agent.undo_restore(sid)
-    assert tree(workdir) == before
+    assert files_in(workdir) == before
 
 
 async def test_files_only_restores_around_a_recorded_hand_edit(

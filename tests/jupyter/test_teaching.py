@@ -15,6 +15,7 @@ from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall, tool_re
 from nbclient import NotebookClient
 from nbkernel import SETUP, Kernel, StartKernel
 from process_helpers import kernel_env
+from workdir_helpers import files_in
 
 PROMPTS = (
     "Write primes.py with a function primes(n) returning the primes below n.",
@@ -88,14 +89,10 @@ def comparable(text: str, folder: Path) -> str:
 
 def files_of(root: Path) -> dict[str, bytes]:
     skip = {"lesson.ipynb", "lesson.jsonl"}
-    return {
-        p.relative_to(root).as_posix(): p.read_bytes()
-        for p in sorted(root.rglob("*"))
-        if p.is_file()
-        and ".lite_agent" not in p.parts
-        and "__pycache__" not in p.parts
-        and p.name not in skip
-    }
+    return files_in(
+        root,
+        lambda p: ".lite_agent" in p.parts or "__pycache__" in p.parts or p.name in skip,
+    )
 
 
 def test_a_recorded_lesson_replays_in_a_fresh_kernel_elsewhere(
