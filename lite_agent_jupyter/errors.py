@@ -193,3 +193,29 @@ class CassetteMismatchError(CassetteError, ProviderError):
 class InvalidAPIKeyError(ProviderError, ValueError):
     """The API key is malformed (a space, control or non-ASCII character inside it, after the
     surrounding whitespace was stripped). The message says where and why, never the key."""
+
+
+class BundleError(LiteAgentError, ValueError):
+    """A session bundle (``export_session`` / ``import_session``) that cannot be read or
+    written: not a bundle, a missing entry, a log or blob that does not decode. Nothing was
+    imported. The subclasses say which rule an untrusted bundle broke."""
+
+
+class UnsafeBundleError(BundleError):
+    """A bundle entry that could write outside the storage or exhaust it: a ``../`` or
+    absolute path, a name the format does not define, a symlink, a duplicate entry, or
+    declared sizes over the limit (refused before anything is read)."""
+
+
+class BundleChecksumError(BundleError):
+    """A bundle entry whose content does not match the sha256 its manifest (or, for a blob,
+    its name) gives: damaged or altered after export."""
+
+
+class UnsupportedBundleVersionError(BundleError, UnsupportedVersionError):
+    """A bundle written in a newer format than this release reads: upgrade to import it."""
+
+
+class BudgetError(LiteAgentError, ValueError):
+    """A cost budget that cannot be applied: not a positive number, or above a cap locked by
+    the administrator (a notebook-wide cap set in ``ipython_config.py``)."""

@@ -1,6 +1,7 @@
 """The agent layer: ``LiteAgent``, its turn loop, approvals and stream events."""
 
 from .approvals import ApprovalRequest, Decision, InputRequest, console_approval
+from .bundle import BundleInfo, ImportResult, export_session, import_session
 from .compact import Compaction, CompactProgress, CompactResult
 from .core import LiteAgent, create_lite_agent
 from .notices import Subscription
@@ -38,6 +39,7 @@ __all__ = [
     "BackgroundNotice",
     "BackgroundTurnFinished",
     "BackgroundTurnStarted",
+    "BundleInfo",
     "Checkpoint",
     "CompactProgress",
     "CompactResult",
@@ -45,6 +47,7 @@ __all__ = [
     "Decision",
     "FileAction",
     "FileChanged",
+    "ImportResult",
     "InputRequest",
     "LiteAgent",
     "LiteAgentResult",
@@ -64,4 +67,6 @@ __all__ = [
     "UsageUpdate",
     "console_approval",
     "create_lite_agent",
+    "export_session",
+    "import_session",
 ]

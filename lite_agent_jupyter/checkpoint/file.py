@@ -265,6 +265,23 @@ class FileCheckpointer:
     async def append(
         self, session_id: str, events: Sequence[Event], *, expected_head: int | None = None
     ) -> int:
+        return await self._append(session_id, events, expected_head, keep_ts=False)
+
+    async def append_verbatim(
+        self, session_id: str, events: Sequence[Event], *, expected_head: int | None = None
+    ) -> int:
+        """:class:`~.protocol.SupportsVerbatimAppend`: ``append`` keeping each event's
+        ``ts``."""
+        return await self._append(session_id, events, expected_head, keep_ts=True)
+
+    async def _append(
+        self,
+        session_id: str,
+        events: Sequence[Event],
+        expected_head: int | None,
+        *,
+        keep_ts: bool,
+    ) -> int:
         validate_session_id(session_id)
         self._check_open()
         events = list(events)
@@ -276,7 +293,7 @@ class FileCheckpointer:
         return await self._locked(
             session,
             lambda: self._append_locked(
-                session_id, session, events, expected_head, title, checkpoints
+                session_id, session, events, expected_head, title, checkpoints, keep_ts
             ),
             index=checkpoints > 0,
         )
@@ -518,6 +535,7 @@ class FileCheckpointer:
         expected_head: int | None,
         title: str | None,
         checkpoints: int,
+        keep_ts: bool = False,
     ) -> int:
         path = self._path(session_id)
         fd = _open_existing(path, _OPEN_RDWR_APPEND)
@@ -534,7 +552,10 @@ class FileCheckpointer:
             if not events:
                 return head
             ts = now_iso()
-            lines = [encode(event, seq=head + i, ts=ts) for i, event in enumerate(events, 1)]
+            lines = [
+                encode(event, seq=head + i, ts=(event.ts or ts) if keep_ts else ts)
+                for i, event in enumerate(events, 1)
+            ]
             marked = [lines[i] for i, event in enumerate(events) if mark_kind(event) is not None]
             self._write_marks(session_id, session, head, marked, fresh=fd < 0)
             lines.append("")

@@ -60,13 +60,33 @@ class MemoryCheckpointer:
     async def append(
         self, session_id: str, events: Sequence[Event], *, expected_head: int | None = None
     ) -> int:
+        return self._append(session_id, events, expected_head, keep_ts=False)
+
+    async def append_verbatim(
+        self, session_id: str, events: Sequence[Event], *, expected_head: int | None = None
+    ) -> int:
+        """:class:`~.protocol.SupportsVerbatimAppend`: ``append`` keeping each event's
+        ``ts``."""
+        return self._append(session_id, events, expected_head, keep_ts=True)
+
+    def _append(
+        self,
+        session_id: str,
+        events: Sequence[Event],
+        expected_head: int | None,
+        *,
+        keep_ts: bool,
+    ) -> int:
         validate_session_id(session_id)
         with self._lock:
             session, head = self._checked_head(session_id, expected_head)
             if not events:
                 return head
             ts = now_iso()
-            lines = [encode(ev, seq=head + i, ts=ts) for i, ev in enumerate(events, 1)]
+            lines = [
+                encode(ev, seq=head + i, ts=(ev.ts or ts) if keep_ts else ts)
+                for i, ev in enumerate(events, 1)
+            ]
             if session is None:
                 session = self._sessions[session_id] = _Session()
                 self._tombstones.discard(session_id)  # a new life

@@ -662,6 +662,23 @@ class PostgresCheckpointer:
     async def append(
         self, session_id: str, events: Sequence[Event], *, expected_head: int | None = None
     ) -> int:
+        return await self._append(session_id, events, expected_head, keep_ts=False)
+
+    async def append_verbatim(
+        self, session_id: str, events: Sequence[Event], *, expected_head: int | None = None
+    ) -> int:
+        """:class:`~.protocol.SupportsVerbatimAppend`: ``append`` keeping each event's
+        ``ts``."""
+        return await self._append(session_id, events, expected_head, keep_ts=True)
+
+    async def _append(
+        self,
+        session_id: str,
+        events: Sequence[Event],
+        expected_head: int | None,
+        *,
+        keep_ts: bool,
+    ) -> int:
         validate_session_id(session_id)
         if not events:
             head = await self.head(session_id)
@@ -670,7 +687,7 @@ class PostgresCheckpointer:
         ts = now_iso()
         tails: list[str] = []
         for event in events:
-            line = encode(event, seq=0, ts=ts)
+            line = encode(event, seq=0, ts=(event.ts or ts) if keep_ts else ts)
             if not line.startswith(_SEQ0):  # pragma: no cover - encode's documented layout
                 raise AssertionError(f"unexpected event encoding: {line[:40]!r}")
             tails.append(line[len(_SEQ0) - 1 :])

@@ -171,6 +171,21 @@ class SupportsSync(Protocol):
 
 
 @runtime_checkable
+class SupportsVerbatimAppend(Protocol):
+    """A backend that can append events keeping the ``ts`` each carries (every built-in
+    one): an imported session (``agent/bundle.py``) then lists its checkpoints with the
+    times they were written, in any backend. ``seq`` is still the backend's (gap-free
+    after the head); an event with an empty ``ts`` gets the append's time. ``append``
+    itself always stamps anew: a log tail appended again by an undo is new history."""
+
+    async def append_verbatim(
+        self, session_id: str, events: Sequence[Event], *, expected_head: int | None = None
+    ) -> int:
+        """:meth:`Checkpointer.append`, keeping each event's ``ts``."""
+        ...
+
+
+@runtime_checkable
 class SupportsLocation(Protocol):
     """A backend that can name where its sessions live, the same in every process that
     opens them (``file:/abs/folder``, ``sqlite:/abs/file.db``, ``postgresql://host/db#schema``).

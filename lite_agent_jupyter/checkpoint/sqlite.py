@@ -369,10 +369,29 @@ class SQLiteCheckpointer:
     async def append(
         self, session_id: str, events: Sequence[Event], *, expected_head: int | None = None
     ) -> int:
+        return await self._append(session_id, events, expected_head, keep_ts=False)
+
+    async def append_verbatim(
+        self, session_id: str, events: Sequence[Event], *, expected_head: int | None = None
+    ) -> int:
+        """:class:`~.protocol.SupportsVerbatimAppend`: ``append`` keeping each event's
+        ``ts``."""
+        return await self._append(session_id, events, expected_head, keep_ts=True)
+
+    async def _append(
+        self,
+        session_id: str,
+        events: Sequence[Event],
+        expected_head: int | None,
+        *,
+        keep_ts: bool,
+    ) -> int:
         validate_session_id(session_id)
         events = list(events)
-        if len(events) == 1 and (
-            head := self._append_one_now(session_id, events[0], expected_head)
+        if (
+            len(events) == 1
+            and not keep_ts
+            and (head := self._append_one_now(session_id, events[0], expected_head))
         ):
             return head
         flags = [_MARK_CODES.get(mark_kind(event) or "", 0) for event in events]
@@ -396,15 +415,22 @@ class SQLiteCheckpointer:
             ts = now_iso()
             if count == 1:
                 seq = head + 1
+                stamp = (events[0].ts or ts) if keep_ts else ts
                 conn.execute(
                     _SQL_INSERT,
-                    (session_id, seq, flags[0], encode(events[0], seq=seq, ts=ts), now),
+                    (session_id, seq, flags[0], encode(events[0], seq=seq, ts=stamp), now),
                 )
             else:
                 conn.executemany(
                     _SQL_INSERT,
                     [
-                        (session_id, seq, flag, encode(event, seq=seq, ts=ts), now)
+                        (
+                            session_id,
+                            seq,
+                            flag,
+                            encode(event, seq=seq, ts=(event.ts or ts) if keep_ts else ts),
+                            now,
+                        )
                         for seq, event, flag in zip(
                             range(head + 1, head + count + 1), events, flags, strict=True
                         )

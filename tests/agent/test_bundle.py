@@ -1,0 +1,353 @@
+"""Session bundles: a session exported from the file backend in one folder and imported into
+SQLite or PostgreSQL in another lists the same checkpoints, restores every one byte for byte
+and undoes; crafted bundles are refused with typed errors, having written nothing."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import stat
+import struct
+import warnings
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from workdir_helpers import files_in
+
+from lite_agent_jupyter import (
+    BundleChecksumError,
+    BundleError,
+    LiteAgent,
+    Storage,
+    UnsafeBundleError,
+    UnsupportedBundleVersionError,
+    checkpointer_from_url,
+    create_lite_agent,
+    export_session,
+    import_session,
+)
+from lite_agent_jupyter.agent.bundle import read_manifest, referenced_blobs
+from lite_agent_jupyter.checkpoint.events import FileSnapshotEvent
+from lite_agent_jupyter.providers.scripted import call, reply, scripted
+
+BIN = bytes(range(256)) * 20
+
+SCRIPT: list[Any] = [
+    reply("", [call("write_file", path="a.txt", content="one\n")]),
+    "a.txt written",
+    reply(
+        "",
+        [
+            call("edit_file", path="a.txt", old_string="one", new_string="two"),
+            call("bash", command="mkdir -p sub && printf 'shell\\n' > sub/s.txt"),
+        ],
+    ),
+    "edited",
+    reply("", [call("delete_file", path="a.txt"), call("write_file", path="b.txt", content="b")]),
+    "deleted a, wrote b",
+    reply("", [call("write_file", path="c.txt", content="c")]),
+    "wrote c",
+]
+PROMPTS = ["create a", "edit a and run a command", "delete a, write b", "write c"]
+
+
+def open_agent(
+    workdir: Path, store: Path, url: str | None = None, model: Any = None, **options: Any
+) -> LiteAgent:
+    checkpointer = checkpointer_from_url(url) if url is not None else None
+    return create_lite_agent(
+        model=model if model is not None else scripted([]),
+        workdir=workdir,
+        storage=Storage(store, "nb"),
+        checkpointer=checkpointer,
+        approvals="allow",
+        **options,
+    )
+
+
+async def close(agent: LiteAgent) -> None:
+    checkpointer = agent.checkpointer
+    await agent.close()
+    await checkpointer.close()
+
+
+async def build_source(tmp_path: Path) -> tuple[LiteAgent, Path, Path]:
+    """A file-backend session of four prompts whose last one was rewound (an undo record)."""
+    workdir = tmp_path / "teacher" / "project"
+    workdir.mkdir(parents=True)
+    (workdir / "data.bin").write_bytes(BIN)
+    agent = open_agent(workdir, tmp_path / "teacher" / "store", model=scripted(SCRIPT))
+    for prompt in PROMPTS:
+        await agent.send(prompt)
+    checkpoints = await agent.list_checkpoints()
+    await agent.restore(agent.session_id, checkpoints[-1].seq)  # "write c" is undoable
+    bundle = tmp_path / "lesson.zip"
+    info = await export_session(agent, bundle, notebook="/home/teacher/secret/lesson.ipynb")
+    assert info.events > 10 and info.records == 1 and info.blobs >= 5
+    return agent, bundle, workdir
+
+
+def comparable(checkpoints: list[Any]) -> list[tuple[int, str, tuple[str, ...]]]:
+    return [(c.seq, c.prompt, c.files) for c in checkpoints]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+async def test_file_session_imports_into_another_backend_and_workdir(
+    backend: str, tmp_path: Path, backend_url_for: Callable[[str], str]
+) -> None:
+    source, bundle, teacher_dir = await build_source(tmp_path)
+    # the class gets the project folder as it is and the bundle; another store and backend
+    student_dir = tmp_path / "student" / "project"
+    shutil.copytree(teacher_dir, student_dir)
+    target = open_agent(student_dir, tmp_path / "student" / "store", backend_url_for(backend))
+    try:
+        result = await import_session(target, bundle)
+        sid = source.session_id
+        assert result.session_id == sid and result.renamed_from is None
+        assert target.session_id == sid
+        assert result.notebook == "lesson.ipynb"  # the name only: no path of the teacher's
+        assert await target.list_checkpoints(sid) == await source.list_checkpoints(sid)
+
+        # the exported restore is undoable in the class, exactly as at the teacher's
+        await source.undo_restore(sid)
+        await target.undo_restore(sid)
+        assert files_in(student_dir) == files_in(teacher_dir)
+        assert (student_dir / "c.txt").read_bytes() == b"c"
+        expected = comparable(await source.list_checkpoints(sid))
+        assert comparable(await target.list_checkpoints(sid)) == expected
+        assert [c[1] for c in expected] == PROMPTS
+
+        for checkpoint in await source.list_checkpoints(sid):
+            await source.restore(sid, checkpoint.seq)
+            await target.restore(sid, checkpoint.seq)
+            assert files_in(student_dir) == files_in(teacher_dir), checkpoint.prompt
+            await source.undo_restore(sid)
+            await target.undo_restore(sid)
+            assert files_in(student_dir) == files_in(teacher_dir), checkpoint.prompt
+        assert (student_dir / "data.bin").read_bytes() == BIN
+    finally:
+        await close(target)
+        await close(source)
+
+
+async def test_into_an_empty_workdir_a_forced_restore_recreates_each_checkpoint(
+    tmp_path: Path,
+) -> None:
+    """Without the project folder, each checkpoint's files come from the bundle's blobs."""
+    source, bundle, teacher_dir = await build_source(tmp_path)
+    student_dir = tmp_path / "alone"
+    student_dir.mkdir()
+    target = open_agent(student_dir, tmp_path / "alone-store", f"sqlite://{tmp_path / 's.db'}")
+    try:
+        sid = (await import_session(target, bundle)).session_id
+        for checkpoint in (await source.list_checkpoints(sid))[1:]:
+            await source.restore(sid, checkpoint.seq)
+            await target.restore(sid, checkpoint.seq, force=True)
+            changed = set(checkpoint.files)
+            want = {k: v for k, v in files_in(teacher_dir).items() if k in changed}
+            have = {k: v for k, v in files_in(student_dir).items() if k in changed}
+            assert have == want, checkpoint.prompt
+            await source.undo_restore(sid)
+            await target.undo_restore(sid)
+    finally:
+        await close(target)
+        await close(source)
+
+
+async def test_an_existing_id_is_imported_under_a_new_one_unless_replace(tmp_path: Path) -> None:
+    source, bundle, _ = await build_source(tmp_path)
+    sid = source.session_id
+    await close(source)
+    target = open_agent(tmp_path / "teacher" / "project", tmp_path / "teacher" / "store")
+    try:
+        before = await target.checkpointer.read(sid)
+        again = await import_session(target, bundle)
+        assert again.renamed_from == sid and again.session_id != sid
+        assert await target.checkpointer.read(sid) == before  # the original is untouched
+        copy = await target.checkpointer.read(again.session_id)
+        assert [(e.seq, e.ts, e.type) for e in copy] == [(e.seq, e.ts, e.type) for e in before]
+        archive = target.storage.archive_dir
+        assert (archive / f"{again.session_id}.restore-000001.jsonl").is_file()
+        # the renamed copy's undo record is its own: undoing it there works
+        await target.undo_restore(again.session_id)
+        replaced = await import_session(target, bundle, replace=True)
+        assert replaced.session_id == sid and replaced.renamed_from is None
+        assert [e.ts for e in await target.checkpointer.read(sid)] == [e.ts for e in before]
+    finally:
+        await close(target)
+
+
+async def test_the_bundle_holds_no_path_or_environment_of_the_exporting_machine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LITE_AGENT_TEST_SECRET", "s3cr3t-value-of-the-teacher")
+    source, bundle, _ = await build_source(tmp_path)
+    await close(source)
+    with zipfile.ZipFile(bundle) as z:
+        names = z.namelist()
+        raw = b"".join(z.read(n) for n in names)
+        manifest = json.loads(z.read("manifest.json"))
+    assert str(tmp_path).encode() not in raw
+    assert b"s3cr3t-value-of-the-teacher" not in raw
+    assert b"/home/teacher" not in raw
+    assert manifest["format_version"] == 1 and manifest["notebook"] == "lesson.ipynb"
+    assert names[0] == "manifest.json" and "log.jsonl" in names
+    assert read_manifest(bundle)["session_id"] == manifest["session_id"]
+    assert bundle.stat().st_mode & 0o777 == 0o600
+
+
+# -- crafted bundles -----------------------------------------------------------------------
+
+
+def rewrite(source: Path, target: Path, edit: Callable[[dict[str, bytes]], None]) -> None:
+    """Copy a bundle through ``edit(entries)`` (name -> bytes), manifest checksums renewed."""
+    with zipfile.ZipFile(source) as z:
+        entries = {n: z.read(n) for n in z.namelist()}
+    manifest = json.loads(entries.pop("manifest.json"))
+    edit(entries)
+    manifest["entries"] = {
+        n: {"size": len(d), "sha256": hashlib.sha256(d).hexdigest()} for n, d in entries.items()
+    }
+    with zipfile.ZipFile(target, "w") as z:
+        z.writestr("manifest.json", json.dumps(manifest))
+        for name, data in entries.items():
+            z.writestr(name, data)
+
+
+@pytest.fixture
+async def crafted(tmp_path: Path) -> Any:
+    source, bundle, _ = await build_source(tmp_path)
+    await close(source)
+    (tmp_path / "t").mkdir()
+    target = open_agent(tmp_path / "t", tmp_path / "t-store")
+
+    async def refused(path: Path, error: type[Exception], match: str) -> None:
+        with pytest.raises(error, match=match):
+            await import_session(target, path)
+        assert await target.list_sessions() == []
+        assert not (tmp_path / "t-store" / "nb" / "archive").exists()
+        assert not list((tmp_path / "t").rglob("*"))
+        assert not list(tmp_path.rglob("evil*"))
+
+    yield bundle, tmp_path, refused
+    await close(target)
+
+
+@pytest.mark.parametrize(
+    "name, match",
+    [
+        ("../evil.txt", r"leads out of its folder"),
+        ("blobs/../../evil.txt", r"leads out of its folder"),
+        ("/tmp/evil.txt", r"absolute path"),
+        ("archive/../../evil.jsonl", r"leads out of its folder"),
+        ("archive/x.restore-000001.jsonl", r"not part of the bundle format"),
+    ],
+)
+async def test_a_path_out_of_the_storage_is_refused(crafted: Any, name: str, match: str) -> None:
+    bundle, tmp_path, refused = crafted
+    bad = tmp_path / "bad.zip"
+    rewrite(bundle, bad, lambda entries: entries.__setitem__(name, b"evil"))
+    await refused(bad, UnsafeBundleError, match)
+
+
+async def test_a_symlink_entry_is_refused(crafted: Any) -> None:
+    bundle, tmp_path, refused = crafted
+    bad = tmp_path / "bad.zip"
+    shutil.copy(bundle, bad)
+    with zipfile.ZipFile(bad, "a") as z:
+        info = zipfile.ZipInfo("cassette.jsonl")
+        info.external_attr = (stat.S_IFLNK | 0o777) << 16
+        z.writestr(info, "/etc/passwd")
+    await refused(bad, UnsafeBundleError, "not a regular file")
+
+
+async def test_a_duplicate_entry_is_refused(crafted: Any) -> None:
+    bundle, tmp_path, refused = crafted
+    bad = tmp_path / "bad.zip"
+    shutil.copy(bundle, bad)
+    with zipfile.ZipFile(bad, "a") as z, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        z.writestr("log.jsonl", b"")
+    await refused(bad, UnsafeBundleError, "'log.jsonl' twice")
+
+
+async def test_a_bad_checksum_is_refused(crafted: Any) -> None:
+    bundle, tmp_path, refused = crafted
+    bad = tmp_path / "bad.zip"
+    with zipfile.ZipFile(bundle) as z:
+        entries = {n: z.read(n) for n in z.namelist()}
+    log = entries["log.jsonl"]
+    entries["log.jsonl"] = log.replace(b"create a", b"create A", 1)
+    with zipfile.ZipFile(bad, "w") as z:
+        for name, data in entries.items():
+            z.writestr(name, data)
+    await refused(bad, BundleChecksumError, "log.jsonl' does not match its checksum")
+
+    # a blob altered with its manifest entry renewed still fails its own hash
+    def alter_blob(entries: dict[str, bytes]) -> None:
+        name = next(n for n in entries if n.startswith("blobs/"))
+        entries[name] = entries[name] + b"!"
+
+    rewrite(bundle, bad, alter_blob)
+    await refused(bad, BundleChecksumError, "does not match its hash")
+
+
+async def test_a_newer_format_is_refused_with_a_clear_error(crafted: Any) -> None:
+    bundle, tmp_path, refused = crafted
+    bad = tmp_path / "bad.zip"
+    with zipfile.ZipFile(bundle) as z:
+        entries = {n: z.read(n) for n in z.namelist()}
+    manifest = json.loads(entries["manifest.json"])
+    manifest["format_version"] = 2
+    manifest["package_version"] = "9.0.0"
+    entries["manifest.json"] = json.dumps(manifest).encode()
+    with zipfile.ZipFile(bad, "w") as z:
+        for name, data in entries.items():
+            z.writestr(name, data)
+    await refused(bad, UnsupportedBundleVersionError, r"format version 2.*9\.0\.0.*upgrade")
+
+
+async def test_a_gigabyte_declared_size_is_refused_before_reading(crafted: Any) -> None:
+    bundle, tmp_path, refused = crafted
+    bad = tmp_path / "bad.zip"
+    shutil.copy(bundle, bad)
+    with zipfile.ZipFile(bad, "a") as z:
+        z.writestr("cassette.jsonl", b"x" * 100)
+    # declare 1 GB for that entry in the central directory, as a hostile zip would
+    data = bytearray(bad.read_bytes())
+    at = data.rindex(b"PK\x01\x02")  # the last central-directory header: cassette.jsonl
+    struct.pack_into("<I", data, at + 24, 1 << 30)
+    bad.write_bytes(bytes(data))
+    await refused(bad, UnsafeBundleError, "declares more than")
+
+
+async def test_a_snapshot_path_out_of_the_workdir_is_refused(crafted: Any) -> None:
+    bundle, tmp_path, refused = crafted
+    bad = tmp_path / "bad.zip"
+
+    def escape(entries: dict[str, bytes]) -> None:
+        entries["log.jsonl"] = entries["log.jsonl"].replace(
+            b'"path":"a.txt"', b'"path":"../../evil.txt"'
+        )
+
+    rewrite(bundle, bad, escape)
+    await refused(bad, UnsafeBundleError, "outside the workdir")
+
+
+async def test_not_a_bundle_is_a_bundle_error(crafted: Any) -> None:
+    _bundle, tmp_path, refused = crafted
+    bad = tmp_path / "bad.zip"
+    bad.write_bytes(b"not a zip at all")
+    await refused(bad, BundleError, "not a session bundle")
+
+
+def test_referenced_blobs_reads_snapshots_of_log_and_records() -> None:
+    a, b = "a" * 64, "b" * 64
+    events = [FileSnapshotEvent(path="x", before=None, after=a)]
+    assert referenced_blobs(events) == {a}
+    events.append(FileSnapshotEvent(path="x", before=a, after=b))
+    assert referenced_blobs(events) == {a, b}
