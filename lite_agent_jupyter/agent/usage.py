@@ -2,8 +2,9 @@
 
 The totals are read from the session log (each ``assistant`` event keeps its call's usage and
 the model that answered), so they survive restarts and count every turn, background ones
-included. Costs come only from prices the caller passes: a built-in price table would go stale
-silently, and a wrong figure is worse than none. Knows nothing of Jupyter.
+included. Costs are computed per model call from the prices passed in: the agent passes its
+bundled, dated table (``prices.py``) with the user's overrides on top. Knows nothing of
+Jupyter.
 """
 
 from __future__ import annotations
@@ -14,39 +15,64 @@ from dataclasses import dataclass, field
 from ..checkpoint.events import AssistantEvent, Event
 from ..providers.base import Usage
 
-__all__ = ["Price", "Prices", "UsageTotals", "turn_tokens", "usage_totals"]
+__all__ = [
+    "Price",
+    "Prices",
+    "UsageTotals",
+    "call_cost",
+    "price_for",
+    "turn_tokens",
+    "usage_totals",
+]
 
 
 @dataclass(frozen=True, slots=True)
 class Price:
-    """What one model costs, per million tokens, in the currency of your choice.
+    """What one model costs, per million tokens (the bundled table is in US dollars).
 
-    ``cache_write``/``cache_read`` default to ``input`` when not given.
+    ``cache_write``/``cache_read`` default to ``input`` when not given. A model that bills
+    long prompts higher (Claude Haiku 5.5) sets ``long_prompt_tokens``: a call whose prompt
+    (input plus cache reads and writes) passes it costs ``long_prompt_factor`` times the
+    rates, on every token of that call.
     """
 
     input: float
     output: float
     cache_write: float | None = None
     cache_read: float | None = None
+    long_prompt_tokens: int | None = None
+    long_prompt_factor: float = 5.0
 
     def __post_init__(self) -> None:
-        for name in ("input", "output", "cache_write", "cache_read"):
+        for name in ("input", "output", "cache_write", "cache_read", "long_prompt_factor"):
             value = getattr(self, name)
             if value is None and name.startswith("cache"):
                 continue
             if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"Price.{name} must be a number >= 0, not {value!r}")
+        limit = self.long_prompt_tokens
+        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)):
+            raise ValueError(f"Price.long_prompt_tokens must be an int or None, not {limit!r}")
 
     def cost(self, usage: Usage) -> float:
-        """The cost of ``usage`` at this price."""
+        """The cost of ``usage`` at this price (one call's, for the long-prompt rule)."""
         write = self.input if self.cache_write is None else self.cache_write
         read = self.input if self.cache_read is None else self.cache_read
-        return (
+        cost = (
             usage.input_tokens * self.input
             + usage.output_tokens * self.output
             + usage.cache_creation_input_tokens * write
             + usage.cache_read_input_tokens * read
         ) / 1_000_000
+        if self.long_prompt_tokens is not None:
+            prompt = (
+                usage.input_tokens
+                + usage.cache_creation_input_tokens
+                + usage.cache_read_input_tokens
+            )
+            if prompt > self.long_prompt_tokens:
+                cost *= self.long_prompt_factor
+        return cost
 
 
 Prices = Mapping[str, Price]
@@ -108,7 +134,7 @@ class UsageTotals:
             + f", {u.output_tokens:,} output tokens"
         )
         if self.cost is not None:
-            text += f", cost ~{self.cost:.4f}"
+            text += f", cost ~${self.cost:.4f}"
             if self.unpriced:
                 text += f" (no price for {', '.join(self.unpriced)})"
         return text
@@ -127,7 +153,8 @@ def price_for(model: str, prices: Prices) -> Price | None:
 
 
 def usage_totals(events: Iterable[Event], prices: Prices | None = None) -> UsageTotals:
-    """The usage of every model call recorded in ``events`` (a session log)."""
+    """The usage of every model call recorded in ``events`` (a session log), and with
+    ``prices`` its cost, summed call by call."""
     if prices is not None:
         for name, given in prices.items():
             if not isinstance(given, Price):
@@ -135,6 +162,9 @@ def usage_totals(events: Iterable[Event], prices: Prices | None = None) -> Usage
     calls = 0
     total = Usage()
     by_model: dict[str, Usage] = {}
+    cost: float | None = None if prices is None else 0.0
+    unpriced: set[str] = set()
+    found: dict[str, Price | None] = {}
     for event in events:
         if not isinstance(event, AssistantEvent) or not event.usage:
             continue
@@ -143,14 +173,18 @@ def usage_totals(events: Iterable[Event], prices: Prices | None = None) -> Usage
         calls += 1
         total = total + usage
         by_model[model] = by_model.get(model, Usage()) + usage
-    cost: float | None = None
-    unpriced: list[str] = []
-    if prices is not None:
-        cost = 0.0
-        for model, usage in by_model.items():
-            found = price_for(model, prices)
-            if found is None:
-                unpriced.append(model)
+        if prices is not None:
+            if model not in found:
+                found[model] = price_for(model, prices)
+            price = found[model]
+            if price is None:
+                unpriced.add(model)
             else:
-                cost += found.cost(usage)
+                cost = (cost or 0.0) + price.cost(usage)
     return UsageTotals(calls, total, by_model, cost, tuple(sorted(unpriced)))
+
+
+def call_cost(usage: Usage, model: str, prices: Prices) -> float | None:
+    """One model call's cost, ``None`` if ``model`` has no price."""
+    price = price_for(model, prices)
+    return None if price is None else price.cost(usage)

@@ -174,6 +174,6 @@ def test_replay_divergence_budget_and_usage_in_a_kernel(
     notebook_total = re.search(r"notebook usage\s+(.*)", info)
     assert session and notebook_total, info
     # this session: 2 replayed calls, 2 stopped by the budget, 1 after; the recording: 4
-    assert "5 model calls" in session.group(1) and "cost ~0.0" in session.group(1)
+    assert "5 model calls" in session.group(1) and "cost ~$0.0" in session.group(1)
     assert "9 model calls" in notebook_total.group(1)
     assert "in 2 sessions" in notebook_total.group(1)
