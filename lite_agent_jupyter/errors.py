@@ -121,6 +121,12 @@ class UnknownCheckpointError(LiteAgentError, LookupError):
     """A ``seq`` passed to ``restore`` is neither 0 nor a checkpoint of the session."""
 
 
+class InvalidPromptError(LiteAgentError, ValueError):
+    """A prompt cannot be stored or sent: empty, not JSON, or holding text that is not valid
+    Unicode (a lone surrogate, which ``os.listdir`` returns for a file name that is not
+    UTF-8). Raised before anything is written, by every backend alike."""
+
+
 class SessionsDisabledError(LiteAgentError):
     """A persistent-session method was called on an agent created with ``sessions=False``."""
 
@@ -156,7 +162,18 @@ class ProviderError(LiteAgentError):
     """The model provider failed (after its own retries) or is misconfigured."""
 
 
-class MissingAPIKeyError(ProviderError):
+class CredentialsError(ProviderError):
+    """The provider refused *who* asked, not what: no key, a malformed key, or the API
+    answered 401/403. The prompt never reached a model, so the turn withdraws it from the
+    log (a new session is left empty, not listed, and the next prompt is sent alone)."""
+
+
+class AuthenticationError(CredentialsError):
+    """The API refused the credentials (HTTP 401 ``authentication_error`` or 403
+    ``permission_error``)."""
+
+
+class MissingAPIKeyError(CredentialsError):
     """No API key was given and ``ANTHROPIC_API_KEY`` is not set."""
 
 
@@ -190,7 +207,7 @@ class CassetteMismatchError(CassetteError, ProviderError):
         self.nearest_call = nearest_call
 
 
-class InvalidAPIKeyError(ProviderError, ValueError):
+class InvalidAPIKeyError(CredentialsError, ValueError):
     """The API key is malformed (a space, control or non-ASCII character inside it, after the
     surrounding whitespace was stripped). The message says where and why, never the key."""
 

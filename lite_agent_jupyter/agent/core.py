@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import uuid
@@ -40,7 +41,12 @@ from ..checkpoint.protocol import (
     new_session_id,
     validate_session_id,
 )
-from ..errors import AgentClosedError, SessionBusyError, SessionsDisabledError
+from ..errors import (
+    AgentClosedError,
+    InvalidPromptError,
+    SessionBusyError,
+    SessionsDisabledError,
+)
 from ..providers.base import AgentBound, HoldsSecrets, Provider
 from ..redact import MIN_SECRET_CHARS, Redactor, env_secrets
 from ..storage import BlobCollection, BlobRef, Blobs, MemoryBlobStore, Storage, process_scope
@@ -808,14 +814,34 @@ class LiteAgent:
 
 
 def _prompt_content(input: object) -> str | list[dict[str, Any]]:
-    """Check a prompt before anything is written: the API refuses empty user messages."""
+    """Check a prompt before anything is written: the API refuses empty user messages, and no
+    backend can store (nor the API read) text that is not valid Unicode. Checking here, once,
+    makes every backend fail the same way with nothing written: a prompt that failed half-way
+    used to stay in a file log and be sent again with the next prompt."""
+    content: str | list[dict[str, Any]]
     if isinstance(input, str):
         if not input.strip():
-            raise ValueError("the prompt is empty")
-        return input
-    if isinstance(input, Sequence) and input and all(isinstance(b, dict) for b in input):
-        return [dict(block) for block in input]
-    raise TypeError("a prompt is a non-empty str or a non-empty list of content-block dicts")
+            raise InvalidPromptError("the prompt is empty")
+        content = input
+    elif isinstance(input, Sequence) and input and all(isinstance(b, dict) for b in input):
+        content = [dict(block) for block in input]
+    else:
+        raise TypeError("a prompt is a non-empty str or a non-empty list of content-block dicts")
+    try:
+        json.dumps(content, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = exc.object[exc.start : exc.end] if isinstance(exc.object, str) else ""
+        code = f"U+{ord(bad[0]):04X}" if bad else "a character"
+        raise InvalidPromptError(
+            f"the prompt holds {code}, which is not valid Unicode text (a lone surrogate: "
+            "os.listdir and sys.argv give one for a file name that is not UTF-8); nothing was "
+            "written. Replace it first, e.g. os.fsencode(name).decode('utf-8', 'replace')"
+        ) from None
+    except (TypeError, ValueError) as exc:
+        raise InvalidPromptError(
+            f"the prompt's content blocks are not JSON: {exc}; nothing was written"
+        ) from None
+    return content
 
 
 async def _wait_cancelled(task: asyncio.Future[Any]) -> None:

@@ -33,7 +33,7 @@ from ..checkpoint.events import (
 )
 from ..checkpoint.fold import INTERRUPTED_RESULT
 from ..checkpoint.protocol import TaskLists
-from ..errors import CheckpointConflictError, LiteAgentError, ProviderError
+from ..errors import CheckpointConflictError, CredentialsError, LiteAgentError, ProviderError
 from ..providers.base import MessageDone, ModelRequest, Provider, TextDelta, ToolUseStarted, Usage
 from ..storage import BlobRef, Blobs
 from ..tools import Tool, ToolContext, invoke_tool
@@ -187,7 +187,13 @@ async def run_turn(
             signal.raise_if_aborted()
     except BaseException as exc:
         reason = session.redactor.text(_reason(exc, signal))
-        await _shielded(close_interrupted(session, reason, "".join(partial)))
+        if isinstance(exc, CredentialsError) and calls == 0 and not partial:
+            # refused for who asked: the prompt never reached a model, so it is withdrawn
+            # (kept, it would be sent again with the next prompt, and a new session would
+            # be listed and continued with nothing in it but the failure)
+            await _shielded(_withdraw(session, checkpoint))
+        else:
+            await _shielded(close_interrupted(session, reason, "".join(partial)))
         emit(TurnInterrupted(reason))
         raise
     await session.sync()
@@ -356,6 +362,16 @@ def _read_or_none(path: Path) -> bytes | None:
         return path.read_bytes()
     except FileNotFoundError:
         return None
+
+
+async def _withdraw(session: SessionLog, checkpoint: int) -> None:
+    """Take a turn's prompt back out of the log (nothing else was written after it)."""
+    try:
+        await session.truncate(checkpoint)
+    except CheckpointConflictError:
+        log.warning("session %s moved before its prompt could be withdrawn", session.session_id)
+    except Exception:
+        log.exception("could not withdraw the prompt of session %s", session.session_id)
 
 
 async def close_interrupted(session: SessionLog, reason: str, partial_text: str) -> None:

@@ -159,6 +159,21 @@ class SessionLog:
             self._seen_log = self._seen_log or head > 0
             return head
 
+    async def truncate(self, to_seq: int) -> None:
+        """Cut the log back to ``to_seq`` if nobody wrote since we last saw it (else
+        :class:`CheckpointConflictError`, nothing cut): how a turn withdraws a prompt that
+        never reached a model."""
+        async with self._write_lock:
+            if self._stale is not None:
+                raise CheckpointConflictError(
+                    self.session_id, self._stale.expected, self._stale.actual
+                )
+            await self.checkpointer.truncate(self.session_id, to_seq, expected_head=self.head)
+            self._loaded = False
+            self._replace([])
+            if to_seq == 0:  # emptied by us: an empty log next time is no sign of a delete
+                self._seen_log = False
+
     def messages(self) -> list[dict[str, object]]:
         """The model's view of the session (kept folded as events arrive)."""
         return self._folder.snapshot()

@@ -32,7 +32,7 @@ from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any, Final
 
 from ..abort import AbortSignal
-from ..errors import InvalidAPIKeyError, MissingAPIKeyError, ProviderError
+from ..errors import AuthenticationError, InvalidAPIKeyError, MissingAPIKeyError, ProviderError
 from ..redact import Redactor, env_secrets
 from ._check import MAX_CACHE_BREAKPOINTS, count_cache_control
 from .base import MessageDone, ModelRequest, ProviderEvent, TextDelta, ToolUseStarted, Usage
@@ -290,7 +290,10 @@ class AnthropicProvider:
     def _provider_error(self, exc: BaseException) -> ProviderError:
         error = self._describe(exc)
         redacted = Redactor(self.secret_values()).text(str(error))
-        return error if redacted == str(error) else ProviderError(redacted)
+        if redacted == str(error):
+            return error
+        kind = AuthenticationError if isinstance(error, AuthenticationError) else ProviderError
+        return kind(redacted)
 
     def _describe(self, exc: BaseException) -> ProviderError:
         import anthropic as sdk
@@ -310,6 +313,8 @@ class AnthropicProvider:
                 text += " (check ANTHROPIC_API_KEY)"
             if exc.request_id:
                 text += f" [request id {exc.request_id}]"
+            if status in (401, 403):  # who asked was refused: the turn withdraws its prompt
+                return AuthenticationError(text)
             return ProviderError(text)
         if isinstance(exc, sdk.APITimeoutError):
             return ProviderError(
