@@ -11,7 +11,7 @@ Why redact rather than hide: the shell tool removes the API key from its child's
 but a command run as the same user can still read its parent's (``/proc/<ppid>/environ``).
 Output is the one place every such leak passes through.
 
-Limits (documented in the README): only exact values are found, not a key that was re-encoded
+Limits (documented in docs/security.md): only exact values are found, not a key that was re-encoded
 (base64, split across lines, reversed); values shorter than :data:`MIN_SECRET_CHARS` are not
 redacted (they would mangle ordinary text). Cost: one substring search per secret over each
 string. Content the agent redacts itself before using it (a tool's output, the model's

@@ -913,7 +913,7 @@ def create_lite_agent(
     **unknown: Never,
 ) -> LiteAgent:
     """Create a :class:`LiteAgent`; each option is described in :class:`AgentOptions` and
-    the README. ``model`` is required (``anthropic()`` or ``scripted(...)``). An unknown
+    docs/sdk.md. ``model`` is required (``anthropic()`` or ``scripted(...)``). An unknown
     keyword is a ``TypeError`` naming the closest option."""
     check_option_names(unknown)
     return LiteAgent(

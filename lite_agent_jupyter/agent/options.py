@@ -37,7 +37,7 @@ DEFAULT_BLOB_GRACE = 3600.0
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentOptions:
-    """The options of one agent; see the README's ``create_lite_agent`` table for each.
+    """The options of one agent; see the ``create_lite_agent`` table in docs/sdk.md for each.
 
     Frozen: derive a variant with :meth:`replace`. After construction ``workdir`` is an
     absolute, existing folder, ``tools`` a tuple and ``approvals`` a read-only mapping or a
