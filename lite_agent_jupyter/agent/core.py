@@ -19,7 +19,7 @@ import weakref
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
+from types import MappingProxyType, TracebackType
 from typing import Any, Never
 
 from ..abort import AbortController, AbortSignal
@@ -64,6 +64,7 @@ from .approvals import (
     InputRequest,
     call_handler,
 )
+from .budget import Budget, check_cost_cap
 from .compact import (
     AUTO_COMPACT_THRESHOLD,
     Compaction,
@@ -80,6 +81,7 @@ from .options import (
     check_max_turn_tokens,
     check_option_names,
 )
+from .prices import merged_prices
 from .restore import Checkpoint, RestorePlan, Restorer, RestoreResult
 from .results import (
     AgentEvent,
@@ -91,7 +93,7 @@ from .results import (
 )
 from .session import SessionLog
 from .tracking import FileTracker
-from .usage import Prices, UsageTotals, usage_totals
+from .usage import Price, Prices, UsageTotals, usage_totals
 
 log = logging.getLogger(__name__)
 
@@ -174,6 +176,9 @@ class LiteAgent:
         self.background_results: list[LiteAgentResult] = []
         """Results of background completion turns, oldest first."""
 
+        self.prices: Prices = MappingProxyType(merged_prices(options.prices))
+        """Model (or prefix) -> price: the bundled, dated table (``prices.py``) with the
+        ``prices`` option on top; costs, the footer and cost budgets use it."""
         self.redactor = redactor_for(model, options.secret_env)
         """Replaces every known secret value (see :mod:`lite_agent_jupyter.redact`)."""
         if isinstance(model, AgentBound):  # e.g. a cassette: this folder's path, these secrets
@@ -194,6 +199,9 @@ class LiteAgent:
             max_turns=options.max_turns,
             max_tokens=options.max_tokens,
             max_turn_tokens=options.max_turn_tokens,
+            prices=self.prices,
+            max_turn_cost=options.max_turn_cost,
+            max_session_cost=options.max_session_cost,
             workdir=self.workdir,
             storage_root=self.storage.root,
             blobs=self.blobs,
@@ -259,13 +267,21 @@ class LiteAgent:
         session_id: str | None = None,
         task_list: str | None = None,
         max_turn_tokens: int | None = None,
+        max_turn_cost: float | None = None,
+        max_session_cost: float | None = None,
     ) -> LiteAgentResult:
         """Run one full turn and return its result. ``task_list``: the name of a shared task
         list for this prompt (default: the agent's ``task_list`` option, else the session's
-        private list). ``max_turn_tokens``: this turn's token budget (default: the option's)."""
+        private list). ``max_turn_tokens``, ``max_turn_cost``, ``max_session_cost``: this
+        turn's budgets (default: the options'; see ``agent/budget.py``)."""
         result: LiteAgentResult | None = None
         async for event in self.run(
-            input, session_id=session_id, task_list=task_list, max_turn_tokens=max_turn_tokens
+            input,
+            session_id=session_id,
+            task_list=task_list,
+            max_turn_tokens=max_turn_tokens,
+            max_turn_cost=max_turn_cost,
+            max_session_cost=max_session_cost,
         ):
             if isinstance(event, TurnFinished):
                 result = event.result
@@ -279,14 +295,24 @@ class LiteAgent:
         session_id: str | None = None,
         task_list: str | None = None,
         max_turn_tokens: int | None = None,
+        max_turn_cost: float | None = None,
+        max_session_cost: float | None = None,
     ) -> AsyncIterator[AgentEvent]:
         """Run one full turn, yielding stream events; the last is :class:`TurnFinished`.
 
         Stopping the iteration early (or cancelling the task iterating) aborts the turn and
-        leaves the log valid. ``max_turn_tokens`` caps this turn instead of the option's cap.
+        leaves the log valid. ``max_turn_tokens``, ``max_turn_cost`` and ``max_session_cost``
+        cap this turn instead of the options' caps.
         """
         self._check_open()
         check_max_turn_tokens(max_turn_tokens)
+        options = self.options
+        budget = Budget(
+            options.max_turn_tokens if max_turn_tokens is None else max_turn_tokens,
+            check_cost_cap("max_turn_cost", max_turn_cost) or options.max_turn_cost,
+            check_cost_cap("max_session_cost", max_session_cost) or options.max_session_cost,
+        )
+        budget.check_priced(options.model_name, self.prices)
         sid = self._session_id if session_id is None else validate_session_id(session_id)
         if session_id is not None:
             self._check_sessions("send(session_id=...)")
@@ -295,7 +321,7 @@ class LiteAgent:
         content = _prompt_content(input)
         shared = self.options.task_list if task_list is None else validate_task_list(task_list)
         prompt = UserEvent(content=content, origin="user", checkpoint=True)
-        turn = self._start_turn(sid, [prompt], task_list=shared, max_turn_tokens=max_turn_tokens)
+        turn = self._start_turn(sid, [prompt], task_list=shared, budget=budget)
         self._foreground[sid] = turn
         try:
             while True:
@@ -317,7 +343,7 @@ class LiteAgent:
         emit: Callable[[AgentEvent], None] | None = None,
         *,
         task_list: str | None = None,
-        max_turn_tokens: int | None = None,
+        budget: Budget | None = None,
     ) -> _Turn:
         """Start a turn; its events go to ``emit``, else to the turn's queue (for ``run``)."""
         self._ensure_storage()
@@ -338,7 +364,7 @@ class LiteAgent:
                         turn.controller.signal,
                         sink,
                         task_list=task_list,
-                        max_turn_tokens=max_turn_tokens,
+                        budget=budget,
                     )
                 self._maybe_auto_compact(session)
                 return result
@@ -605,10 +631,11 @@ class LiteAgent:
         self, session_id: str | None = None, *, prices: Prices | None = None
     ) -> UsageTotals:
         """Token usage of every model call of a session (default: the current one), read from
-        its log; with ``prices`` (model or model prefix -> :class:`Price`), a cost estimate."""
+        its log, and its cost at ``prices`` (model or model prefix -> :class:`Price`; default:
+        the agent's table, :attr:`prices`)."""
         self._check_open()
         sid = self._session_id if session_id is None else validate_session_id(session_id)
-        return usage_totals(await self.checkpointer.read(sid), prices)
+        return usage_totals(await self.checkpointer.read(sid), prices or self.prices)
 
     async def usage_by_session(self, *, prices: Prices | None = None) -> dict[str, UsageTotals]:
         """:meth:`usage` of every persisted session (newest first); ``sum(..., UsageTotals())``
@@ -616,7 +643,7 @@ class LiteAgent:
         self._check_open()
         self._check_sessions("usage_by_session")
         return {
-            info.id: usage_totals(await self.checkpointer.read(info.id), prices)
+            info.id: usage_totals(await self.checkpointer.read(info.id), prices or self.prices)
             for info in await self.checkpointer.list()
         }
 
@@ -899,6 +926,9 @@ def create_lite_agent(
     max_turns: int = 50,
     max_tokens: int = 8192,
     max_turn_tokens: int | None = None,
+    max_turn_cost: float | None = None,
+    max_session_cost: float | None = None,
+    prices: Mapping[str, Price] | None = None,
     context_window: int = 200_000,
     auto_compact: bool = True,
     max_tracked_file_size: int = DEFAULT_MAX_FILE_SIZE,
@@ -931,6 +961,9 @@ def create_lite_agent(
             max_turns=max_turns,
             max_tokens=max_tokens,
             max_turn_tokens=max_turn_tokens,
+            max_turn_cost=max_turn_cost,
+            max_session_cost=max_session_cost,
+            prices=prices,
             context_window=context_window,
             auto_compact=auto_compact,
             max_tracked_file_size=max_tracked_file_size,

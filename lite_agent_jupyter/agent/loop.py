@@ -34,11 +34,12 @@ from ..checkpoint.events import (
 from ..checkpoint.fold import INTERRUPTED_RESULT
 from ..checkpoint.protocol import TaskLists
 from ..errors import CheckpointConflictError, CredentialsError, LiteAgentError, ProviderError
-from ..providers.base import MessageDone, ModelRequest, Provider, TextDelta, ToolUseStarted, Usage
+from ..providers.base import MessageDone, ModelRequest, Provider, TextDelta, ToolUseStarted
 from ..storage import BlobRef, Blobs
 from ..tools import Tool, ToolContext, invoke_tool
 from ..tools.base import BackgroundJob, Snapshotter, ToolOutput
 from .approvals import ApprovalGate, ApprovalRequest
+from .budget import Budget, TurnSpend
 from .results import (
     AgentEvent,
     ApprovalDecided,
@@ -54,7 +55,7 @@ from .results import (
 )
 from .session import SessionLog
 from .tracking import FileTracker
-from .usage import turn_tokens
+from .usage import Prices
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +83,10 @@ class TurnSettings:
     task_lists: TaskLists | None = None
     tracker: FileTracker | None = None
     """Scans the workdir around shell tools so their file changes are snapshotted."""
+    prices: Prices = field(default_factory=dict)
+    """Model (or prefix) -> price: the bundled table with the user's overrides."""
+    max_turn_cost: float | None = None
+    max_session_cost: float | None = None
     tool_specs: list[dict[str, Any]] = field(init=False)
     """The tools as the API expects them: built once, sent with every call."""
 
@@ -97,21 +102,24 @@ async def run_turn(
     emit: Emit,
     *,
     task_list: str | None = None,
-    max_turn_tokens: int | None = None,
+    budget: Budget | None = None,
 ) -> LiteAgentResult:
     """Run one turn in ``session``; ``prompt`` ends with the :class:`UserEvent` to answer.
     ``task_list``: the shared task list the todo tools use (``None``: the session's own).
-    ``max_turn_tokens``: this turn's token cap, instead of ``settings.max_turn_tokens``."""
+    ``budget``: this turn's caps (see ``budget.py``), default the settings'."""
     user = prompt[-1]
     assert isinstance(user, UserEvent)
+    if budget is None:
+        budget = Budget(settings.max_turn_tokens, settings.max_turn_cost, settings.max_session_cost)
+    budget.check_priced(settings.model_name, settings.prices)
     await session.load()
     if settings.tracker is not None:  # hand edits since the last scan go before the prompt
         await settings.tracker.before(session, start=False)
+    spend = TurnSpend.start(session.events, settings.model_name, settings.prices)
     checkpoint = session.head
     await session.append(prompt)
     emit(TurnStarted(session.session_id, checkpoint, user.origin))
 
-    usage = Usage()
     calls = 0
     text = ""
     stop_reason: str | None = None
@@ -119,7 +127,11 @@ async def run_turn(
     specs = settings.tool_specs
     specs_marked = any("cache_control" in spec for spec in specs)
     try:
-        while True:
+        spent = spend.exhausted_before(budget)
+        if spent is not None:  # a session cap reached by earlier turns: no call at all
+            await session.append([InterruptedEvent(reason=spent)])
+            stop_reason = "budget"
+        while spent is None:
             if calls >= settings.max_turns:
                 stop_reason = "max_turns"
                 break
@@ -147,7 +159,7 @@ async def run_turn(
             if done is None:
                 raise ProviderError("the model stream ended without a complete message")
             partial.clear()
-            usage = usage + done.usage
+            spend.add(done.usage, done.model)
             emit(UsageUpdate(done.usage))
             # redacted before use: the tools run with what the log says the model asked for
             answer = session.redactor.event(
@@ -168,11 +180,11 @@ async def run_turn(
             for block in tool_uses:  # a provider that does not announce its tool calls
                 if str(block.get("id", "")) not in announced:
                     emit(ToolCallStarted(str(block.get("id", "")), str(block.get("name", ""))))
-            cap = max_turn_tokens if max_turn_tokens is not None else settings.max_turn_tokens
-            if cap is not None and turn_tokens(usage) + turn_tokens(done.usage) > cap:
-                # the next call's input alone (this call's input and output, and more) would
-                # pass the cap: stop now, answering the pending tool calls without running them
-                await session.append(_budget_stop(tool_uses, turn_tokens(usage), cap))
+            if (why := spend.exhausted_after_call(budget)) is not None:
+                # the next call (estimated as costly as this one; its input alone holds this
+                # call's input and output) would pass a cap: stop now, between two calls,
+                # answering the pending tool calls without running them
+                await session.append(_budget_stop(tool_uses, why))
                 for block in tool_uses:
                     tool_id, name = str(block.get("id", "")), str(block.get("name", ""))
                     emit(ToolCallFinished(tool_id, name, BUDGET_NOT_RUN, True))
@@ -200,11 +212,13 @@ async def run_turn(
     return LiteAgentResult(
         text=text,
         stop_reason=stop_reason,
-        usage=usage,
+        usage=spend.usage,
         session_id=session.session_id,
         checkpoint_seq=checkpoint,
         model_calls=calls,
         origin=user.origin,
+        cost=spend.cost,
+        session_cost=spend.session_cost,
     )
 
 
@@ -286,18 +300,16 @@ async def _run_tool(
     emit(ToolCallFinished(tool_use_id, name, _flatten(result.content), is_error))
 
 
-BUDGET_NOT_RUN = (
-    "Not run: the turn's token budget (max_turn_tokens) would be passed by another model call."
-)
+BUDGET_NOT_RUN = "Not run: the turn's budget would be passed by another model call."
 
 
-def _budget_stop(tool_uses: Sequence[dict[str, Any]], used: int, cap: int) -> list[Event]:
+def _budget_stop(tool_uses: Sequence[dict[str, Any]], why: str) -> list[Event]:
     """A result for each pending tool call (not run), then the record of why the turn ended."""
     events: list[Event] = [
         ToolResultEvent(tool_use_id=str(b.get("id", "")), content=BUDGET_NOT_RUN, is_error=True)
         for b in tool_uses
     ]
-    events.append(InterruptedEvent(reason=f"budget: {used} of {cap} tokens used"))
+    events.append(InterruptedEvent(reason=why))
     return events
 
 

@@ -23,7 +23,10 @@ from ..tools import Tool
 from ..tools.scan import DEFAULT_MAX_FILE_SIZE
 from ..tools.tasks import validate_task_list
 from .approvals import ApprovalHandler, Decision, InputHandler
+from .budget import check_cost_cap
+from .prices import merged_prices
 from .results import LiteAgentResult
+from .usage import Price
 
 DEFAULT_MODEL_NAME = "claude-sonnet-4-6"
 
@@ -59,6 +62,14 @@ class AgentOptions:
     max_turn_tokens: int | None = None
     """Cap on the tokens (input, cached input and output) of one turn's model calls; the
     turn stops with ``stop_reason="budget"`` (``None``: no cap)."""
+    max_turn_cost: float | None = None
+    """Cap, in dollars, on one turn's model calls (from ``prices``); the turn stops between
+    two calls with ``stop_reason="budget"`` (see ``agent/budget.py``)."""
+    max_session_cost: float | None = None
+    """Cap, in dollars, on a session's model calls, every turn in its log included."""
+    prices: Mapping[str, Price] | None = None
+    """Model id (or prefix) -> :class:`Price`, on top of the bundled, dated table of
+    Anthropic's prices (``agent/prices.py``)."""
     context_window: int = 200_000
     auto_compact: bool = True
     max_tracked_file_size: int = DEFAULT_MAX_FILE_SIZE
@@ -118,6 +129,11 @@ class AgentOptions:
             if value < 1:
                 raise ValueError(f"{name} must be at least 1, not {value}")
         check_max_turn_tokens(self.max_turn_tokens)
+        for name in ("max_turn_cost", "max_session_cost"):
+            object.__setattr__(self, name, check_cost_cap(name, getattr(self, name)))
+        if self.prices is not None:
+            _check_type("prices", self.prices, Mapping)
+            object.__setattr__(self, "prices", MappingProxyType(merged_prices(self.prices)))
         object.__setattr__(self, "approvals", _check_approvals(self.approvals))
         for name in ("on_approval", "on_input", "on_background"):
             value = getattr(self, name)

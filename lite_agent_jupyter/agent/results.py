@@ -20,7 +20,7 @@ class LiteAgentResult:
     """The final assistant message's text."""
     stop_reason: str | None
     """The model's stop reason (``end_turn``, ``max_tokens``...), or ``max_turns``, or
-    ``budget`` (the turn's ``max_turn_tokens`` would have been passed)."""
+    ``budget`` (a token or cost cap would have been passed: see ``agent/budget.py``)."""
     usage: Usage
     """Tokens of every model call of the turn, summed."""
     session_id: str
@@ -28,6 +28,11 @@ class LiteAgentResult:
     """The head just before this prompt: the turn's checkpoint."""
     model_calls: int = 0
     origin: str = "user"
+    cost: float | None = None
+    """This turn's cost in dollars from the agent's price table; ``None`` if no call of it
+    had a price."""
+    session_cost: float | None = None
+    """The session's cost so far (every priced call in its log), this turn included."""
 
 
 @dataclass(slots=True)

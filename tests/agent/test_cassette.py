@@ -443,7 +443,8 @@ async def test_usage_totals_per_session_and_cost_estimate(make_agent: MakeAgent)
     await agent.send("three")
     first = await agent.usage("first")
     assert first.calls == 2 and first.usage == Usage(300, 30, 5, 50)
-    assert first.tokens == 385 and first.cost is None
+    # the agent's table prices Claude models, not a scripted one: no cost, named as unpriced
+    assert first.tokens == 385 and first.cost == 0 and first.unpriced == ("scripted",)
     priced = await agent.usage(
         "first", prices={"script": Price(input=3.0, output=15.0, cache_read=0.3)}
     )

@@ -1,0 +1,117 @@
+"""Budgets of a turn: tokens, dollars per turn, dollars per session, and how a turn checks them.
+
+A budget is checked between model calls, never inside one: a stream is never cut, so the log
+stays valid and the next request is accepted. After each call that asked for tools, the turn
+estimates the next call as costing what the last one did (its input is at least the last
+call's input and output); if that would pass a cap, the pending tool calls are answered
+"not run" and the turn ends with ``stop_reason="budget"``. A session cap already reached
+stops a turn before its first call. The next turn, with a higher cap, continues the session.
+
+Costs come from the agent's price table (``prices.py`` plus overrides). A cost cap for a
+model with no price cannot be kept, so it is refused (:class:`BudgetError`) instead of
+silently ignored. The session's cost is read from its log (every model call recorded there),
+so a cap holds across kernels; a restore that cuts turns off the log also takes their cost
+off the session's total. Knows nothing of Jupyter.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..checkpoint.events import Event
+from ..errors import BudgetError
+from ..providers.base import Usage
+from .usage import Prices, call_cost, price_for, turn_tokens, usage_totals
+
+__all__ = ["Budget", "TurnSpend", "check_cost_cap"]
+
+
+def check_cost_cap(name: str, value: object) -> float | None:
+    """``None`` or a finite number of dollars > 0, as a float."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{name} must be a number of dollars or None, not {type(value).__name__}")
+    if not math.isfinite(value) or value <= 0:
+        raise BudgetError(f"{name} must be a number of dollars above 0, not {value!r}")
+    return float(value)
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """The caps of one turn; ``None``: no cap of that kind."""
+
+    turn_tokens: int | None = None
+    turn_cost: float | None = None
+    session_cost: float | None = None
+
+    @property
+    def costs(self) -> bool:
+        return self.turn_cost is not None or self.session_cost is not None
+
+    def check_priced(self, model_name: str, prices: Prices) -> None:
+        """Refuse a cost cap the table cannot measure (before anything is written)."""
+        if self.costs and price_for(model_name, prices) is None:
+            raise BudgetError(
+                f"a cost budget needs a price for {model_name!r}, and the price table has "
+                "none: give one with prices={...} (in Jupyter: %config LiteAgentMagics.prices)"
+            )
+
+
+@dataclass(slots=True)
+class TurnSpend:
+    """What a turn has spent so far, and the session's spend before it."""
+
+    model_name: str
+    prices: Prices
+    prior: float | None
+    """The session's cost before this turn (its priced calls)."""
+    usage: Usage
+    cost: float | None = None
+    last_tokens: int = 0
+    last_cost: float = 0.0
+
+    @classmethod
+    def start(cls, events: Sequence[Event], model_name: str, prices: Prices) -> TurnSpend:
+        totals = usage_totals(events, prices)
+        return cls(model_name, prices, totals.cost, Usage())
+
+    def add(self, usage: Usage, model: str | None) -> None:
+        """One model call's usage; priced by the model that answered, else the one asked."""
+        self.usage = self.usage + usage
+        self.last_tokens = turn_tokens(usage)
+        cost = call_cost(usage, model or self.model_name, self.prices)
+        if cost is None:
+            cost = call_cost(usage, self.model_name, self.prices)
+        self.last_cost = cost or 0.0
+        if cost is not None:
+            self.cost = (self.cost or 0.0) + cost
+
+    @property
+    def session_cost(self) -> float | None:
+        if self.prior is None and self.cost is None:
+            return None
+        return (self.prior or 0.0) + (self.cost or 0.0)
+
+    def exhausted_before(self, budget: Budget) -> str | None:
+        """Why the turn may not make its first call (a session cap already reached)."""
+        cap = budget.session_cost
+        spent = self.prior or 0.0
+        if cap is not None and spent >= cap:
+            return f"budget: the session has spent ${spent:.4f} of its ${cap:.2f}"
+        return None
+
+    def exhausted_after_call(self, budget: Budget) -> str | None:
+        """Why the turn must stop before its next call, or ``None`` (see the module)."""
+        tokens = turn_tokens(self.usage)
+        if budget.turn_tokens is not None and tokens + self.last_tokens > budget.turn_tokens:
+            return f"budget: {tokens} of {budget.turn_tokens} tokens used"
+        spent = self.cost or 0.0
+        if budget.turn_cost is not None and spent + self.last_cost > budget.turn_cost:
+            return f"budget: this turn spent ${spent:.4f} of its ${budget.turn_cost:.2f}"
+        session = self.session_cost or 0.0
+        if budget.session_cost is not None and session + self.last_cost > budget.session_cost:
+            return f"budget: the session spent ${session:.4f} of its ${budget.session_cost:.2f}"
+        return None
