@@ -535,11 +535,18 @@ def _prepare_delete(ctx: ToolContext, text: str) -> tuple[bytes, int, Target]:
 # ---------------------------------------------------------------------------- listing, search
 
 
+MAX_WALK_DEPTH = 100
+"""Folders deeper than this below the walk's start are not searched (and noted). The walk
+holds one folder descriptor per level, so the cap also bounds its descriptors."""
+
+
 @dataclass
 class _Walk:
     skipped: set[str] = field(default_factory=set)
     loops: list[str] = field(default_factory=list)
     """Symlinks that loop (or cannot be resolved), skipped with a note."""
+    too_deep: list[str] = field(default_factory=list)
+    """Folders at MAX_WALK_DEPTH whose subfolders were not searched."""
 
 
 @dataclass(slots=True)
@@ -573,19 +580,31 @@ class _Entry:
 
 
 _READ_NOFOLLOW = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_OPEN_SUBDIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+@dataclass(slots=True)
+class _Level:
+    """One open folder of the walk: its path, its fd, the subfolders still to visit."""
+
+    path: Path
+    fd: int
+    depth: int
+    subdirs: list[str]
 
 
 def _walk(ctx: ToolContext, root: Path, signal: AbortSignal, result: _Walk) -> Iterator[_Entry]:
     """Every file under ``root``, pruning SKIPPED_DIRS and the storage root.
 
-    The walk goes by folder file descriptors from the workdir down (``os.fwalk``, no symlink
-    followed), so a folder swapped for a symlink meanwhile cannot lead it outside. Symlinked
-    folders are not descended into; a symlinked file is listed only if it leads to a file
-    inside the workdir and outside the storage root; a symlink loop is skipped and noted in
-    ``result.loops`` instead of failing the whole walk.
+    The walk goes by folder file descriptors from the workdir down (each folder opened
+    relative to its parent's fd with ``O_NOFOLLOW``), so a folder swapped for a symlink
+    meanwhile cannot lead it outside. It is iterative, one open fd per level: ``os.fwalk``
+    recursed (a 1,100-level folder raised ``RecursionError`` on Python 3.11 and failed every
+    listing); folders deeper than MAX_WALK_DEPTH are skipped and noted in
+    ``result.too_deep``. Symlinked folders are not descended into; a symlinked file is listed
+    only if it leads to a file inside the workdir and outside the storage root; a symlink
+    loop is skipped and noted in ``result.loops`` instead of failing the whole walk.
     """
-    workdir = workdir_of(ctx)
-    storage = storage_root_of(ctx)
     try:
         root_fd = open_dir(ctx, root)
     except (OSError, ToolError) as exc:
@@ -598,41 +617,76 @@ def _walk(ctx: ToolContext, root: Path, signal: AbortSignal, result: _Walk) -> I
         with target:
             yield _Entry(root, target.dir_fd, target.name, None)
         return
+    levels: list[_Level] = []
     try:
-        for folder, dirnames, filenames, dir_fd in os.fwalk(
-            ".", dir_fd=root_fd, follow_symlinks=False
-        ):
+        level = _Level(root, root_fd, 0, [])
+        levels.append(level)
+        yield from _folder(ctx, level, result)
+        while levels:
             signal.raise_if_aborted()
-            base = root / folder
-            keep = []
-            for name in dirnames:
+            top = levels[-1]
+            if not top.subdirs:
+                os.close(levels.pop().fd)
+                continue
+            name = top.subdirs.pop()
+            try:
+                fd = os.open(name, _OPEN_SUBDIR, dir_fd=top.fd)
+            except OSError:  # vanished, unreadable, or swapped for a symlink meanwhile
+                continue
+            level = _Level(top.path / name, fd, top.depth + 1, [])
+            levels.append(level)
+            yield from _folder(ctx, level, result)
+    finally:
+        for level in levels:
+            os.close(level.fd)
+
+
+def _folder(ctx: ToolContext, level: _Level, result: _Walk) -> Iterator[_Entry]:
+    """The files of one open folder; its subfolders to visit go to ``level.subdirs``
+    (reversed, so popping visits them in listing order)."""
+    workdir = workdir_of(ctx)
+    storage = storage_root_of(ctx)
+    base, dir_fd = level.path, level.fd
+    try:
+        with os.scandir(dir_fd) as it:
+            entries = list(it)
+    except OSError:
+        return
+    subdirs: list[str] = []
+    for entry in entries:
+        name = entry.name
+        try:
+            if entry.is_dir(follow_symlinks=False):
                 if name in SKIPPED_DIRS:
                     result.skipped.add(name)
                 elif storage is None or not _inside(base / name, storage):
-                    keep.append(name)
-            dirnames[:] = keep
-            for name in filenames:
-                file = base / name
-                link_target = None
-                try:
-                    is_link = stat.S_ISLNK(
-                        os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode
-                    )
-                except OSError:
-                    continue  # vanished meanwhile
-                if is_link:
-                    try:
-                        link_target = file.resolve()
-                    except (OSError, RuntimeError):  # RuntimeError: a symlink loop
-                        result.loops.append(display_path(ctx, file))
-                        continue
-                    if not _inside(link_target, workdir) or (
-                        storage is not None and _inside(link_target, storage)
-                    ):
-                        continue
-                yield _Entry(file, dir_fd, name, link_target)
-    finally:
-        os.close(root_fd)
+                    subdirs.append(name)
+                continue
+            is_link = entry.is_symlink()
+        except OSError:
+            continue  # vanished meanwhile
+        file = base / name
+        link_target = None
+        if is_link:
+            try:
+                if entry.is_dir():  # a symlinked folder: not descended into, not a file
+                    continue
+            except OSError:  # a loop: resolve() below says so
+                pass
+            try:
+                link_target = file.resolve()
+            except (OSError, RuntimeError):  # RuntimeError: a symlink loop
+                result.loops.append(display_path(ctx, file))
+                continue
+            if not _inside(link_target, workdir) or (
+                storage is not None and _inside(link_target, storage)
+            ):
+                continue
+        yield _Entry(file, dir_fd, name, link_target)
+    if subdirs and level.depth >= MAX_WALK_DEPTH:
+        result.too_deep.append(display_path(ctx, base))
+        return
+    level.subdirs = subdirs[::-1]
 
 
 def _inside(path: Path, folder: Path) -> bool:
@@ -644,6 +698,22 @@ def _loops_note(walk: _Walk) -> str:
         return ""
     shown = ", ".join(sorted(walk.loops)[:10]) + (", ..." if len(walk.loops) > 10 else "")
     return f"\n(skipped {len(walk.loops)} symlinks that loop or cannot be resolved: {shown})"
+
+
+def _depth_note(walk: _Walk) -> str:
+    if not walk.too_deep:
+        return ""
+    deep = sorted(walk.too_deep)
+    shown = ", ".join(_short(p) for p in deep[:3]) + (", ..." if len(deep) > 3 else "")
+    return (
+        f"\n(not searched: the subfolders of {len(deep)} folders nested more than "
+        f"{MAX_WALK_DEPTH} levels deep: {shown}; pass a deeper folder as path to look inside)"
+    )
+
+
+def _short(path: str, keep: int = 120) -> str:
+    """A long path shortened in the middle (a 100-level path would fill the note)."""
+    return path if len(path) <= keep else f"{path[: keep // 2]}...{path[-keep // 2 :]}"
 
 
 def _glob_to_regex(pattern: str) -> re.Pattern[str]:
@@ -712,7 +782,7 @@ def _list(ctx: ToolContext, root: Path, pattern: str) -> str:
         for entry in _walk(ctx, root, ctx.signal, walk)
         if regex.match(entry.path.relative_to(base).as_posix())
     )
-    notes = _skipped_note(walk.skipped) + _loops_note(walk)
+    notes = _skipped_note(walk.skipped) + _loops_note(walk) + _depth_note(walk)
     if not matches:
         return f"no files match {pattern!r} under {display_path(ctx, root)}" + notes
     shown = matches[:MAX_LIST_ENTRIES]
@@ -807,7 +877,7 @@ def _grep(ctx: ToolContext, root: Path, regex: re.Pattern[str], glob: str | None
         notes.append(f"({binary} binary files skipped)")
     if too_big:
         notes.append(f"(skipped, larger than 20 MB: {', '.join(too_big[:5])})")
-    for note in (_skipped_note(walk.skipped), _loops_note(walk)):
+    for note in (_skipped_note(walk.skipped), _loops_note(walk), _depth_note(walk)):
         if note.strip():
             notes.append(note.strip())
     if not out:
