@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from lite_agent_jupyter.providers.scripted import call, reply, scripted
 from lite_agent_jupyter.tools.files import MAX_WALK_DEPTH
@@ -33,10 +35,33 @@ def _deep_tree(workdir: Path) -> Path:
     return workdir / "deep"
 
 
-async def test_list_files_and_grep_in_a_1100_level_tree_answer_with_a_note(
-    make_agent: Callable[..., Any], workdir: Path
-) -> None:
+def _remove_deep(top: Path) -> None:
+    """Remove the chain bottom-up without recursion (``shutil.rmtree`` recurses per level:
+    pytest's clean-up of old temporary folders would hit RecursionError on it)."""
+    chain = [top]
+    while True:
+        subdirs = [p for p in chain[-1].iterdir() if p.is_dir()]
+        if not subdirs:
+            break
+        chain.append(subdirs[0])
+    for folder in reversed(chain):
+        for item in folder.iterdir():
+            if not item.is_dir():
+                item.unlink()
+        folder.rmdir()
+
+
+@pytest.fixture
+def deep_workdir(workdir: Path) -> Iterator[Path]:
     _deep_tree(workdir)
+    yield workdir
+    _remove_deep(workdir / "deep")
+
+
+async def test_list_files_and_grep_in_a_1100_level_tree_answer_with_a_note(
+    make_agent: Callable[..., Any], deep_workdir: Path
+) -> None:
+    workdir = deep_workdir
     (workdir / "deep" / "d" / "shallow.txt").write_text("needle two levels down\n")
     model = scripted(
         [
