@@ -40,6 +40,7 @@ import contextlib
 import itertools
 import json
 import re
+import secrets
 import select
 import socket
 import sys
@@ -70,6 +71,14 @@ __all__ = [
     "tool_reply",
 ]
 
+_ID_ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+
+def _random_tool_use_id() -> str:
+    """``toolu_01`` and 22 random base-62 characters: the shape of the real API's ids."""
+    return "toolu_01" + "".join(secrets.choice(_ID_ALPHABET) for _ in range(22))
+
+
 DEFAULT_API_KEY = "sk-ant-fake-test-key-0123456789"
 _VERSION_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _TOOL_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,128}$")
@@ -80,7 +89,9 @@ _TOOL_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,128}$")
 
 @dataclass(frozen=True)
 class FakeToolCall:
-    """A ``tool_use`` block the fake model emits; ``id`` defaults to ``toolu_fake_NNNN``."""
+    """A ``tool_use`` block the fake model emits; ``id`` defaults to a fresh random
+    ``toolu_01...`` id, as the real API mints one per call (a counter would repeat ids once a
+    new server, or a second script, answers a session that already holds them)."""
 
     name: str
     input: Mapping[str, Any] = field(default_factory=dict)
@@ -518,7 +529,7 @@ class FakeAnthropicServer:
         if text:
             blocks.append({"type": "text", "text": text})
         for call in reply.tool_calls:
-            tool_id = call.id or f"toolu_fake_{next(self._ids):04d}"
+            tool_id = call.id or _random_tool_use_id()
             blocks.append(
                 {"type": "tool_use", "id": tool_id, "name": call.name, "input": dict(call.input)}
             )

@@ -19,8 +19,8 @@ or a callable ``(request) -> turn`` (sync or async) for scripts that look at the
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import inspect
-import itertools
 import json
 import re
 from collections import deque
@@ -40,6 +40,7 @@ __all__ = [
     "ToolCall",
     "Turn",
     "call",
+    "derived_tool_use_id",
     "estimate_tokens",
     "reply",
     "scripted",
@@ -49,11 +50,14 @@ NO_MORE_TURNS = "(scripted model has no more turns)"
 """The text of the reply given once the script is exhausted."""
 
 _WORDS = re.compile(r"\S+\s*|\s+")
+_ID_ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+_ID_LENGTH = 22
 
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
-    """A tool call the scripted model makes; ``id`` defaults to ``toolu_scripted_NNNN``."""
+    """A tool call the scripted model makes; ``id`` defaults to one derived from the request
+    (see :func:`derived_tool_use_id`)."""
 
     name: str
     input: Mapping[str, Any] = field(default_factory=dict)
@@ -108,9 +112,38 @@ def estimate_tokens(request: ModelRequest) -> int:
 
     For providers without a token counter; close enough for thresholds, not for billing.
     """
+    return _estimate(_request_json(request))
+
+
+def _estimate(request_json: str) -> int:
+    return max(1, len(request_json) // 4)
+
+
+def _request_json(request: ModelRequest) -> str:
     payload = {"system": request.system, "tools": request.tools, "messages": request.messages}
-    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
-    return max(1, len(text) // 4)
+    return json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def derived_tool_use_id(request: ModelRequest | str, index: int) -> str:
+    """A ``toolu_01...`` id, shaped like the real API's, for the ``index``-th tool call of the
+    answer to ``request`` (or to a request's canonical JSON text).
+
+    Why derived and not counted: a counter starts again at 1 in every new provider object (a
+    kernel restart, a second ``use_model(scripted(...))``), and the session it answers already
+    holds ``toolu_..._0001``, a repeated id the real API refuses with a 400. Every id in a
+    conversation's history was minted from an earlier request that did not contain it, and the
+    request now answered contains it, so the two requests differ and (bar a SHA-256 collision)
+    so do their ids: unique within a session across restarts and scripts, yet deterministic
+    (the same conversation gets the same ids, so a test or a cassette stays reproducible).
+    """
+    text = request if isinstance(request, str) else _request_json(request)
+    digest = hashlib.sha256(f"{index}\x00{text}".encode("utf-8", "surrogatepass")).digest()
+    number = int.from_bytes(digest, "big")
+    chars = []
+    for _ in range(_ID_LENGTH):
+        number, rest = divmod(number, len(_ID_ALPHABET))
+        chars.append(_ID_ALPHABET[rest])
+    return "toolu_01" + "".join(chars)
 
 
 def scripted(
@@ -148,7 +181,6 @@ class ScriptedProvider:
         self.requests: list[ModelRequest] = []
         """Every request streamed so far (shallow copies), for tests to inspect."""
         self._turns: deque[Turn] = deque(turns)
-        self._ids = itertools.count(1)
 
     def __repr__(self) -> str:
         return f"ScriptedProvider(name={self.name!r}, remaining={self.remaining})"
@@ -184,11 +216,13 @@ class ScriptedProvider:
         for piece in _WORDS.findall(answer.text):
             await self._pause(signal)
             yield TextDelta(piece)
+        needs_json = answer.usage is None or any(c.id is None for c in answer.tool_calls)
+        request_json = _request_json(request) if needs_json else ""
         content: list[dict[str, Any]] = []
         if answer.text:
             content.append({"type": "text", "text": answer.text})
-        for tool_call in answer.tool_calls:
-            tool_id = tool_call.id or f"toolu_scripted_{next(self._ids):04d}"
+        for index, tool_call in enumerate(answer.tool_calls):
+            tool_id = tool_call.id or derived_tool_use_id(request_json, index)
             await self._pause(signal)
             yield ToolUseStarted(tool_id, tool_call.name)
             content.append(
@@ -201,7 +235,7 @@ class ScriptedProvider:
             )
         signal.raise_if_aborted()
         usage = answer.usage or Usage(
-            input_tokens=estimate_tokens(request),
+            input_tokens=_estimate(request_json),
             output_tokens=max(1, len(json.dumps(content)) // 4),
         )
         stop_reason = answer.stop_reason or ("tool_use" if answer.tool_calls else "end_turn")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 from typing import Any
 
@@ -59,30 +60,58 @@ async def test_text_turn_streams_in_small_deltas() -> None:
 
 
 async def test_tool_calls_have_deterministic_ids_and_inputs() -> None:
-    model = scripted(
-        [
-            reply(
-                "Writing.",
-                [call("write_file", path="a.txt", content="hi"), call("lookup", {"id": 3})],
-            )
-        ]
-    )
+    script = [
+        reply(
+            "Writing.",
+            [call("write_file", path="a.txt", content="hi"), call("lookup", {"id": 3})],
+        )
+    ]
 
-    events = await collect(model, ask())
+    events = await collect(scripted(script), ask())
+    again = await collect(scripted(script), ask())
 
     starts = [(e.id, e.name) for e in events if isinstance(e, ToolUseStarted)]
-    assert starts == [("toolu_scripted_0001", "write_file"), ("toolu_scripted_0002", "lookup")]
+    ids = [tool_id for tool_id, _ in starts]
+    assert [name for _, name in starts] == ["write_file", "lookup"]
+    assert all(re.fullmatch(r"toolu_01[0-9A-Za-z]{22}", i) for i in ids) and len(set(ids)) == 2
+    assert [e.id for e in again if isinstance(e, ToolUseStarted)] == ids  # deterministic
     message = done(events)
     assert message.content[1:] == [
         {
             "type": "tool_use",
-            "id": "toolu_scripted_0001",
+            "id": ids[0],
             "name": "write_file",
             "input": {"path": "a.txt", "content": "hi"},
         },
-        {"type": "tool_use", "id": "toolu_scripted_0002", "name": "lookup", "input": {"id": 3}},
+        {"type": "tool_use", "id": ids[1], "name": "lookup", "input": {"id": 3}},
     ]
     assert message.stop_reason == "tool_use"
+
+
+async def test_a_new_script_on_a_session_never_repeats_its_tool_use_ids() -> None:
+    """A second provider object (a kernel restart, ``use_model(scripted(...))`` again) answering
+    a conversation that already holds the first one's tool calls mints new ids, so the history
+    stays valid for the real API's check (it failed with "toolu_scripted_0001 is repeated")."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Write a.txt."}]
+    for _ in range(3):  # three "kernels", each with a fresh script of the same turns
+        model = scripted([reply("Writing.", [call("write_file", path="a.txt", content="hi")])])
+        message = done(await collect(model, ModelRequest("claude-test", list(messages))))
+        tool_id = message.content[1]["id"]
+        messages += [
+            {"role": "assistant", "content": message.content},
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": tool_id, "content": "ok"},
+                    {"type": "text", "text": "Once more."},
+                ],
+            },
+        ]
+    ids = [m["content"][1]["id"] for m in messages if m["role"] == "assistant"]
+    assert len(set(ids)) == 3
+    last = scripted(["Done."])
+    answer = done(await collect(last, ModelRequest("claude-test", messages)))  # validated
+    assert answer.content == [{"type": "text", "text": "Done."}]
 
 
 async def test_explicit_id_usage_and_stop_reason() -> None:
