@@ -158,6 +158,15 @@ class PathOutsideWorkdirError(ToolError, PermissionError):
     """A tool was asked to touch a path outside the workdir or inside the storage root."""
 
 
+class HookError(LiteAgentError):
+    """A user hook (``hooks=``) raised, timed out or returned something it may not: the turn
+    stops with this error (the log is left valid), naming the hook point and the function."""
+
+
+class McpConfigError(LiteAgentError, ValueError):
+    """An MCP server configuration (``mcp_servers=``) is malformed; names the server and key."""
+
+
 class ProviderError(LiteAgentError):
     """The model provider failed (after its own retries) or is misconfigured."""
 

@@ -1,5 +1,6 @@
 """The agent layer: ``LiteAgent``, its turn loop, approvals and stream events."""
 
+from . import hooks
 from .approvals import ApprovalRequest, Decision, InputRequest, console_approval
 from .bundle import BundleInfo, ImportResult, export_session, import_session
 from .compact import Compaction, CompactProgress, CompactResult
@@ -68,5 +69,6 @@ __all__ = [
     "console_approval",
     "create_lite_agent",
     "export_session",
+    "hooks",
     "import_session",
 ]

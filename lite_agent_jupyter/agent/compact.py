@@ -34,6 +34,7 @@ from ..checkpoint.events import AssistantEvent, CompactionEvent, Event
 from ..checkpoint.fold import Folder
 from ..errors import ProviderError
 from ..providers.base import MessageDone, ModelRequest
+from .hooks import HookRunner, PreCompact
 from .session import SessionLog
 
 AUTO_COMPACT_THRESHOLD = 0.8
@@ -85,6 +86,8 @@ class CompactSettings:
     system_prompt: str | None
     tool_specs: list[dict[str, Any]]
     max_tokens: int
+    hooks: HookRunner | None = None
+    """Its ``pre_compact`` hooks run before anything is measured (a failure stops it)."""
 
 
 class Compaction:
@@ -136,6 +139,8 @@ async def _run(
     try:
         async with session.turn_lock:
             signal.raise_if_aborted()
+            if settings.hooks is not None and settings.hooks.has("pre_compact"):
+                await settings.hooks.observe("pre_compact", PreCompact(sid, instructions))
             await session.load()
             head = session.head
             messages = session.messages()

@@ -53,6 +53,7 @@ from ..storage import BlobCollection, BlobRef, Blobs, MemoryBlobStore, Storage, 
 from ..tools import Tool, ToolContext, default_tools, tool
 from ..tools.base import BackgroundJob, BackgroundOutcome
 from ..tools.files import SKIPPED_DIRS
+from ..tools.mcp import McpServers, ServerConfig
 from ..tools.scan import DEFAULT_MAX_FILE_SIZE
 from ..tools.shell import SECRET_ENV_VARS
 from ..tools.tasks import FileTaskLists, validate_task_list
@@ -71,6 +72,7 @@ from .compact import (
     CompactSettings,
     context_tokens,
 )
+from .hooks import DEFAULT_HOOK_TIMEOUT, HookRunner, HooksOption, check_hooks
 from .loop import TurnSettings, run_turn
 from .notices import NoticeHub, Subscription
 from .options import (
@@ -179,7 +181,10 @@ class LiteAgent:
         self.prices: Prices = MappingProxyType(merged_prices(options.prices))
         """Model (or prefix) -> price: the bundled, dated table (``prices.py``) with the
         ``prices`` option on top; costs, the footer and cost budgets use it."""
-        self.redactor = redactor_for(model, options.secret_env)
+        servers: tuple[ServerConfig, ...] = options.mcp_servers  # type: ignore[assignment]
+        self.redactor = redactor_for(model, options.secret_env).with_secrets(
+            secret for server in servers for secret in server.secrets()
+        )
         """Replaces every known secret value (see :mod:`lite_agent_jupyter.redact`)."""
         if isinstance(model, AgentBound):  # e.g. a cassette: this folder's path, these secrets
             model.bind_agent(workdir, self.redactor)
@@ -187,6 +192,9 @@ class LiteAgent:
         if on_input is not None:
             all_tools.append(self._ask_user_tool())
         self.tools = {t.name: t for t in all_tools}
+        self.mcp = McpServers(servers, workdir)
+        """The MCP servers' run-time state: ``status()`` for each, ``wait_ready()``."""
+        self.hooks = HookRunner(check_hooks(options.hooks), options.hook_timeout)
         self._settings = TurnSettings(
             provider=model,
             model_name=options.model_name,
@@ -217,6 +225,8 @@ class LiteAgent:
                 exclude=[self.storage.root],
                 max_file_size=options.max_tracked_file_size,
             ),
+            hooks=self.hooks if self.hooks else None,
+            extra_tools=self.mcp if self.mcp else None,
         )
         self._session_id = options.session_id or new_session_id()
         self._logs: dict[str, SessionLog] = {}
@@ -504,6 +514,7 @@ class LiteAgent:
             system_prompt=settings.system_prompt,
             tool_specs=settings.tool_specs,
             max_tokens=settings.max_tokens,
+            hooks=settings.hooks,
         )
 
     def _maybe_auto_compact(self, session: SessionLog) -> None:
@@ -749,6 +760,8 @@ class LiteAgent:
         with contextlib.suppress(Exception):
             await self.blobs.drop_refs(self._pin)
         with contextlib.suppress(Exception):
+            await self.mcp.close()
+        with contextlib.suppress(Exception):
             await self.model.aclose()
         if self._owns_checkpointer:
             await self.checkpointer.close()
@@ -940,6 +953,9 @@ def create_lite_agent(
     on_background: BackgroundHandler | None = None,
     session_id: str | None = None,
     secret_env: Sequence[str] = (),
+    mcp_servers: Mapping[str, Any] | str | os.PathLike[str] | None = None,
+    hooks: HooksOption | None = None,
+    hook_timeout: float = DEFAULT_HOOK_TIMEOUT,
     **unknown: Never,
 ) -> LiteAgent:
     """Create a :class:`LiteAgent`; each option is described in :class:`AgentOptions` and
@@ -975,6 +991,9 @@ def create_lite_agent(
             on_background=on_background,
             session_id=session_id,
             secret_env=tuple(secret_env),
+            mcp_servers=mcp_servers,
+            hooks=hooks,
+            hook_timeout=hook_timeout,
         )
     )
 

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import EllipsisType
-from typing import Any
+from typing import Any, Protocol
 
 from ..abort import AbortSignal
 from ..checkpoint.events import (
@@ -33,13 +33,20 @@ from ..checkpoint.events import (
 )
 from ..checkpoint.fold import INTERRUPTED_RESULT
 from ..checkpoint.protocol import TaskLists
-from ..errors import CheckpointConflictError, CredentialsError, LiteAgentError, ProviderError
+from ..errors import (
+    CheckpointConflictError,
+    CredentialsError,
+    HookError,
+    LiteAgentError,
+    ProviderError,
+)
 from ..providers.base import MessageDone, ModelRequest, Provider, TextDelta, ToolUseStarted
 from ..storage import BlobRef, Blobs
 from ..tools import Tool, ToolContext, invoke_tool
 from ..tools.base import BackgroundJob, Snapshotter, ToolOutput
-from .approvals import ApprovalGate, ApprovalRequest
+from .approvals import ApprovalGate, ApprovalRequest, Verdict
 from .budget import Budget, TurnSpend
+from .hooks import HookRunner, PostTool, TurnEnd
 from .results import (
     AgentEvent,
     ApprovalDecided,
@@ -87,11 +94,36 @@ class TurnSettings:
     """Model (or prefix) -> price: the bundled table with the user's overrides."""
     max_turn_cost: float | None = None
     max_session_cost: float | None = None
+    hooks: HookRunner | None = None
+    """The user's hooks (``agent/hooks.py``); ``None``: none configured."""
+    extra_tools: ToolSource | None = None
+    """Tools that come and go while the agent lives (MCP servers' tools, ``tools/mcp``)."""
     tool_specs: list[dict[str, Any]] = field(init=False)
     """The tools as the API expects them: built once, sent with every call."""
 
     def __post_init__(self) -> None:
         self.tool_specs = [tool.spec() for tool in self.tools.values()]
+
+    def tool(self, name: str) -> Tool | None:
+        tool = self.tools.get(name)
+        if tool is None and self.extra_tools is not None:
+            tool = self.extra_tools.tool(name)
+        return tool
+
+    def extra_specs(self) -> list[dict[str, Any]]:
+        return self.extra_tools.specs() if self.extra_tools is not None else []
+
+
+class ToolSource(Protocol):
+    """Tools known only at run time (MCP servers): ``specs()`` is read before each model
+    request, ``tool(name)`` when the model calls a name the built-in tools do not have;
+    ``start()`` is called at the start of each turn and must not wait for anything."""
+
+    def start(self) -> None: ...
+
+    def specs(self) -> list[dict[str, Any]]: ...
+
+    def tool(self, name: str) -> Tool | None: ...
 
 
 async def run_turn(
@@ -117,6 +149,13 @@ async def run_turn(
         await settings.tracker.before(session, start=False)
     spend = TurnSpend.start(session.events, settings.model_name, settings.prices)
     checkpoint = session.head
+    hooks = settings.hooks
+    if hooks:  # their context is written with the prompt; a failing hook writes nothing
+        opening = await hooks.session_start(session.session_id, resumed=checkpoint > 0)
+        added = await hooks.prompt_submit(session.session_id, user.content)
+        prompt = [*opening, *prompt, *added] if user.origin == "user" else [*opening, *prompt]
+    if settings.extra_tools is not None:
+        settings.extra_tools.start()  # in the background: a turn never waits for it
     await session.append(prompt)
     emit(TurnStarted(session.session_id, checkpoint, user.origin))
 
@@ -126,6 +165,7 @@ async def run_turn(
     partial: list[str] = []  # text streamed for the message in flight, kept if interrupted
     specs = settings.tool_specs
     specs_marked = any("cache_control" in spec for spec in specs)
+    failures: list[HookError] = []
     try:
         spent = spend.exhausted_before(budget)
         if spent is not None:  # a session cap reached by earlier turns: no call at all
@@ -135,6 +175,8 @@ async def run_turn(
             if calls >= settings.max_turns:
                 stop_reason = "max_turns"
                 break
+            if settings.extra_tools is not None:
+                specs = [*settings.tool_specs, *settings.extra_tools.specs()]
             request = ModelRequest(
                 model=settings.model_name,
                 messages=session.messages(),
@@ -192,11 +234,13 @@ async def run_turn(
                 break
             await asyncio.gather(
                 *(
-                    _run_tool(settings, session, block, signal, emit, task_list)
+                    _run_tool(settings, session, block, signal, emit, task_list, failures)
                     for block in tool_uses
                 )
             )
             signal.raise_if_aborted()
+            if failures:  # a hook failed: every call has its result; the turn stops here
+                raise failures[0]
     except BaseException as exc:
         reason = session.redactor.text(_reason(exc, signal))
         if isinstance(exc, CredentialsError) and calls == 0 and not partial:
@@ -209,7 +253,7 @@ async def run_turn(
         emit(TurnInterrupted(reason))
         raise
     await session.sync()
-    return LiteAgentResult(
+    result = LiteAgentResult(
         text=text,
         stop_reason=stop_reason,
         usage=spend.usage,
@@ -220,6 +264,9 @@ async def run_turn(
         cost=spend.cost,
         session_cost=spend.session_cost,
     )
+    if hooks:
+        await hooks.observe("turn_end", TurnEnd(session.session_id, result))
+    return result
 
 
 async def _run_tool(
@@ -229,22 +276,96 @@ async def _run_tool(
     signal: AbortSignal,
     emit: Emit,
     task_list: str | None = None,
+    failures: list[HookError] | None = None,
 ) -> None:
+    """Run one tool call and append its result. A hook's failure is added to ``failures``
+    (the call still gets a result, so the log stays valid; the turn raises it afterwards)."""
     tool_use_id = str(block.get("id", ""))
     name = str(block.get("name", ""))
     arguments = block.get("input")
     emit(ToolCallInput(tool_use_id, name, arguments if isinstance(arguments, dict) else {}))
     output: ToolOutput
     is_error = False
-    tool = settings.tools.get(name)
+    tool = settings.tool(name)
+    hooks = settings.hooks
     if tool is None:
-        output = f"Unknown tool {name!r}. Available tools: {', '.join(sorted(settings.tools))}."
+        known = [*settings.tools, *(t["name"] for t in settings.extra_specs())]
+        output = f"Unknown tool {name!r}. Available tools: {', '.join(sorted(known))}."
         is_error = True
     elif not isinstance(arguments, dict):
         output = f"The input of {name!r} must be a JSON object."
         is_error = True
     else:
-        decision = settings.gate.decision_for(name, tool.kind)
+        hook_allowed = False
+        denied: str | None = None
+        if hooks and hooks.has("pre_tool"):
+            try:
+                outcome = await hooks.pre_tool(
+                    session.session_id, name, tool.kind, arguments, tool_use_id
+                )
+            except HookError as exc:
+                denied = f"Not run: {exc}"
+                if failures is not None:
+                    failures.append(exc)
+            else:
+                if outcome.events:
+                    await session.append(outcome.events)
+                arguments, hook_allowed, denied = outcome.input, outcome.allowed, outcome.denied
+        if denied is not None:
+            output, is_error = denied, True
+        else:
+            output, is_error = await _approved_call(
+                settings,
+                session,
+                tool,
+                arguments,
+                tool_use_id,
+                signal,
+                emit,
+                task_list,
+                hook_allowed=hook_allowed,
+            )
+    result = session.redactor.event(  # once: for the log, the model and the display
+        ToolResultEvent(tool_use_id=tool_use_id, content=output, is_error=is_error)
+    )
+    await session.append([result], redacted=True)
+    emit(ToolCallFinished(tool_use_id, name, _flatten(result.content), is_error))
+    if hooks and hooks.has("post_tool"):
+        done = PostTool(
+            session.session_id,
+            name,
+            arguments if isinstance(arguments, dict) else {},
+            tool_use_id,
+            _flatten(result.content),
+            is_error,
+        )
+        try:
+            await hooks.observe("post_tool", done)
+        except HookError as exc:
+            if failures is None:
+                raise
+            failures.append(exc)
+
+
+async def _approved_call(
+    settings: TurnSettings,
+    session: SessionLog,
+    tool: Tool,
+    arguments: dict[str, Any],
+    tool_use_id: str,
+    signal: AbortSignal,
+    emit: Emit,
+    task_list: str | None,
+    *,
+    hook_allowed: bool = False,
+) -> tuple[ToolOutput, bool]:
+    """Ask for approval (unless a hook allowed the call), then run the tool, scanning the
+    workdir around it where the tool's kind asks for that; the output and whether it failed."""
+    name = tool.name
+    decision = settings.gate.decision_for(name, tool.kind)
+    if hook_allowed and decision == "ask":  # a hook's allow() answers the question
+        verdict = Verdict(True, by="hook")
+    else:
         if decision == "ask":
             emit(ApprovalRequested(tool_use_id, name, arguments, tool.kind))
         verdict = await settings.gate.check(
@@ -252,52 +373,47 @@ async def _run_tool(
         )
         if decision != "allow":
             emit(ApprovalDecided(tool_use_id, name, verdict.allowed, verdict.by, verdict.reason))
-        if not verdict.allowed:
-            output, is_error = verdict.reason, True
-        else:
-            context = ToolContext(
-                workdir=settings.workdir,
-                signal=signal,
-                session_id=session.session_id,
-                tool_use_id=tool_use_id,
-                storage_root=settings.storage_root,
-                snapshot=_snapshotter(settings, session, tool_use_id, name, emit),
-                start_background=(
-                    functools.partial(settings.start_background, session)
-                    if settings.start_background is not None
-                    else None
-                ),
-                extra=_tool_extra(settings, task_list),
-            )
-            tracker = settings.tracker if tool.kind == "shell" else None
-            if tracker is not None:
-                await tracker.before(session)
-                context.track_files = functools.partial(
-                    _track_text, tracker, session, tool_use_id, name
-                )
-            try:
-                output = await invoke_tool(tool, arguments, context)
-            except CheckpointConflictError:  # the log moved or was deleted: the turn ends
-                raise
-            except LiteAgentError as exc:  # ToolError and the like: written for the model
-                output, is_error = str(exc), True
-            except Exception as exc:  # a tool's bug must not end the turn: the model reads it
-                log.debug("tool %s failed", name, exc_info=True)
-                output, is_error = f"{type(exc).__name__}: {exc}", True
-            except BaseException:  # cancelled: still record what the command changed
-                if tracker is not None:
-                    await _shielded(tracker.after(session, tool_use_id, name))
-                raise
-            if tracker is not None:
-                report = await tracker.after(session, tool_use_id, name)
-                for snap in report.events:
-                    emit(FileChanged(snap.path, snap.before, snap.after, name, tool_use_id))
-                output = _with_text(output, report.text())
-    result = session.redactor.event(  # once: for the log, the model and the display
-        ToolResultEvent(tool_use_id=tool_use_id, content=output, is_error=is_error)
+    if not verdict.allowed:
+        return verdict.reason, True
+    context = ToolContext(
+        workdir=settings.workdir,
+        signal=signal,
+        session_id=session.session_id,
+        tool_use_id=tool_use_id,
+        storage_root=settings.storage_root,
+        snapshot=_snapshotter(settings, session, tool_use_id, name, emit),
+        start_background=(
+            functools.partial(settings.start_background, session)
+            if settings.start_background is not None
+            else None
+        ),
+        extra=_tool_extra(settings, task_list),
     )
-    await session.append([result], redacted=True)
-    emit(ToolCallFinished(tool_use_id, name, _flatten(result.content), is_error))
+    tracker = settings.tracker if tool.kind == "shell" or tool.scans_workdir else None
+    if tracker is not None:
+        await tracker.before(session)
+        context.track_files = functools.partial(_track_text, tracker, session, tool_use_id, name)
+    output: ToolOutput
+    is_error = False
+    try:
+        output = await invoke_tool(tool, arguments, context)
+    except CheckpointConflictError:  # the log moved or was deleted: the turn ends
+        raise
+    except LiteAgentError as exc:  # ToolError and the like: written for the model
+        output, is_error = str(exc), True
+    except Exception as exc:  # a tool's bug must not end the turn: the model reads it
+        log.debug("tool %s failed", name, exc_info=True)
+        output, is_error = f"{type(exc).__name__}: {exc}", True
+    except BaseException:  # cancelled: still record what the command changed
+        if tracker is not None:
+            await _shielded(tracker.after(session, tool_use_id, name))
+        raise
+    if tracker is not None:
+        report = await tracker.after(session, tool_use_id, name)
+        for snap in report.events:
+            emit(FileChanged(snap.path, snap.before, snap.after, name, tool_use_id))
+        output = _with_text(output, report.text())
+    return output, is_error
 
 
 BUDGET_NOT_RUN = "Not run: the turn's budget would be passed by another model call."

@@ -20,10 +20,12 @@ from ..checkpoint.protocol import Checkpointer, validate_session_id
 from ..providers.base import Provider
 from ..storage import Blobs, Storage
 from ..tools import Tool
+from ..tools.mcp.config import ServerConfig, load_servers
 from ..tools.scan import DEFAULT_MAX_FILE_SIZE
 from ..tools.tasks import validate_task_list
 from .approvals import ApprovalHandler, Decision, InputHandler
 from .budget import check_cost_cap
+from .hooks import DEFAULT_HOOK_TIMEOUT, HooksOption, check_hooks
 from .prices import merged_prices
 from .results import LiteAgentResult
 from .usage import Price
@@ -87,6 +89,15 @@ class AgentOptions:
     secret_env: tuple[str, ...] = ()
     """Names of environment variables whose values are secrets: redacted (with the API key)
     from every event, tool output and error message before it is stored or sent."""
+    mcp_servers: Mapping[str, Any] | str | os.PathLike[str] | tuple[ServerConfig, ...] | None = None
+    """MCP servers whose tools the model may call (``<server>__<tool>``): the JSON form of
+    Claude Desktop / Claude Code / VS Code, or a path to such a file (``docs/mcp.md``).
+    After construction: a tuple of checked :class:`ServerConfig`."""
+    hooks: HooksOption | None = None
+    """Functions called around each step of a turn (``docs/hooks.md``): hook point -> a
+    callable or a list of them. After construction: a read-only mapping to tuples."""
+    hook_timeout: float = DEFAULT_HOOK_TIMEOUT
+    """Seconds a hook may take before the turn stops with ``HookError``."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.model, Provider):
@@ -144,6 +155,13 @@ class AgentOptions:
         if self.task_list is not None:
             validate_task_list(self.task_list)
         object.__setattr__(self, "secret_env", _check_secret_env(self.secret_env))
+        servers = self.mcp_servers
+        if not (isinstance(servers, tuple) and all(isinstance(s, ServerConfig) for s in servers)):
+            object.__setattr__(self, "mcp_servers", load_servers(servers))
+        object.__setattr__(self, "hooks", MappingProxyType(dict(check_hooks(self.hooks))))
+        timeout = self.hook_timeout
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+            raise ValueError(f"hook_timeout must be a positive number of seconds, not {timeout!r}")
 
     def replace(self, **changes: Any) -> AgentOptions:
         """A copy with ``changes`` applied (checked like the constructor's)."""

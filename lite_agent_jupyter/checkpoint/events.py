@@ -146,6 +146,31 @@ class BackgroundCompletedEvent(Event):
 
 
 @dataclass(slots=True, kw_only=True)
+class HookEvent(Event):
+    """A decision a user hook made (``agent/hooks.py``), for replay, restore and people.
+
+    ``hook`` names the point (``prompt_submit``, ``pre_tool``, ...), ``decision`` what it
+    decided (``allow``, ``deny``, ``rewrite``, ``context`` or ``error``), ``reason`` why (a
+    denial's reason is also the tool result the model reads), ``input`` a rewritten tool
+    input, ``context`` text a hook added for the model: the one field the fold shows it (as
+    text in the user message it follows). Older releases read this type as unknown and skip
+    it; the model then misses only the added context.
+    """
+
+    TYPE: ClassVar[str] = "hook"
+
+    hook: str = ""
+    decision: str = ""
+    handler: str = ""
+    """The hook function's qualified name."""
+    tool_use_id: str | None = None
+    tool_name: str | None = None
+    reason: str = ""
+    input: JSONDict | None = None
+    context: str = ""
+
+
+@dataclass(slots=True, kw_only=True)
 class UnknownEvent(Event):
     """An event of a type this release does not know (written by a newer one), kept verbatim.
 
@@ -169,6 +194,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         CompactionEvent,
         InterruptedEvent,
         BackgroundCompletedEvent,
+        HookEvent,
     )
 }
 

@@ -16,6 +16,9 @@ Rules, in order of the log:
 * A ``tool_use`` left without a result (a crash or an interrupt that could not write one)
   gets a synthetic error result when the conversation moves on, so the next request is valid.
   At the very end of the log an unanswered ``tool_use`` is left alone: tools may be running.
+* A ``hook`` event's ``context`` (text a ``prompt_submit`` hook added) joins the user message
+  it follows as a text block; the rest of a hook event (its decision, a denial's reason, which
+  the tool result already carries) is a record, not shown.
 * ``file_snapshot``, ``interrupted``, ``background_completed`` and unknown events are records
   for people and for restore; the model does not see them.
 """
@@ -29,6 +32,7 @@ from .events import (
     AssistantEvent,
     CompactionEvent,
     Event,
+    HookEvent,
     ToolResultEvent,
     UserEvent,
 )
@@ -110,6 +114,9 @@ class Folder:
                 self._pending.extend(
                     b["id"] for b in blocks if b.get("type") == "tool_use" and "id" in b
                 )
+            elif isinstance(event, HookEvent):
+                if event.context:
+                    self._add("user", [{"type": "text", "text": event.context}])
             elif isinstance(event, CompactionEvent):
                 return False
         return True

@@ -81,6 +81,10 @@ class Tool:
     """Called as ``await fn(**arguments)`` or, if ``takes_context``, ``fn(ctx, **arguments)``."""
     kind: ToolKind = "other"
     takes_context: bool = False
+    scans_workdir: bool = False
+    """The agent scans the workdir around each call and records what changed, as it does for
+    every tool of kind ``"shell"`` (a tool that changes files without snapshotting them
+    itself, e.g. an MCP server's)."""
 
     def spec(self) -> dict[str, Any]:
         """The tool as the Messages API expects it."""

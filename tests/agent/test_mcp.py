@@ -1,0 +1,261 @@
+"""MCP servers' tools end to end: a real stdio server (``tests/mcp_server.py``, on the ``mcp``
+package's server API), the real ``anthropic`` client and the fake Messages API server.
+
+What an MCP tool writes into the workdir is recorded and rewound like a shell edit; images
+reach the model; crashes and hangs are tool errors within the timeout and the session goes
+on; approvals gate MCP tools; secrets in a server's env are redacted; servers stop with the
+agent and with an interrupted call."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
+from mcp_server import PNG, stdio_entry
+
+from lite_agent_jupyter import LiteAgent, McpConfigError
+from lite_agent_jupyter.agent.approvals import ApprovalRequest
+from lite_agent_jupyter.checkpoint.events import FileSnapshotEvent, ToolResultEvent
+from lite_agent_jupyter.tools.mcp import load_servers
+
+MakeAgent = Callable[..., LiteAgent]
+
+
+def calls(*names_and_inputs: tuple[str, dict[str, Any]], text: str = "Calling.") -> FakeReply:
+    return FakeReply(text, tool_calls=[FakeToolCall(n, i) for n, i in names_and_inputs])
+
+
+def results(events: list[Any]) -> list[ToolResultEvent]:
+    return [e for e in events if isinstance(e, ToolResultEvent)]
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie is gone for our purposes
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+async def test_mcp_tool_edits_are_rewound_and_images_reach_the_model(
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    workdir: Path,
+) -> None:
+    fake_anthropic.script(
+        "Nothing to do yet.",
+        calls(
+            ("t__write_note", {"path": "notes/mcp.txt", "text": "from the server"}),
+            ("t__picture", {}),
+        ),
+        "Wrote it and looked at the picture.",
+    )
+    agent = make_agent(
+        model=claude(),
+        mcp_servers={"mcpServers": {"t": stdio_entry()}},
+        approvals="allow",
+    )
+    first = await agent.send("Hello.")
+    assert await agent.mcp.wait_ready() == {}
+    second = await agent.send("Write a note with the MCP server and show me its picture.")
+    assert second.text == "Wrote it and looked at the picture."
+    assert (workdir / "notes" / "mcp.txt").read_text() == "from the server"
+
+    # the model saw the server's tools with their schemas, named <server>__<tool>
+    tools = {t["name"]: t for t in fake_anthropic.message_requests[1].body["tools"]}
+    assert tools["t__write_note"]["input_schema"]["required"] == ["path", "text"]
+    assert "bash" in tools
+    # the image reached the model as an image block of the tool result
+    last = fake_anthropic.message_requests[-1].messages[-1]["content"]
+    picture = next(
+        b
+        for b in last
+        if b["type"] == "tool_result"
+        and "content" in b
+        and isinstance(b["content"], list)
+        and b["content"][0]["type"] == "image"
+    )
+    source = picture["content"][0]["source"]
+    assert source["media_type"] == "image/png"
+    import base64
+
+    assert base64.b64decode(source["data"]) == PNG
+    assert picture["content"][1] == {"type": "text", "text": "a 1x1 picture"}
+
+    # recorded as the call's file snapshot, like a shell edit
+    events = await agent.checkpointer.read(agent.session_id)
+    snaps = [e for e in events if isinstance(e, FileSnapshotEvent)]
+    assert [(s.path, s.before, s.extra.get("tool")) for s in snaps] == [
+        ("notes/mcp.txt", None, "t__write_note")
+    ]
+
+    # restore to before that prompt removes the file; undo brings it back
+    restored = await agent.restore(agent.session_id, second.checkpoint_seq)
+    assert "notes/mcp.txt" in restored.deleted
+    assert not (workdir / "notes" / "mcp.txt").exists()
+    await agent.undo_restore(agent.session_id)
+    assert (workdir / "notes" / "mcp.txt").read_text() == "from the server"
+    assert first.text == "Nothing to do yet."
+
+
+async def test_crash_and_hang_are_tool_errors_and_the_session_goes_on(
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+) -> None:
+    fake_anthropic.script(
+        calls(("t__crash", {})),
+        calls(("t__hang", {})),
+        "Both failed.",
+        calls(("t__echo", {"text": "still here"})),
+        "The server answers again.",
+    )
+    agent = make_agent(
+        model=claude(),
+        mcp_servers={"t": stdio_entry(timeout=1.5)},
+        approvals="allow",
+    )
+    result = await agent.send("Crash the server, then hang it.")
+    assert result.text == "Both failed."
+    crash, hang = results(await agent.checkpointer.read(agent.session_id))
+    assert crash.is_error and "failed during 'crash'" in str(crash.content)
+    assert hang.is_error and "did not answer 'hang' within 1.5 s" in str(hang.content)
+
+    again = await agent.send("Try once more.")
+    assert again.text == "The server answers again."
+    echo = results(await agent.checkpointer.read(agent.session_id))[-1]
+    assert not echo.is_error and str(echo.content).startswith("still here")
+
+
+async def test_approvals_gate_mcp_tools(
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    workdir: Path,
+) -> None:
+    asked: list[ApprovalRequest] = []
+
+    def no(request: ApprovalRequest, signal: object) -> bool:
+        asked.append(request)
+        return False
+
+    fake_anthropic.script(
+        calls(("t__write_note", {"path": "denied.txt", "text": "x"})),
+        "Denied.",
+    )
+    agent = make_agent(model=claude(), mcp_servers={"t": stdio_entry()}, on_approval=no)
+    await agent.send("Write a note.")
+    assert [(r.tool_name, r.input) for r in asked] == [
+        ("t__write_note", {"path": "denied.txt", "text": "x"})
+    ]
+    assert not (workdir / "denied.txt").exists()
+    (result,) = results(await agent.checkpointer.read(agent.session_id))
+    assert result.is_error and "denied" in str(result.content)
+
+
+async def test_env_secrets_are_redacted_and_servers_stop_with_the_agent(
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+) -> None:
+    token = "mcp-secret-token-0123456789"
+    fake_anthropic.script(calls(("t__whoami", {}), ("t__pid", {})), "Done.")
+    agent = make_agent(
+        model=claude(),
+        mcp_servers={"t": stdio_entry(env={"MCP_TEST_TOKEN": token})},
+        approvals="allow",
+    )
+    await agent.send("Who are you?")
+    whoami, pid = results(await agent.checkpointer.read(agent.session_id))
+    assert str(whoami.content).startswith("[REDACTED]")
+    sent = json.dumps([r.body for r in fake_anthropic.message_requests])
+    assert token not in sent and "[REDACTED]" in sent
+    assert token not in repr(agent.options.mcp_servers)
+    assert "MCP_TEST_TOKEN" in agent.mcp.status()[0]["where"]
+    server_pid = int(str(pid.content).split()[0])
+    assert alive(server_pid)
+    await agent.close()
+    assert not alive(server_pid)
+    assert agent.mcp.status()[0]["state"] == "stopped"
+
+
+async def test_an_interrupted_call_stops_its_server(
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+) -> None:
+    fake_anthropic.script(calls(("t__pid", {})), "Ok.", calls(("t__hang", {})), "Never.")
+    agent = make_agent(model=claude(), mcp_servers={"t": stdio_entry()}, approvals="allow")
+    await agent.send("Your pid?")
+    pid = int(str(results(await agent.checkpointer.read(agent.session_id))[0].content).split()[0])
+    server = agent.mcp.servers["t"]
+    task = asyncio.ensure_future(agent.send("Hang."))
+    while server.calls < 2:  # the hang call is in flight
+        await asyncio.sleep(0.02)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert server._stopping is not None
+    await asyncio.wait({server._stopping})
+    assert not alive(pid)
+    events = await agent.checkpointer.read(agent.session_id)
+    assert results(events)[-1].is_error  # the interrupted call has its synthetic result
+
+
+async def test_a_turn_does_not_wait_for_a_starting_server(
+    make_agent: MakeAgent, claude: Callable[..., Any], fake_anthropic: FakeAnthropicServer
+) -> None:
+    fake_anthropic.script("No tools needed.")
+    slow = stdio_entry(env={"MCP_TEST_START_DELAY": "30"})
+    agent = make_agent(model=claude(), mcp_servers={"slow": slow}, approvals="allow")
+    result = await agent.send("Hi.")
+    assert result.text == "No tools needed."
+    assert agent.mcp.status()[0]["state"] == "starting"  # it was started, not waited for
+    assert "tools" in fake_anthropic.message_requests[0].body
+
+
+def test_config_forms_of_claude_desktop_claude_code_and_vs_code(tmp_path: Path) -> None:
+    env = {"GH_TOKEN": "ghp_0123456789abcdef"}
+    desktop = {"mcpServers": {"fs": {"command": "npx", "args": ["-y", "server-fs", "."]}}}
+    vscode = {
+        "inputs": [],
+        "servers": {
+            "gh": {
+                "type": "http",
+                "url": "https://example.test/mcp",
+                "headers": {"Authorization": "Bearer ${env:GH_TOKEN}"},
+            },
+            "old": {"type": "sse", "url": "http://127.0.0.1:1/sse", "disabled": True},
+        },
+    }
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps(desktop))
+    (fs,) = load_servers(path)
+    assert (fs.transport, fs.command, fs.args) == ("stdio", "npx", ("-y", "server-fs", "."))
+    (gh,) = load_servers(vscode, env)
+    assert gh.transport == "http" and gh.headers["Authorization"] == "Bearer ghp_0123456789abcdef"
+    assert "ghp_0123456789abcdef" in gh.secrets() and "ghp_" not in repr(gh)
+    code = {"mcpServers": {"x": {"type": "stdio", "command": "x", "env": {"K": "${NOPE:-d}"}}}}
+    assert load_servers(code, {})[0].env == {"K": "d"}
+    for bad, words in (
+        ({"a__b": {"command": "x"}}, "may not contain"),
+        ({"a": {"args": []}}, "needs 'command'"),
+        ({"a": {"command": "x", "env": {"K": "${MISSING}"}}}, "MISSING is not set"),
+        ({"a": {"url": "ftp://x"}}, "http:// or https://"),
+        ({"a": {"command": "x", "timeout": 0}}, "'timeout' must be a positive"),
+        ({"servers": {"a": {"command": "${input:tok}"}}}, "VS Code prompt"),
+    ):
+        with pytest.raises(McpConfigError, match=words):
+            load_servers(bad, {})

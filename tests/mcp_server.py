@@ -1,0 +1,94 @@
+"""A real MCP server for the tests and benchmarks, on the ``mcp`` package's server API.
+
+Run as ``python tests/mcp_server.py`` (stdio, what :func:`stdio_entry` configures) in the
+agent's workdir (its default cwd). Tools:
+
+* ``write_note(path, text)`` writes a file (relative to the cwd): an MCP tool changing the
+  workdir, which the agent must record and rewind like a shell edit;
+* ``picture()`` returns a small PNG (:data:`PNG`) and a caption: an image for the model;
+* ``echo(text)`` returns its text (the benchmark's call);
+* ``crash()`` kills the server process mid-call; ``hang()`` never answers;
+* ``pid()`` returns the server's process id (to check it was stopped);
+* ``whoami()`` returns the environment variable ``MCP_TEST_TOKEN`` (a secret to redact).
+
+``MCP_TEST_START_DELAY`` (seconds) makes the server wait that long before it speaks: a slow
+server for "starting it does not delay a turn that does not use it".
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c6360f8cfc0f01f0005000201e7a1b2"
+    "5b0000000049454e44ae426082"
+)
+"""A 1x1 PNG."""
+SCRIPT = Path(__file__).resolve()
+
+
+def stdio_entry(**extra: Any) -> dict[str, Any]:
+    """The ``mcp_servers`` entry starting this server over stdio (``extra``: env, timeout...)."""
+    return {"command": sys.executable, "args": [str(SCRIPT)], **extra}
+
+
+def main() -> None:
+    from mcp.server.mcpserver import Image, MCPServer
+
+    delay = float(os.environ.get("MCP_TEST_START_DELAY", "0") or 0)
+    if delay:
+        time.sleep(delay)
+    server = MCPServer("lite-agent-test")
+
+    @server.tool()
+    def write_note(path: str, text: str) -> str:
+        """Write text to a file (relative to the server's folder)."""
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+        return f"wrote {len(text)} characters to {path}"
+
+    @server.tool(structured_output=False)
+    def picture() -> list[Any]:
+        """Return a tiny picture and its caption."""
+        return [Image(data=PNG, format="png"), "a 1x1 picture"]
+
+    @server.tool()
+    def echo(text: str) -> str:
+        """Return the text."""
+        return text
+
+    @server.tool()
+    def crash() -> str:
+        """Exit the server process in the middle of the call."""
+        sys.stdout.flush()
+        os._exit(3)
+
+    @server.tool()
+    async def hang() -> str:
+        """Never answer."""
+        import anyio
+
+        await anyio.sleep(3600)
+        return "never"
+
+    @server.tool()
+    def pid() -> str:
+        """This server's process id."""
+        return str(os.getpid())
+
+    @server.tool()
+    def whoami() -> str:
+        """The token this server was configured with."""
+        return os.environ.get("MCP_TEST_TOKEN", "")
+
+    server.run("stdio")
+
+
+if __name__ == "__main__":
+    main()
