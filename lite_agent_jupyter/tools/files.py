@@ -52,6 +52,7 @@ from .paths import (
     open_path,
     open_target,
     resolve_in_workdir,
+    storage_identity,
     storage_root_of,
     workdir_of,
 )
@@ -618,10 +619,11 @@ def _walk(ctx: ToolContext, root: Path, signal: AbortSignal, result: _Walk) -> I
             yield _Entry(root, target.dir_fd, target.name, None)
         return
     levels: list[_Level] = []
+    fence = _Fence(workdir_of(ctx), storage_root_of(ctx), storage_identity(ctx))
     try:
         level = _Level(root, root_fd, 0, [])
         levels.append(level)
-        yield from _folder(ctx, level, result)
+        yield from _folder(ctx, level, result, fence)
         while levels:
             signal.raise_if_aborted()
             top = levels[-1]
@@ -635,21 +637,31 @@ def _walk(ctx: ToolContext, root: Path, signal: AbortSignal, result: _Walk) -> I
                 continue
             level = _Level(top.path / name, fd, top.depth + 1, [])
             levels.append(level)
-            yield from _folder(ctx, level, result)
+            yield from _folder(ctx, level, result, fence)
     finally:
         for level in levels:
             os.close(level.fd)
 
 
-def _folder(ctx: ToolContext, level: _Level, result: _Walk) -> Iterator[_Entry]:
+@dataclass(frozen=True, slots=True)
+class _Fence:
+    """What a walk must stay out of, taken once per walk: the storage root by path (resolved
+    now) and by identity (however a folder is reached)."""
+
+    workdir: Path
+    storage: Path | None
+    storage_id: tuple[int, int] | None
+
+
+def _folder(ctx: ToolContext, level: _Level, result: _Walk, fence: _Fence) -> Iterator[_Entry]:
     """The files of one open folder; its subfolders to visit go to ``level.subdirs``
     (reversed, so popping visits them in listing order)."""
-    workdir = workdir_of(ctx)
-    storage = storage_root_of(ctx)
+    workdir, storage = fence.workdir, fence.storage
     base, dir_fd = level.path, level.fd
     try:
         with os.scandir(dir_fd) as it:
             entries = list(it)
+        dev = os.fstat(dir_fd).st_dev
     except OSError:
         return
     subdirs: list[str] = []
@@ -659,7 +671,10 @@ def _folder(ctx: ToolContext, level: _Level, result: _Walk) -> Iterator[_Entry]:
             if entry.is_dir(follow_symlinks=False):
                 if name in SKIPPED_DIRS:
                     result.skipped.add(name)
-                elif storage is None or not _inside(base / name, storage):
+                elif (storage is None or not _inside(base / name, storage)) and (
+                    dev,
+                    entry.inode(),
+                ) != fence.storage_id:
                     subdirs.append(name)
                 continue
             is_link = entry.is_symlink()

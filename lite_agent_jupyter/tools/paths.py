@@ -42,6 +42,7 @@ __all__ = [
     "open_path",
     "open_target",
     "resolve_in_workdir",
+    "storage_identity",
     "storage_root_of",
     "workdir_of",
 ]
@@ -72,7 +73,6 @@ _STEP = _DIR | os.O_NOFOLLOW
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _CACHE_SIZE = 256
 _WORKDIRS: dict[str, Path] = {}
-_ROOTS: dict[str, Path] = {}
 
 
 def workdir_of(ctx: Confined) -> Path:
@@ -96,16 +96,43 @@ def workdir_of(ctx: Confined) -> Path:
 
 
 def storage_root_of(ctx: Confined) -> Path | None:
-    """The storage root, resolved (remembered per root string); ``None`` if there is none."""
+    """The storage root, resolved now; ``None`` if there is none.
+
+    Resolved on every call, never remembered: the root (or a folder above it) may be a
+    symlink that is re-pointed while the agent runs, and a root resolved once would then
+    protect the old place while the session logs are written to the new one, which the
+    file tools could read and rewrite (issue #18). :func:`storage_identity` pins the folder
+    itself, whatever path leads to it."""
     if ctx.storage_root is None:
         return None
-    key = os.fspath(ctx.storage_root)
-    resolved = _ROOTS.get(key)
-    if resolved is None:
-        resolved = Path(key).expanduser().resolve()
-        if len(_ROOTS) < _CACHE_SIZE:
-            _ROOTS[key] = resolved
-    return resolved
+    return Path(os.path.realpath(os.path.expanduser(os.fspath(ctx.storage_root))))
+
+
+def storage_identity(ctx: Confined) -> tuple[int, int] | None:
+    """``(st_dev, st_ino)`` of the storage root folder now (``None``: no root, or not
+    created yet). The fd walks refuse any folder with this identity, however it was
+    reached (a second symlink, a bind mount, a root re-pointed between check and use)."""
+    if ctx.storage_root is None:
+        return None
+    try:
+        st = os.stat(os.path.expanduser(os.fspath(ctx.storage_root)))
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
+def _check_not_storage(ctx: Confined, fds: list[int] | tuple[int, ...], shown: str) -> None:
+    """Refuse if a folder held open by a walk is the storage root (by identity)."""
+    root = storage_identity(ctx)
+    if root is None:
+        return
+    for fd in fds:
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) == root:
+            raise PathOutsideWorkdirError(
+                f"{shown!r} is inside the agent's storage folder ({ctx.storage_root}), which "
+                "holds session logs and snapshots; the file tools never touch it."
+            )
 
 
 def is_in_storage_root(ctx: Confined, resolved: str | os.PathLike[str]) -> bool:
@@ -332,6 +359,7 @@ def _walk_fds(
                 step = _step(ctx, fd, part, resolved)
             os.close(fd)
             fd = step
+            _check_not_storage(ctx, (fd,), str(resolved))
     except BaseException:
         os.close(fd)
         raise
@@ -528,6 +556,7 @@ def _target(ctx: Confined, base: str, names: list[str], fds: list[int], name: st
             f"{path!r} is inside the agent's storage folder ({storage_root_of(ctx)}), which "
             "holds session logs and snapshots; the file tools never touch it."
         )
+    _check_not_storage(ctx, fds[1:], path)  # fds[0] is the workdir itself
     while len(fds) > 1:  # keep only the folder the target is in
         fd = fds.pop(-2)
         os.close(fd)

@@ -189,7 +189,13 @@ class WorkdirScanner:
         use_inotify: bool = True,
     ) -> None:
         self.root = Path(root).resolve()
-        self.exclude = frozenset(str(Path(p).resolve()) for p in exclude)
+        self._exclude_given = tuple(os.fspath(p) for p in exclude)
+        self.exclude: frozenset[str] = frozenset()
+        """The excluded folders resolved now, and :attr:`_exclude_ids` their identities:
+        both taken again at each scan, because an excluded folder reached through a symlink
+        (a storage root) may be re-pointed into the workdir while the agent runs."""
+        self._exclude_ids: frozenset[tuple[int, int]] = frozenset()
+        self._refresh_exclude()
         self.max_file_size = max_file_size
         self.manifest: dict[str, Entry] = {}
         """Tracked files: relative POSIX path -> ``(size, mtime_ns, inode)``."""
@@ -213,11 +219,36 @@ class WorkdirScanner:
             self._inotify = None
         self._dirs.clear()
 
+    def _refresh_exclude(self) -> None:
+        resolved: set[str] = set()
+        ids: set[tuple[int, int]] = set()
+        for given in self._exclude_given:
+            resolved.add(os.path.realpath(given))
+            try:
+                st = os.stat(given)
+            except OSError:
+                continue
+            ids.add((st.st_dev, st.st_ino))
+        self.exclude, self._exclude_ids = frozenset(resolved), frozenset(ids)
+
+    def _excluded(self, absolute: str, st: os.stat_result | None = None) -> bool:
+        if absolute in self.exclude:
+            return True
+        if not self._exclude_ids:
+            return False
+        if st is None:
+            try:
+                st = os.stat(absolute, follow_symlinks=False)
+            except OSError:
+                return False
+        return (st.st_dev, st.st_ino) in self._exclude_ids
+
     def scan(self) -> ScanDelta:
         """Bring the manifest up to date and return what changed since the last scan.
 
         The first scan builds the manifest and reports every tracked file as created.
         """
+        self._refresh_exclude()
         if not self._started:
             self._started = True
             return self._full()
@@ -291,7 +322,9 @@ class WorkdirScanner:
                 path = f"{rel}/{entry.name}" if rel else entry.name
                 try:
                     if entry.is_dir(follow_symlinks=False):
-                        if entry.name in SKIP_DIR_NAMES or entry.path in self.exclude:
+                        if entry.name in SKIP_DIR_NAMES or self._excluded(
+                            entry.path, entry.stat(follow_symlinks=False)
+                        ):
                             self.skipped_dirs.add(path)
                         else:
                             pending.append(path)
@@ -400,7 +433,7 @@ class WorkdirScanner:
         absolute = os.path.join(self.root, folder)
         files: dict[str, Entry] = {}
         big: dict[str, Entry] = {}
-        if name in SKIP_DIR_NAMES or absolute in self.exclude:
+        if name in SKIP_DIR_NAMES or self._excluded(absolute):
             self.skipped_dirs.add(folder)
         elif os.path.isdir(absolute) and not os.path.islink(absolute):
             try:
