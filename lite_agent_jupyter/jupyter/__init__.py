@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from . import approval
+from . import approval, terminal
 from .magics import SUBCOMMANDS, AgentInterrupted, LiteAgentMagics, subcommand, use_model
 from .runner import AgentFacade, AgentRunner, AsyncAgentFacade
 
@@ -36,6 +36,7 @@ def load_ipython_extension(ipython: Any) -> None:
     ipython.register_magics(magics)
     ipython.events.register("post_run_cell", magics.record_error)
     _LOADED[id(ipython)] = magics
+    terminal.install(ipython)  # a %%agent cell typed or piped into ipython ends at an empty line
     if magics.in_kernel and approval.kernel_handles_comms_while_awaiting():
         transform = _TRANSFORMS[id(ipython)] = _async_cells(ipython)
         ipython.input_transformers_post.append(transform)
@@ -47,6 +48,7 @@ def unload_ipython_extension(ipython: Any) -> None:
     if found is None:
         return
     magics: LiteAgentMagics = found
+    terminal.uninstall(ipython)
     transform = _TRANSFORMS.pop(id(ipython), None)
     if transform in ipython.input_transformers_post:
         ipython.input_transformers_post.remove(transform)

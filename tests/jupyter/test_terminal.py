@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pexpect
 from fake_anthropic import FakeAnthropicServer, tool_reply
 from process_helpers import kernel_env
 
@@ -79,3 +80,87 @@ def test_terminal_denial_is_told_to_the_model(
     assert "[✗ write_file hello.txt]" in done.stdout
     result = fake_anthropic.message_requests[1].messages[-1]["content"][0]
     assert result["is_error"] is True and "denied" in str(result["content"])
+
+
+def _ipython_args(cwd: Path) -> list[str]:
+    profile = cwd.parent / "ipython-dir"
+    profile.mkdir(exist_ok=True)
+    return [
+        "--no-banner",
+        "--colors=nocolor",
+        "--HistoryManager.enabled=False",
+        "--no-autoindent",
+        f"--ipython-dir={profile}",
+    ]
+
+
+def test_a_piped_agent_cell_runs_and_ends_at_one_empty_line(
+    fake_anthropic: FakeAnthropicServer, tmp_path: Path
+) -> None:
+    """``ipython < lesson.txt``: the ``%%agent`` cell ends at its empty line and runs, and the
+    code after it runs too (the cell swallowed the rest of the input and ran nothing)."""
+    fake_anthropic.script("Hello from the fake model.")
+    work = tmp_path / "work"
+    work.mkdir()
+    piped = (
+        "%load_ext lite_agent_jupyter\n"
+        "%%agent\n"
+        "Say hello\n"
+        "in one line.\n"
+        "\n"
+        "print('after the cell', 6 * 7)\n"
+    )
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "ipython"), *_ipython_args(work)],
+        cwd=work,
+        env=kernel_env(fake_anthropic.client_env()),
+        input=piped,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Hello from the fake model." in done.stdout
+    assert "after the cell 42" in done.stdout
+    assert fake_anthropic.message_requests[0].messages[-1]["content"][-1]["text"] == (
+        "Say hello\nin one line."
+    )
+
+
+def test_interactive_agent_cell_runs_after_one_empty_line(
+    fake_anthropic: FakeAnthropicServer, tmp_path: Path
+) -> None:
+    """Terminal IPython on a real pty (prompt_toolkit): Enter on one empty line sends the
+    prompt (IPython's cell-magic rule needed two)."""
+    fake_anthropic.script("Hello from the fake model.", "Second answer.")
+    work = tmp_path / "work"
+    work.mkdir()
+    env = kernel_env({**fake_anthropic.client_env(), "TERM": "xterm"})
+    child = pexpect.spawn(
+        str(Path(sys.executable).parent / "ipython"),
+        _ipython_args(work),
+        cwd=str(work),
+        env=env,
+        encoding="utf-8",
+        timeout=60,
+        dimensions=(40, 200),
+    )
+    try:
+        child.expect(r"In \[1\]")
+        child.sendline("%load_ext lite_agent_jupyter")
+        child.expect(r"In \[2\]")
+        child.sendline("%%agent")
+        child.sendline("Say hello.")
+        child.sendline("")
+        child.expect("Hello from the fake model.")
+        child.expect(r"In \[3\]")  # back at the prompt: nothing more was needed
+        child.sendline("%%agent --quiet")
+        child.sendline("Once more.")
+        child.sendline("")
+        child.expect("Second answer.")
+        child.expect(r"In \[4\]")
+        child.sendline("exit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert len(fake_anthropic.message_requests) == 2
