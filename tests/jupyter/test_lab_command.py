@@ -1,16 +1,20 @@
-"""The README's main command, ``./scripts/lab``: it starts JupyterLab on the quickstart and
-prints the URL to open; the server answers there."""
+"""The README's main command, ``./scripts/lab``: it starts JupyterLab and prints the URL to
+open, and that URL opens ``quickstart.ipynb`` (not the Launcher) in a real browser."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
 import socket
 import subprocess
 import time
+import urllib.parse
 import urllib.request
 from pathlib import Path
+
+from lab_browser import launch_chromium
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -54,12 +58,49 @@ def test_scripts_lab_starts_jupyterlab_on_the_quickstart(tmp_path: Path) -> None
             url = found.group(0) if found else None
             time.sleep(0.2)
         assert url is not None, log.read_text()
+        assert urllib.parse.urlsplit(url).path == "/lab/tree/quickstart.ipynb", url
         token = url.split("token=")[1]
-        for path in ("api/contents/quickstart.ipynb?content=0&", "lab/tree/quickstart.ipynb?"):
-            answer = urllib.request.urlopen(
-                f"http://127.0.0.1:{port}/{path}token={token}", timeout=30
-            )
-            assert answer.status == 200, path
+        answer = urllib.request.urlopen(
+            f"http://127.0.0.1:{port}/api/contents/quickstart.ipynb?content=0&token={token}",
+            timeout=30,
+        )
+        assert answer.status == 200
+        try:
+            _opens_the_notebook(url)
+        finally:
+            _shut_down_kernels(f"http://127.0.0.1:{port}", token)
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=60)
+
+
+def _shut_down_kernels(server: str, token: str) -> None:
+    """Opening the notebook started its kernel: shut it down through the server's API (it
+    runs in a session of its own, so the server's process group does not include it)."""
+    with urllib.request.urlopen(f"{server}/api/kernels?token={token}", timeout=30) as answer:
+        kernels = json.load(answer)
+    for kernel in kernels:
+        request = urllib.request.Request(
+            f"{server}/api/kernels/{kernel['id']}?token={token}", method="DELETE"
+        )
+        urllib.request.urlopen(request, timeout=60).close()
+
+
+def _opens_the_notebook(url: str) -> None:
+    """The printed URL, in Chromium: the quickstart notebook is the open tab, its cells are
+    on screen, and no Launcher was opened."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = launch_chromium(playwright)
+        try:
+            page = browser.new_page()
+            page.goto(url)
+            current = page.locator("#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current")
+            current.filter(has_text="quickstart.ipynb").wait_for(timeout=120_000)
+            page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for(timeout=60_000)
+            tabs = page.locator("#jp-main-dock-panel .lm-TabBar-tab").all_inner_texts()
+            assert [t.strip() for t in tabs] == ["quickstart.ipynb"], tabs
+            assert page.locator(".jp-Launcher").count() == 0
+        finally:
+            browser.close()
