@@ -33,11 +33,11 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import zstandard
 
-from .atomic import atomic_write, fsync_dir, write_all
+from .atomic import atomic_write, fsync_dir, fsync_many, write_all
 from .errors import CorruptLogError, InvalidNamespaceError
 
 NAMESPACE_PATTERN = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
@@ -310,6 +310,16 @@ class Blobs(Protocol):
         ...
 
 
+@runtime_checkable
+class SupportsPutMany(Protocol):
+    """A blob store that can store many blobs with one durability barrier (the file store):
+    an import of a whole session uses it instead of one durable ``put`` per blob."""
+
+    async def put_many(self, items: Iterable[bytes], *, ref: BlobRef) -> list[str]:
+        """Store every content, all recorded as used by ``ref``; durable when it returns."""
+        ...
+
+
 class MemoryBlobStore:
     """Blobs kept in a dict: for ``sessions=False``, where nothing may touch the disk."""
 
@@ -481,7 +491,47 @@ class FileBlobStore:
         finally:
             os.close(fd)
 
-    def _put_locked(self, data: bytes, base: str | None, ref: BlobRef | None) -> str:
+    def put_many_sync(self, items: Iterable[bytes], ref: BlobRef) -> list[str]:
+        """Store many blobs that ``ref`` uses, durable together: the ref first (fsynced),
+        then every new blob written without an fsync of its own, then all of them and their
+        folders fsynced at once (:func:`~.atomic.fsync_many`) before returning. For bulk
+        writers (an import): a thousand blobs cost one wait, not two thousand fsyncs."""
+        contents = [bytes(data) for data in items]
+        digests = [blob_hash(data) for data in contents]
+        fd = self._lock_shared(wait=True)
+        assert fd is not None
+        try:
+            self._record(ref, digests)
+            written = [d for d in dict.fromkeys(digests) if not self._path(d).exists()]
+            folders: dict[Path, int] = {}
+            try:
+                for data in contents:
+                    self._put_locked(data, None, ref, durable=False, folders=folders)
+                fsync_many([*(self._path(d) for d in written), *folders])
+            finally:
+                for folder_fd in folders.values():
+                    os.close(folder_fd)
+            if written:
+                fsync_dir(self.directory)
+        finally:
+            os.close(fd)
+        return digests
+
+    async def put_many(self, items: Iterable[bytes], *, ref: BlobRef) -> list[str]:
+        """:meth:`put_many_sync` in a worker thread (see :class:`SupportsPutMany`)."""
+        return await asyncio.to_thread(self.put_many_sync, list(items), ref)
+
+    def _put_locked(
+        self,
+        data: bytes,
+        base: str | None,
+        ref: BlobRef | None,
+        *,
+        durable: bool = True,
+        folders: dict[Path, int] | None = None,
+    ) -> str:
+        """Store one blob (the store's shared lock held). ``folders``: open folder fds to
+        write through, kept by a bulk writer (one open per folder, not one per blob)."""
         digest = blob_hash(data)
         if ref is not None:
             self._record(ref, (digest,))
@@ -507,7 +557,13 @@ class FileBlobStore:
                 payload = delta
         if payload[:1] == _DELTA and ref is None and base is not None:
             _touch(self._path(base))  # the base must outlive the grace of its new delta
-        write_private_file(path, payload)
+        if folders is None:
+            write_private_file(path, payload, durable=durable)
+        else:
+            folder = folders.get(path.parent)
+            if folder is None:
+                folder = folders[path.parent] = os.open(path.parent, os.O_RDONLY | os.O_CLOEXEC)
+            atomic_write(path.name, payload, mode=FILE_MODE, durable=False, dir_fd=folder)
         self._remember(digest, data)
         return digest
 

@@ -65,7 +65,7 @@ from ..errors import (
     UnsupportedBundleVersionError,
     UnsupportedVersionError,
 )
-from ..storage import FILE_MODE, ensure_private_dir, write_private_file
+from ..storage import FILE_MODE, SupportsPutMany, ensure_private_dir, write_private_file
 
 if TYPE_CHECKING:
     from .core import LiteAgent
@@ -345,9 +345,13 @@ async def import_session(
             sid, renamed = new_session_id(), original
     agent._ensure_storage()
     ref = agent._blob_ref(sid)
-    await agent.blobs.add_refs(ref, checked.blobs)
-    for data in checked.blobs.values():
-        await agent.blobs.put(data, ref=ref)
+    blobs = agent.blobs
+    if isinstance(blobs, SupportsPutMany):  # one durability barrier for all of them
+        await blobs.put_many(checked.blobs.values(), ref=ref)
+    else:
+        await blobs.add_refs(ref, checked.blobs)
+        for data in checked.blobs.values():
+            await blobs.put(data, ref=ref)
     if checked.records:
         folder = ensure_private_dir(agent.storage.archive_dir)
         for name, data in checked.records:

@@ -247,3 +247,25 @@ async def test_memory_blobs_accept_a_base(tmp_path: Path) -> None:
     digest = await store.put(b"abc" * 5000, base=await store.put(b"abd" * 5000))
     assert await store.get(digest) == b"abc" * 5000
     assert await store.bases(digest) == []
+
+
+async def test_put_many_stores_every_blob_under_one_ref_and_collection_keeps_them(
+    tmp_path: Path,
+) -> None:
+    """The bulk path of an import: every blob readable, recorded for its ref (a collection
+    with no grace keeps them), duplicates and blobs already there stored once."""
+    from lite_agent_jupyter.storage import BlobRef, FileBlobStore, SupportsPutMany, blob_hash
+
+    store = FileBlobStore(tmp_path / "blobs")
+    assert isinstance(store, SupportsPutMany)
+    contents = [f"file {i}\n".encode() * (i + 1) for i in range(40)]
+    existing = await store.put(contents[0])
+    ref = BlobRef("file:/somewhere", "session-1")
+    digests = await store.put_many([*contents, contents[3]], ref=ref)
+    assert digests[:40] == [blob_hash(c) for c in contents] and digests[0] == existing
+    for digest, content in zip(digests, contents, strict=False):
+        assert await store.get(digest) == content
+    collected = await store.collect(grace=0)
+    assert collected.deleted == () and sorted(await store.hashes()) == sorted(set(digests))
+    await store.drop_refs(ref)
+    assert len((await store.collect(grace=0)).deleted) == 40
