@@ -29,6 +29,7 @@ import concurrent.futures
 import contextlib
 import queue
 import threading
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -135,9 +136,7 @@ class TurnStream:
         future = self._future
         if future is None:
             return
-        future.cancel()
-        with contextlib.suppress(BaseException):
-            future.result(timeout)
+        self._runner.cancel(future, timeout)
         self._runner.wait_idle(self.session_id, timeout)
 
 
@@ -161,6 +160,10 @@ class AgentRunner:
         self._busy: dict[str, threading.Event] = {}
         self._asks: dict[str, Callable[[ApprovalAsk], None]] = {}
         self._stopped = False
+        self._holders: weakref.WeakKeyDictionary[concurrent.futures.Future[Any], _TaskHolder] = (
+            weakref.WeakKeyDictionary()
+        )
+        """The task behind each submitted future, for :meth:`cancel`."""
         self.notices: queue.SimpleQueue[BackgroundNotice] = queue.SimpleQueue()
         """Background completion turns of the kernel's agent (``agent.subscribe()``), as they
         happen; the magics show them (there is no ``run()`` caller to stream them to)."""
@@ -174,15 +177,34 @@ class AgentRunner:
         return self._loop
 
     def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
-        """Schedule ``coro`` on the agent's loop."""
+        """Schedule ``coro`` on the agent's loop. Stop it with :meth:`cancel`, not the
+        future's own ``cancel()``: that resolves the future at once, while the task's
+        cleanup (a restore's rollback) still runs."""
         if self._stopped:
             coro.close()
             raise AgentClosedError("the agent runner was stopped (%unload_ext); load it again")
-        return asyncio.run_coroutine_threadsafe(coro, self._loop)
+        holder = _TaskHolder()
+        future = asyncio.run_coroutine_threadsafe(_held(coro, holder), self._loop)
+        self._holders[future] = holder
+        return future
+
+    def cancel(self, future: concurrent.futures.Future[Any], timeout: float | None = None) -> None:
+        """Cancel the task behind ``future`` (from :meth:`submit`) and wait until it has
+        really ended, its cleanup included (``timeout``: at most that many seconds). A
+        KeyboardInterrupt meanwhile does not cut the wait short: what is being put back is
+        put back before the caller goes on."""
+        holder = self._holders.get(future)
+        if holder is None or future.done():
+            future.cancel()
+        else:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nothing runs
+                self._loop.call_soon_threadsafe(holder.cancel)
+        wait_out(future, timeout)
 
     def call(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run ``coro`` on the agent's loop and block for its result. A KeyboardInterrupt
-        while waiting cancels it (and waits for its cleanup) before propagating."""
+        while waiting cancels it and waits until its cleanup has finished (a restore's
+        rollback, a turn's log repair) before propagating."""
         if threading.current_thread() is self._thread:
             coro.close()
             raise RuntimeError("AgentRunner.call() from the agent loop itself would deadlock")
@@ -190,9 +212,7 @@ class AgentRunner:
         try:
             return future.result()
         except KeyboardInterrupt:
-            future.cancel()
-            with contextlib.suppress(BaseException):
-                future.result(30)
+            self.cancel(future)
             raise
 
     # -- the agent ---------------------------------------------------------------------
@@ -476,8 +496,7 @@ class AgentFacade(_Facade):
                             on_progress(step)
                 last = future.result()
             except KeyboardInterrupt:
-                future.cancel()
-                ended.wait(30)
+                runner.cancel(future)
                 raise
         finally:
             runner.release(sid)
@@ -557,12 +576,50 @@ class AsyncAgentFacade(_Facade):
                 yield item
         finally:
             if not future.done():
-                future.cancel()
-                with contextlib.suppress(BaseException):
-                    await asyncio.wrap_future(future)
+                runner = self._runner
+                await asyncio.get_running_loop().run_in_executor(None, runner.cancel, future)
 
     async def list_sessions(self) -> list[SessionInfo]:
         return await self.call(lambda a: a.list_sessions())
 
     async def delete_session(self, session_id: str) -> None:
         await self.call(lambda a: a.delete_session(session_id))
+
+
+class _TaskHolder:
+    """The asyncio task running a submitted coroutine (set when it starts), so that it can
+    be cancelled on its loop while the caller keeps waiting for it to end."""
+
+    __slots__ = ("cancelled", "task")
+
+    def __init__(self) -> None:
+        self.task: asyncio.Task[Any] | None = None
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        """On the loop: cancel the task, or make it end at once if it has not started."""
+        if self.task is not None:
+            self.task.cancel()
+        else:
+            self.cancelled = True
+
+
+async def _held(coro: Coroutine[Any, Any, T], holder: _TaskHolder) -> T:
+    if holder.cancelled:
+        coro.close()
+        raise asyncio.CancelledError
+    holder.task = asyncio.current_task()
+    return await coro
+
+
+def wait_out(future: concurrent.futures.Future[Any], timeout: float | None = None) -> None:
+    """Wait until ``future`` is resolved, whatever it resolves to; a KeyboardInterrupt
+    while waiting is swallowed and the wait goes on (until ``timeout``)."""
+    while True:
+        try:
+            future.result(timeout)
+            return
+        except KeyboardInterrupt:
+            continue
+        except BaseException:
+            return

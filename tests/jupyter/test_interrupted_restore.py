@@ -1,0 +1,57 @@
+"""A kernel interrupt during ``%agent restore`` (#18, defect 11): the cell returns only once
+the rollback has put every file back, in a real kernel."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+import time
+from pathlib import Path
+
+from fake_anthropic import FakeAnthropicServer, tool_reply
+from nbkernel import Kernel
+
+FILES = 1500
+"""Enough files that the restore takes a while to write (each is written and fsynced)."""
+
+
+def test_an_interrupted_restore_returns_after_its_rollback(
+    agent_kernel: Kernel, fake_anthropic: FakeAnthropicServer, tmp_path: Path
+) -> None:
+    data = tmp_path / "work" / "data"
+    data.mkdir()
+    paths = [data / f"f{i:04}.txt" for i in range(FILES)]
+    for path in paths:
+        path.write_text("v1\n")
+    fake_anthropic.script(
+        tool_reply("", "bash", command="for f in data/*.txt; do echo v2 > $f; done"), "Done."
+    )
+    turn = agent_kernel.run("%%agent\nbump every file").check()
+    assert all(p.read_text() == "v2\n" for p in paths)
+    seq = int(re.search(r"%agent restore (\d+)", turn.plain).group(1))  # type: ignore[union-attr]
+
+    # the restore, and the first thing the kernel does once it returns: look at the folder
+    # (is a rollback journal still there? are files still at the restored version?)
+    check = (
+        "journals = glob.glob('.lite_agent/*/archive/*.journal.json')\n"
+        f"names = [f'data/f{{i:04}}.txt' for i in range({FILES})]\n"
+        "at_v1 = sum(pathlib.Path(n).read_text() == 'v1\\n' for n in names)\n"
+        "print(f'interrupted: {len(journals)} journals, {at_v1} files at v1')\n"
+    )
+    msg_id = agent_kernel.submit(
+        "import glob, pathlib\n"
+        "try:\n"
+        f"    get_ipython().run_line_magic('agent', 'restore {seq}')\n"
+        "except KeyboardInterrupt:\n" + textwrap.indent(check, "    ")
+    )
+    deadline = time.monotonic() + 60
+    while not any(p.read_text() == "v1\n" for p in paths):  # the restore is under way
+        assert time.monotonic() < deadline, "the restore never started"
+        time.sleep(0.002)
+    agent_kernel.interrupt()
+    cell = agent_kernel.collect([msg_id])[0].check()
+    assert "interrupted: 0 journals, 0 files at v1" in cell.stream_text, cell.text
+    assert {p.read_text() for p in paths} == {"v2\n"}
+    after = agent_kernel.run(f"%agent restore {seq}").check()
+    assert "Restored checkpoint" in after.stream_text
+    assert {p.read_text() for p in paths} == {"v1\n"}
