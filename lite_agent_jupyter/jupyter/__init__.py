@@ -7,10 +7,12 @@ its turns in cells; ``get_agent()`` gives cells the same agent to ``await``. Nee
 
 from __future__ import annotations
 
+import atexit
 from collections.abc import Callable
 from typing import Any
 
 from . import approval, terminal
+from . import mcp_status as mcp_status  # registers %agent mcp
 from .magics import SUBCOMMANDS, AgentInterrupted, LiteAgentMagics, subcommand, use_model
 from .runner import AgentFacade, AgentRunner, AsyncAgentFacade
 
@@ -37,6 +39,9 @@ def load_ipython_extension(ipython: Any) -> None:
     ipython.events.register("post_run_cell", magics.record_error)
     _LOADED[id(ipython)] = magics
     terminal.install(ipython)  # a %%agent cell typed or piped into ipython ends at an empty line
+    # a kernel shutdown ends the process: close the agent first, so its MCP servers (child
+    # processes) are stopped and nothing is left half-written (the loop thread is a daemon)
+    atexit.register(magics.close)
     if magics.in_kernel and approval.kernel_handles_comms_while_awaiting():
         transform = _TRANSFORMS[id(ipython)] = _async_cells(ipython)
         ipython.input_transformers_post.append(transform)
@@ -52,6 +57,7 @@ def unload_ipython_extension(ipython: Any) -> None:
     transform = _TRANSFORMS.pop(id(ipython), None)
     if transform in ipython.input_transformers_post:
         ipython.input_transformers_post.remove(transform)
+    atexit.unregister(magics.close)
     magics.close()
     for kind in ("line", "cell"):
         table = ipython.magics_manager.magics[kind]

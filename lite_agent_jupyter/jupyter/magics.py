@@ -64,6 +64,7 @@ from ..providers import Usage, anthropic
 from ..providers.base import Provider
 from ..storage import Storage
 from ..tools import Tool, default_tools
+from ..tools.mcp import load_servers
 from . import approval, render, widgets
 from .context import (
     NotebookLocation,
@@ -72,6 +73,7 @@ from .context import (
     locate_notebook,
     variable_tools,
 )
+from .hook_paths import resolve_hooks
 from .runner import AgentRunner, ApprovalAsk, TurnError, TurnStream
 
 NO_KEY_MESSAGE = """\
@@ -337,6 +339,17 @@ class LiteAgentMagics(Magics):
     max_turn_tokens = Int(
         None, allow_none=True, help="Token cap of one turn (input + output of its model calls)."
     ).tag(config=True)
+    mcp_servers = Union(
+        [Dict(), Unicode()],
+        default_value={},
+        help="MCP servers whose tools the agent may call: the JSON of Claude Desktop, Claude "
+        "Code or VS Code ({'mcpServers': {...}} or {'servers': {...}}), or a path to such a file.",
+    ).tag(config=True)
+    hooks = Dict(
+        help="Hook point -> 'module:function' (or a list of them) called around each step of "
+        "a turn (session_start, prompt_submit, pre_tool, post_tool, pre_compact, turn_end); "
+        "a bare name is a function defined in the notebook.",
+    ).tag(config=True)
     prices = Dict(
         help="Per-model prices per million tokens for %agent info's cost estimate, e.g. "
         "{'claude-sonnet-4': {'input': 3.0, 'output': 15.0}}; no built-in table."
@@ -445,6 +458,8 @@ class LiteAgentMagics(Magics):
             tuple(self._exposed()),
             self.allow_notebook_edits,
             self.location,
+            json.dumps(self.mcp_servers, sort_keys=True),
+            json.dumps(self.hooks, sort_keys=True),
         )
 
     def agent(self) -> LiteAgent | None:
@@ -486,6 +501,8 @@ class LiteAgentMagics(Magics):
             max_turn_tokens=self.max_turn_tokens,
             approvals=self._approval_policy(),
             on_approval=approve,
+            mcp_servers=self.mcp_servers or None,
+            hooks=resolve_hooks(self.hooks, self.shell.user_ns if self.shell else {}),
         )
 
     # -- %%agent -----------------------------------------------------------------------
@@ -1040,11 +1057,24 @@ def _info(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
 @subcommand("config", "The settings (%config LiteAgentMagics.<name> = value changes one).")
 def _config(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
     rows: list[tuple[str, object]] = [
-        (name, repr(getattr(magics, name))) for name in sorted(magics.trait_names(config=True))
+        (name, _setting_text(magics, name)) for name in sorted(magics.trait_names(config=True))
     ]
     rows.append(("API key", magics.key_source() or "not set (ANTHROPIC_API_KEY or %agent key)"))
     rows.append(("model override", repr(MODEL.provider) if MODEL.provider else "none"))
     print(render.key_value_text(rows))
+
+
+def _setting_text(magics: LiteAgentMagics, name: str) -> str:
+    """A setting's value for ``%agent config``; MCP servers as their names and commands or
+    URLs, never the values of their ``env`` and ``headers`` (secrets)."""
+    value = getattr(magics, name)
+    if name == "mcp_servers" and value:
+        try:
+            servers = load_servers(value)
+        except LiteAgentError as exc:
+            return f"invalid: {exc}"
+        return "; ".join(f"{s.name} ({s.describe()})" for s in servers) or "{}"
+    return repr(value)
 
 
 @subcommand("key", "Type the Anthropic API key (kept in memory only, never saved or shown).")

@@ -386,3 +386,25 @@ def restore_text(result: RestoreResult, seq: int | None) -> str:
     if seq is not None:
         text += "\n`%agent undo` puts everything back as it was before this restore."
     return text
+
+
+def mcp_text(servers: Sequence[Mapping[str, Any]]) -> str:
+    """``%agent mcp``: each server's state, where it runs (no secret), its tools, its error.
+    Server text (errors, stderr) is untrusted: control characters are shown as ``?``."""
+    if not servers:
+        return "no MCP servers (%config LiteAgentMagics.mcp_servers = {'mcpServers': {...}})"
+    lines = []
+    for server in servers:
+        lines.append(
+            f"{server['name']}  {server['state']}  {_printable(str(server['where']))}"
+            f"  ({server['calls']} calls)"
+        )
+        tools = ", ".join(server["tools"]) or "(not listed yet: %agent mcp --start)"
+        lines.append(f"  tools: {_printable(tools)}")
+        if server["error"]:
+            lines.append(f"  error: {_printable(str(server['error']))}")
+    return "\n".join(lines)
+
+
+def _printable(text: str) -> str:
+    return "".join(c if c in "\n\t" or (c >= " " and c != "\x7f") else "?" for c in text)

@@ -124,6 +124,10 @@ class Kernel:
         self.shutdown()
 
     def shutdown(self) -> None:
+        """Shut the kernel down as a front end does; idempotent (a test may shut it down
+        itself before the fixture does)."""
+        if not self.km.has_kernel:
+            return
         self.kc.stop_channels()
         self.km.shutdown_kernel(now=False)
 

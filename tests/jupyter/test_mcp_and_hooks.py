@@ -1,0 +1,111 @@
+"""MCP servers and hooks in a real kernel: ``%config LiteAgentMagics.mcp_servers`` with a real
+stdio server (``tests/mcp_server.py``), the real ``anthropic`` client against the fake
+Messages API server; ``%agent restore`` and ``%agent undo`` rewind what the MCP tool wrote;
+``%agent mcp`` shows the servers; a kernel shutdown stops them; hooks set by ``%config`` as
+notebook functions and import paths."""
+
+from __future__ import annotations
+
+import base64
+import re
+import time
+from pathlib import Path
+
+from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall, tool_reply
+from mcp_server import PNG, stdio_entry
+from nbkernel import Kernel
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_mcp_tools_in_a_kernel_rewound_by_restore_and_undo(
+    agent_kernel: Kernel, fake_anthropic: FakeAnthropicServer, tmp_path: Path
+) -> None:
+    note = tmp_path / "work" / "mcp-note.txt"
+    servers = {"mcpServers": {"t": stdio_entry()}}
+    agent_kernel.run(f"%config LiteAgentMagics.mcp_servers = {servers!r}").check()
+    fake_anthropic.script(
+        FakeReply(
+            "Using the server.",
+            tool_calls=[
+                FakeToolCall("t__write_note", {"path": "mcp-note.txt", "text": "hello"}),
+                FakeToolCall("t__picture", {}),
+                FakeToolCall("t__pid", {}),
+            ],
+        ),
+        "Wrote the note; the picture is a dot.",
+        "Second answer.",
+    )
+    first = agent_kernel.run("%%agent\nwrite a note with the server, show me its picture").check()
+    assert "the picture is a dot" in first.markdown
+    assert note.read_text() == "hello"
+    # the image reached the model, as an image block of the tool result
+    results = fake_anthropic.message_requests[1].messages[-1]["content"]
+    images = [
+        part
+        for block in results
+        if block["type"] == "tool_result" and isinstance(block.get("content"), list)
+        for part in block["content"]
+        if part["type"] == "image"
+    ]
+    assert [base64.b64decode(i["source"]["data"]) for i in images] == [PNG]
+    pid = int(
+        next(
+            str(b["content"])
+            for b in results
+            if b["type"] == "tool_result" and str(b["content"])[:1].isdigit()
+        ).split()[0]
+    )
+
+    listed = agent_kernel.run("%agent mcp").check().stream_text
+    assert "t  ready" in listed and "t__write_note" in listed and "(3 calls)" in listed
+
+    agent_kernel.run("%%agent\nanything else?").check()
+    seq = re.search(r"%agent restore ([\w-]+)", first.plain)
+    assert seq is not None
+    agent_kernel.run(f"%agent restore {seq.group(1)}").check()
+    assert not note.exists()
+    agent_kernel.run("%agent undo").check()
+    assert note.read_text() == "hello"
+
+    assert _alive(pid)
+    agent_kernel.shutdown()
+    deadline = time.monotonic() + 30
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(pid), "the MCP server outlived its kernel"
+
+
+def test_hooks_from_config_notebook_function_and_import_path(
+    agent_kernel: Kernel, fake_anthropic: FakeAnthropicServer, tmp_path: Path
+) -> None:
+    module = tmp_path / "work" / "project_hooks.py"
+    module.write_text(
+        "from lite_agent_jupyter.agent.hooks import add_context\n"
+        "def today(prompt):\n"
+        "    return add_context('It is Tuesday.')\n"
+    )
+    agent_kernel.run(
+        "from lite_agent_jupyter.agent.hooks import deny\n"
+        "def no_shell(call):\n"
+        "    if call.tool_name == 'bash':\n"
+        "        return deny('Use the file tools here.')\n"
+        "%config LiteAgentMagics.hooks = "
+        "{'pre_tool': 'no_shell', 'prompt_submit': ['project_hooks:today']}"
+    ).check()
+    fake_anthropic.script(tool_reply("", "bash", command="touch ran.txt"), "Understood.")
+    agent_kernel.run("%%agent\ntouch ran.txt").check()
+    assert not (tmp_path / "work" / "ran.txt").exists()
+    first, second = fake_anthropic.message_requests[-2:]
+    assert first.messages[0]["content"][-1]["text"] == "It is Tuesday."
+    assert second.messages[-1]["content"][0]["content"] == "Use the file tools here."
+
+    agent_kernel.run("%config LiteAgentMagics.hooks = {'pre_tool': 'nope'}").check()
+    bad = agent_kernel.run("%%agent\nhi")
+    assert bad.status == "error" and "'nope' is not a function" in bad.text
