@@ -97,6 +97,10 @@ CASSETTE = "cassette.jsonl"
 _BLOB_NAME = re.compile(r"blobs/([0-9a-f]{64})")
 _RECORD_NAME = re.compile(r"archive/([a-z][a-z0-9-]{0,40}-\d{6}\.jsonl)")
 _HASH = re.compile(r"[0-9a-f]{64}")
+_NOTEBOOK = re.compile(r"[^\x00-\x1f\x7f-\x9f/\\\u200e\u200f\u202a-\u202e\u2066-\u2069]{1,255}")
+"""A notebook's file name as a bundle may state it: shown to the user, so no control or
+bidi characters, no folder."""
+_VERSION = re.compile(r"[0-9A-Za-z.+-]{1,40}")
 
 BlobReferrer = Callable[[Event], Iterable[str | None]]
 """The blob hashes one event names (``None`` entries are ignored)."""
@@ -364,6 +368,8 @@ async def import_session(
     if cassette_to is not None and checked.cassette is not None:
         write_private_file(Path(cassette_to), checked.cassette)
     agent.resume(sid)
+    notebook = manifest.get("notebook")
+    version = manifest.get("package_version")
     return ImportResult(
         sid,
         renamed,
@@ -371,8 +377,8 @@ async def import_session(
         len(checked.blobs),
         len(checked.records),
         checked.cassette,
-        manifest.get("notebook") if isinstance(manifest.get("notebook"), str) else None,
-        str(manifest.get("package_version", "unknown")),
+        notebook if isinstance(notebook, str) and _NOTEBOOK.fullmatch(notebook) else None,
+        version if isinstance(version, str) and _VERSION.fullmatch(version) else "unknown",
     )
 
 

@@ -231,8 +231,8 @@ def footer_text(
     source: str | None = None,
     background: bool = False,
 ) -> str:
-    """``in 1,234 · out 56 · cache 0/0 tok · claude-… · session 3f2a1b9c · checkpoint 12:
-    %agent restore 12``."""
+    """``tokens in 1,234 · out 56 · cache read 0 / write 0 · $0.0123 this cell, $0.0456 this
+    session · claude-… · session 3f2a1b9c · checkpoint 12: %agent restore 12``."""
     u = result.usage
     model = model_name if real_model else f"{model_name} (scripted, not a real model)"
     if source is not None:  # a cassette: "replayed from lesson.jsonl, not a live model"
@@ -240,6 +240,7 @@ def footer_text(
     parts = [
         f"tokens in {u.input_tokens:,} · out {u.output_tokens:,} · cache read "
         f"{u.cache_read_input_tokens:,} / write {u.cache_creation_input_tokens:,}",
+        cost_text(result.cost, result.session_cost),
         model,
         f"session {short_id(result.session_id)}",
         # a background completion turn is never a checkpoint to rewind to (SPEC §7)
@@ -250,6 +251,15 @@ def footer_text(
     if result.stop_reason not in (None, "end_turn", "tool_use"):
         parts.append(f"stopped: {result.stop_reason}")
     return " · ".join(parts)
+
+
+def cost_text(cost: float | None, session_cost: float | None) -> str:
+    """``$0.0123 this cell, $0.4567 this session``: in dollars from the agent's price table;
+    ``no price for this model`` for a model it does not price."""
+    text = "no price for this model" if cost is None else f"${cost:.4f} this cell"
+    if session_cost is not None and (cost is not None or session_cost > 0):
+        text += f", ${session_cost:.4f} this session"
+    return text
 
 
 def _when(ts: datetime) -> str:

@@ -351,3 +351,24 @@ def test_referenced_blobs_reads_snapshots_of_log_and_records() -> None:
     assert referenced_blobs(events) == {a}
     events.append(FileSnapshotEvent(path="x", before=a, after=b))
     assert referenced_blobs(events) == {a, b}
+
+
+async def test_the_bundles_own_words_are_checked_before_they_are_shown(crafted: Any) -> None:
+    """A notebook name or version with control or bidi characters is not passed on."""
+    bundle, tmp_path, _refused = crafted
+    odd = tmp_path / "odd.zip"
+    with zipfile.ZipFile(bundle) as z:
+        entries = {n: z.read(n) for n in z.namelist()}
+    manifest = json.loads(entries["manifest.json"])
+    manifest["notebook"] = "lesson\x1b[2J\u202e.ipynb"
+    manifest["package_version"] = "1.0\x1b]8;;evil"
+    entries["manifest.json"] = json.dumps(manifest).encode()
+    with zipfile.ZipFile(odd, "w") as z:
+        for name, data in entries.items():
+            z.writestr(name, data)
+    target = open_agent(tmp_path / "t", tmp_path / "odd-store")
+    try:
+        result = await import_session(target, odd)
+        assert result.notebook is None and result.package_version == "unknown"
+    finally:
+        await close(target)
