@@ -1,8 +1,11 @@
 """The Jupyter face: ``%load_ext lite_agent_jupyter``, ``%%agent``, ``%agent ...``.
 
-One agent per kernel, on a loop thread of its own (``runner``); the magics (``magics``) render
-its turns in cells; ``get_agent()`` gives cells the same agent to ``await``. Needs IPython
-(the ``lab`` extra); the rest of the package does not.
+One agent per kernel, on a loop thread of its own (``runner``); the magics (``magics``) hold
+the settings and drive ``%%agent`` cells (``cell``), whose turns are drawn by ``render`` and
+put on the page by ``sinks``; ``%agent SUB`` dispatches through ``registry`` to the modules of
+``commands/`` (one per domain); ``widgets/`` holds the session browser and checkpoint slider.
+``get_agent()`` gives cells the same agent to ``await``. Needs IPython (the ``lab`` extra);
+the rest of the package does not. Map and import directions: ``docs/design.md``.
 """
 
 from __future__ import annotations
@@ -12,8 +15,10 @@ from collections.abc import Callable
 from typing import Any
 
 from . import approval, terminal
-from . import mcp_status as mcp_status  # registers %agent mcp
-from .magics import SUBCOMMANDS, AgentInterrupted, LiteAgentMagics, subcommand, use_model
+from . import commands as commands  # registers every %agent subcommand module
+from .cell import AgentInterrupted
+from .magics import LiteAgentMagics, use_model
+from .registry import SUBCOMMANDS, subcommand
 from .runner import AgentFacade, AgentRunner, AsyncAgentFacade
 
 _LOADED: dict[int, LiteAgentMagics] = {}

@@ -13,28 +13,28 @@ a short ``AgentInterrupted`` (so "Run All" stops there, as for any interrupted c
 In a kernel that handles widget messages while a cell awaits, the cell is a coroutine
 (:meth:`LiteAgentMagics.agent_cell_async`, see ``approval.py``) and approvals are Allow / Deny
 buttons; elsewhere it blocks and asks with ``input()``. Both run the same steps
-(:data:`_Steps`). Background completion turns are shown by the next (or running) cell.
+(``cell.py``: the steps, the two drivers, the rendering loop). Background completion turns
+are shown by the next (or running) cell (``background.py``).
 
-``%agent SUB ...`` dispatches through :data:`SUBCOMMANDS`; another module adds one with
-``@subcommand("name", "help")``.
+``%agent SUB ...`` dispatches through :data:`~.registry.SUBCOMMANDS`; the subcommands live
+in ``jupyter/commands/`` (one module per domain) and register there with ``@subcommand``.
+
+Owns the settings, building the kernel's agent from them, ``%%agent`` (parsing the cell and
+choosing its session) and ``%agent`` dispatch. Must not know any subcommand (nothing here
+imports ``commands/``), nor how a turn is drawn (``cell.py``, ``sinks.py``, ``render.py``).
 """
 
 from __future__ import annotations
 
-import argparse
-import asyncio
-import getpass
 import json
 import os
-import queue
 import shlex
-import time
 import traceback
 import uuid
-from collections.abc import Awaitable, Callable, Generator, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TypeVar, cast
+from typing import Any, TypeVar, cast
 
 from IPython.core.error import StdinNotImplementedError, UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
@@ -44,28 +44,18 @@ from ..abort import AbortSignal
 from ..agent import (
     DEFAULT_MODEL_NAME,
     ApprovalRequest,
-    BackgroundEvent,
-    BackgroundNotice,
-    BackgroundTurnFinished,
-    BackgroundTurnStarted,
     LiteAgent,
-    LiteAgentResult,
-    TextDelta,
-    ToolCallFinished,
-    ToolCallInput,
-    ToolCallStarted,
-    TurnFinished,
-    UsageUpdate,
     create_lite_agent,
 )
-from ..checkpoint.url import checkpointer_from_url, redact_url
-from ..errors import LiteAgentError, MissingAPIKeyError
+from ..checkpoint.url import checkpointer_from_url
+from ..errors import LiteAgentError
 from ..providers import Usage, anthropic
 from ..providers.base import Provider
 from ..storage import Storage
 from ..tools import Tool, default_tools
-from ..tools.mcp import load_servers
-from . import approval, render, widgets
+from . import approval, render, teach
+from .background import BackgroundTurns
+from .cell import NO_KEY_MESSAGE, AgentInterrupted, Steps, drive, drive_async, run_turn
 from .context import (
     NotebookLocation,
     guard_notebook,
@@ -74,110 +64,18 @@ from .context import (
     variable_tools,
 )
 from .hook_paths import resolve_hooks
-from .runner import AgentRunner, ApprovalAsk, TurnError, TurnStream
+from .registry import SUBCOMMANDS, HelpShown, Parser, help_text, parser, subcommand
+from .runner import AgentRunner
 
-NO_KEY_MESSAGE = """\
-No Anthropic API key, so there is no model to ask.
-  - set ANTHROPIC_API_KEY in the environment Jupyter starts from, or
-  - run `%agent key` to type it (kept in this kernel's memory only, never saved), or
-  - try it offline with the scripted model (a stand-in that replays a script, not a real model):
-        import lite_agent_jupyter
-        from lite_agent_jupyter.providers import scripted
-        lite_agent_jupyter.use_model(scripted(["Hello from the scripted model."]))"""
-
-
-class AgentInterrupted(KeyboardInterrupt):
-    """A ``%%agent`` turn stopped by a kernel interrupt; shown as one line, no traceback."""
-
-    def _render_traceback_(self) -> list[str]:
-        return [f"AgentInterrupted: {self}"]
-
-
-@dataclass(frozen=True, slots=True)
-class _Wait:
-    """A turn's step: the next item of ``stream`` within ``timeout`` seconds (else
-    :data:`_EMPTY`)."""
-
-    stream: TurnStream
-    timeout: float
-
-
-_EMPTY: Any = object()
-"""Sent back into a turn's steps when no item came within the wait."""
-
-R = TypeVar("R")
-
-_Steps = Generator[_Wait | ApprovalAsk, Any, R]
-"""A ``%%agent`` turn as steps: it yields what it waits for (an event, an approval) and gets
-the answer back. One rendering loop, two drivers: :func:`_drive` blocks (terminal IPython,
-kernels without widget support), :func:`_drive_async` awaits (a cell whose widget clicks the
-kernel handles while it waits)."""
-
-
-class _Stepper(Generic[R]):
-    """Feeds a turn's steps the answer to what they waited for, or the interrupt that came
-    instead; shared by the two drivers so that only the waiting differs between them."""
-
-    def __init__(self, steps: _Steps[R]) -> None:
-        self._steps = steps
-        self.value: Any = None
-        self.error: BaseException | None = None
-        self.result: R | None = None
-
-    def next(self) -> _Wait | ApprovalAsk | None:
-        """What the steps wait for next; ``None`` once they returned (see :attr:`result`)."""
-        value, error = self.value, self.error
-        self.value, self.error = None, None
-        try:
-            return self._steps.send(value) if error is None else self._steps.throw(error)
-        except StopIteration as stop:
-            self.result = cast(R, stop.value)
-            return None
-
-
-def _drive(steps: _Steps[R], ask: Callable[[ApprovalRequest], bool]) -> R:
-    """Run a turn's steps, blocking this thread; a KeyboardInterrupt goes into the steps."""
-    stepper = _Stepper(steps)
-    while (need := stepper.next()) is not None:
-        try:
-            if isinstance(need, ApprovalAsk):
-                stepper.value = ask(need.request)
-            else:
-                try:
-                    stepper.value = need.stream.get(timeout=need.timeout)
-                except queue.Empty:
-                    stepper.value = _EMPTY
-        except KeyboardInterrupt as exc:
-            stepper.error = exc
-    return cast(R, stepper.result)
-
-
-async def _drive_async(steps: _Steps[R], ask: Callable[[ApprovalRequest], Awaitable[bool]]) -> R:
-    """Run a turn's steps on the kernel's loop, awaiting. A kernel interrupt of an awaiting
-    cell cancels its task (ipykernel); that goes into the steps as a KeyboardInterrupt, so
-    the cell ends as the blocking one does (``AgentInterrupted``, one line)."""
-    stepper = _Stepper(steps)
-    while (need := stepper.next()) is not None:
-        try:
-            if isinstance(need, ApprovalAsk):
-                stepper.value = await ask(need.request)
-            else:
-                try:
-                    stepper.value = await need.stream.aget(need.timeout)
-                except queue.Empty:
-                    stepper.value = _EMPTY
-        except asyncio.CancelledError:
-            stepper.error = KeyboardInterrupt("interrupted")
-        except KeyboardInterrupt as exc:
-            stepper.error = exc
-        task = asyncio.current_task()
-        if task is not None and task.cancelling():
-            # Handled here (also a cancellation something below swallowed): the cell goes
-            # on to end as interrupted.
-            while task.uncancel():
-                pass
-            stepper.error = stepper.error or KeyboardInterrupt("interrupted")
-    return cast(R, stepper.result)
+__all__ = [
+    "MODEL",
+    "NO_KEY_MESSAGE",
+    "SUBCOMMANDS",
+    "AgentInterrupted",
+    "LiteAgentMagics",
+    "subcommand",
+    "use_model",
+]
 
 
 @dataclass
@@ -195,65 +93,8 @@ def use_model(provider: Provider | None) -> None:
     MODEL.provider = provider
 
 
-# ------------------------------------------------------------------------ subcommands
-
-
-@dataclass(frozen=True)
-class Subcommand:
-    name: str
-    help: str
-    handler: Callable[[LiteAgentMagics, argparse.Namespace], object]
-    arguments: Sequence[tuple[tuple[str, ...], dict[str, Any]]]
-
-
-SUBCOMMANDS: dict[str, Subcommand] = {}
-"""``%agent NAME ...`` handlers, in the order ``%agent help`` lists them."""
-
-
-def subcommand(
-    name: str, help: str, *arguments: tuple[tuple[str, ...], dict[str, Any]]
-) -> Callable[
-    [Callable[[LiteAgentMagics, argparse.Namespace], object]],
-    Callable[[LiteAgentMagics, argparse.Namespace], object],
-]:
-    """Register ``%agent NAME``; ``arguments`` are ``(flags, argparse kwargs)`` pairs."""
-
-    def register(
-        handler: Callable[[LiteAgentMagics, argparse.Namespace], object],
-    ) -> Callable[[LiteAgentMagics, argparse.Namespace], object]:
-        SUBCOMMANDS[name] = Subcommand(name, help, handler, arguments)
-        return handler
-
-    return register
-
-
-def arg(*flags: str, **kwargs: Any) -> tuple[tuple[str, ...], dict[str, Any]]:
-    return flags, kwargs
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> Any:
-        raise UsageError(f"{self.prog}: {message}\n{self.format_usage()}")
-
-    def exit(self, status: int = 0, message: str | None = None) -> Any:
-        if message:
-            print(message)
-        raise _HelpShown
-
-
-class _HelpShown(Exception):
-    pass
-
-
-def _parser(sub: Subcommand) -> _Parser:
-    parser = _Parser(prog=f"%agent {sub.name}", description=sub.help, add_help=True)
-    for flags, kwargs in sub.arguments:
-        parser.add_argument(*flags, **kwargs)
-    return parser
-
-
-def _cell_parser() -> _Parser:
-    parser = _Parser(prog="%%agent", description="Send the cell to the agent.")
+def _cell_parser() -> Parser:
+    parser = Parser(prog="%%agent", description="Send the cell to the agent.")
     parser.add_argument("--session", metavar="ID", help="run in session ID")
     parser.add_argument("--new", action="store_true", help="start a new session first")
     parser.add_argument("--memory", action="store_true", help="memory only from now on")
@@ -269,18 +110,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 def _magic(marker: Any, name: str) -> Callable[[F], F]:
     """IPython's ``line_magic``/``cell_magic`` with the types mypy needs."""
     return cast(Callable[[F], F], marker(name))
-
-
-def help_text() -> str:
-    width = max(len(n) for n in SUBCOMMANDS)
-    lines = ["%agent SUBCOMMAND [options]   (%agent SUBCOMMAND -h for its options)", ""]
-    lines += [f"  {name.ljust(width)}  {sub.help}" for name, sub in SUBCOMMANDS.items()]
-    lines += [
-        "",
-        "%%agent [--session ID] [--new] [--memory] [--quiet] [--no-interpolate]",
-        "  the cell is the prompt; {var}, {In[n]}, {Out[n]}, {Err[n]} are filled in.",
-    ]
-    return "\n".join(lines)
 
 
 # ------------------------------------------------------------------------ the magics
@@ -367,7 +196,7 @@ class LiteAgentMagics(Magics):
         self._continued = False
         self.location = self._locate()
         self.teach = teach.TeachState()
-        self.background = _BackgroundTurns(self.runner)
+        self.background = BackgroundTurns(self.runner)
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -525,7 +354,7 @@ class LiteAgentMagics(Magics):
         """
         steps = self._cell(line, cell)
         if steps is not None:
-            _drive(steps, self._ask)
+            drive(steps, self._ask)
 
     async def agent_cell_async(self, line: str, cell: str) -> None:
         """``%%agent`` as a coroutine (what the cell runs in a kernel that handles widget
@@ -533,14 +362,14 @@ class LiteAgentMagics(Magics):
         buttons, answered while the turn waits."""
         steps = self._cell(line, cell)
         if steps is not None:
-            await _drive_async(steps, self._ask_async)
+            await drive_async(steps, self._ask_async)
 
-    def _cell(self, line: str, cell: str) -> _Steps[None] | None:
+    def _cell(self, line: str, cell: str) -> Steps[None] | None:
         """Parse and prepare a ``%%agent`` cell; the turn itself is the returned steps
         (``None``: nothing to run)."""
         try:
             args = _cell_parser().parse_args(shlex.split(line))
-        except _HelpShown:
+        except HelpShown:
             return None
         if args.memory and self.sessions:
             self.sessions = False
@@ -589,9 +418,17 @@ class LiteAgentMagics(Magics):
         *,
         quiet: bool,
         max_turn_tokens: int | None,
-    ) -> _Steps[None]:
-        result = yield from self._run_turn(
-            agent, prompt, notes, quiet=quiet, max_turn_tokens=max_turn_tokens
+    ) -> Steps[None]:
+        result = yield from run_turn(
+            self.runner,
+            self.background,
+            agent,
+            prompt,
+            notes,
+            rich=self.in_kernel,
+            interval=self.stream_interval,
+            quiet=quiet,
+            max_turn_tokens=max_turn_tokens,
         )
         if result is not None:
             self.usage = self.usage + result.usage
@@ -622,99 +459,6 @@ class LiteAgentMagics(Magics):
         return [
             f"continuing session {render.short_id(latest.id)}…{count}; `%agent new` for a fresh one"
         ]
-
-    def _run_turn(
-        self,
-        agent: LiteAgent,
-        prompt: str,
-        notes: list[str],
-        *,
-        quiet: bool,
-        max_turn_tokens: int | None = None,
-    ) -> _Steps[LiteAgentResult | None]:
-        """The turn, rendered as it streams: a generator of what it waits for (the next
-        event within a time, an approval), driven by :func:`_drive` (blocking) or
-        :func:`_drive_async` (awaiting)."""
-        view = render.TurnView(notes=list(notes))
-        out = _NotebookOutput(view) if self.in_kernel else _TerminalOutput(view)
-        real = bool(getattr(agent.model, "is_real_model", True))
-        before = teach.mark(agent.model)
-        interval = max(0.0, float(self.stream_interval))
-        result: LiteAgentResult | None = None
-        error: BaseException | None = None
-        dirty = False
-        last = 0.0
-        stream: TurnStream | None = None
-        try:
-            stream = self.runner.start_turn(agent, prompt, max_turn_tokens=max_turn_tokens)
-            while True:
-                wait = 0.25
-                if dirty:
-                    wait = max(0.0, last + interval - time.monotonic())
-                item = yield _Wait(stream, wait)
-                self.background.show(agent, rich=self.in_kernel)
-                if item is _EMPTY:
-                    if dirty:
-                        out.update()
-                        last, dirty = time.monotonic(), False
-                    continue
-                if item is None:
-                    break
-                if isinstance(item, TextDelta):
-                    view.add_text(item.text)
-                    out.text(item.text)
-                elif isinstance(item, ToolCallStarted):
-                    view.tool_started(item)
-                    out.tool(item.id)
-                elif isinstance(item, ToolCallInput):
-                    view.tool_input(item)
-                elif isinstance(item, ToolCallFinished):
-                    view.tool_finished(item)
-                    out.tool(item.id)
-                elif isinstance(item, TurnFinished):
-                    result = item.result
-                    continue
-                elif isinstance(item, ApprovalAsk):
-                    out.update()
-                    item.reply((yield item))
-                    continue
-                elif isinstance(item, TurnError):
-                    error = item.error
-                    continue
-                elif isinstance(item, UsageUpdate):
-                    continue
-                else:
-                    continue
-                if quiet:
-                    continue  # shown once, at the end
-                dirty = True
-                now = time.monotonic()
-                if now - last >= interval:
-                    out.update()
-                    last, dirty = now, False
-        except KeyboardInterrupt:
-            if stream is not None:
-                stream.cancel()
-            view.status = (
-                "interrupted: the turn was stopped and the session's log is valid; "
-                "the next %%agent cell continues it"
-            )
-            out.final()
-            raise AgentInterrupted("the agent's turn was stopped; the session is intact") from None
-        if result is not None:
-            view.finish(
-                result,
-                agent.options.model_name,
-                real_model=real,
-                source=teach.source_note(agent.model, before),
-            )
-            view.status = teach.budget_status(result.stop_reason, max_turn_tokens) or view.status
-        elif error is not None:
-            view.status = _error_text(error)
-        out.final()
-        if error is not None and not isinstance(error, LiteAgentError | KeyboardInterrupt):
-            raise error
-        return result
 
     def _ask(self, request: ApprovalRequest) -> bool:
         """Ask with ``input()`` (terminal IPython, front ends without widgets)."""
@@ -778,8 +522,8 @@ class LiteAgentMagics(Magics):
         if sub is None:
             raise UsageError(f"%agent: unknown subcommand {words[0]!r}\n\n{help_text()}")
         try:
-            args = _parser(sub).parse_args(words[1:])
-        except _HelpShown:
+            args = parser(sub).parse_args(words[1:])
+        except HelpShown:
             return
         try:
             sub.handler(self, args)
@@ -791,384 +535,3 @@ class LiteAgentMagics(Magics):
         if agent is None:
             raise UsageError(NO_KEY_MESSAGE)
         return agent
-
-
-def _error_text(error: BaseException) -> str:
-    if isinstance(error, MissingAPIKeyError):
-        return NO_KEY_MESSAGE
-    return f"error: {type(error).__name__}: {error}"
-
-
-class _BackgroundTurns:
-    """Background completion turns (SPEC §7: a background job's completion runs as a turn
-    of its own, with no ``run()`` caller), shown in cells: each in a display of its own,
-    opened in the ``%%agent`` cell that runs when its notices are read (the next one, or the
-    one running) and updated in place as its events arrive; a terminal prints it when done."""
-
-    def __init__(self, runner: AgentRunner) -> None:
-        self.runner = runner
-        self.views: dict[str, tuple[render.TurnView, _NotebookOutput | None]] = {}
-
-    def _view(self, job_id: str, rich: bool, note: str) -> tuple[render.TurnView, Any]:
-        entry = self.views.get(job_id)
-        if entry is None:
-            view = render.TurnView(notes=[note])
-            entry = self.views[job_id] = (view, _NotebookOutput(view) if rich else None)
-        return entry
-
-    def show(self, agent: LiteAgent, *, rich: bool) -> None:
-        """Show what arrived since the last call (never blocks)."""
-        notices: list[BackgroundNotice] = []
-        while True:
-            try:
-                notices.append(self.runner.notices.get_nowait())
-            except queue.Empty:
-                break
-        if not notices:
-            return
-        real = bool(getattr(agent.model, "is_real_model", True))
-        changed: dict[str, tuple[render.TurnView, Any]] = {}
-        for notice in notices:
-            job = notice.job_id
-            if isinstance(notice, BackgroundTurnStarted):
-                code = "" if notice.exit_code is None else f" (exit code {notice.exit_code})"
-                note = f"background job {job} finished{code}: {notice.description}"
-                changed[job] = self._view(job, rich, note)
-            elif isinstance(notice, BackgroundEvent):
-                view, out = self._view(job, rich, f"background job {job}")
-                if view.apply(notice.event):
-                    changed[job] = (view, out)
-            elif isinstance(notice, BackgroundTurnFinished):
-                view, out = self._view(job, rich, f"background job {job}")
-                if notice.result is not None:
-                    view.finish(
-                        notice.result, agent.options.model_name, real_model=real, background=True
-                    )
-                else:
-                    view.status = f"the background turn ended early: {notice.error}"
-                changed[job] = (view, out)
-                del self.views[job]
-                if out is None:
-                    print(f"\n{view.plain()}")
-        for _, out in changed.values():
-            if out is not None:
-                out.update()
-
-
-class _NotebookOutput:
-    """One display, updated in place (main thread only)."""
-
-    def __init__(self, view: render.TurnView) -> None:
-        self.view = view
-        self.display_id = f"lite-agent-{uuid.uuid4().hex}"
-        self.shown = False
-
-    def _bundle(self) -> dict[str, str]:
-        return {"text/markdown": self.view.markdown(), "text/plain": self.view.plain()}
-
-    def text(self, text: str) -> None:
-        pass
-
-    def tool(self, tool_id: str) -> None:
-        pass
-
-    def update(self) -> None:
-        from IPython import display as ipd
-
-        display: Any = ipd.display
-        update_display: Any = ipd.update_display
-        if not self.shown:
-            display(self._bundle(), raw=True, display_id=self.display_id)
-            self.shown = True
-        else:
-            update_display(self._bundle(), raw=True, display_id=self.display_id)
-
-    def final(self) -> None:
-        self.update()
-
-
-class _TerminalOutput:
-    """Terminal IPython: plain text printed as it streams (no display updates there)."""
-
-    def __init__(self, view: render.TurnView) -> None:
-        self.view = view
-        self.printed_tools: set[str] = set()
-        for note in view.notes:
-            print(note)
-
-    def text(self, text: str) -> None:
-        print(text, end="", flush=True)
-
-    def tool(self, tool_id: str) -> None:
-        for part in self.view.parts:
-            if isinstance(part, render.ToolLine) and part.id == tool_id and part.output:
-                print(render.tool_plain(part), end="", flush=True)
-
-    def update(self) -> None:
-        pass
-
-    def final(self) -> None:
-        if self.view.status:
-            print(f"\n[{self.view.status}]")
-        if self.view.footer:
-            print(f"\n-- {self.view.footer}")
-
-
-# ------------------------------------------------------------------------ %agent subcommands
-
-
-_TEXT = arg("--text", action="store_true", help="print the table, no widget")
-
-
-def _show(magics: LiteAgentMagics, show: Callable[..., object], text: bool = False) -> None:
-    """Show widgets of this notebook's agent (continued first); their tables instead with
-    ``text`` or where widgets cannot show (not in a kernel)."""
-    magics.continued_agent()
-    show(magics.runner.facade, text=text or not magics.in_kernel)
-
-
-@subcommand(
-    "sessions",
-    "This notebook's sessions, newest first: the session browser (Resume / New / Delete) "
-    "where widgets can show, else a table.",
-    _TEXT,
-)
-def _sessions(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
-    _show(magics, widgets.show_sessions, args.text)
-
-
-@subcommand(
-    "checkpoints",
-    "The prompts of the current session: a slider with the restore preview, Restore and "
-    "Undo restore where widgets can show, else a table.",
-    _TEXT,
-)
-def _checkpoints(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
-    _show(magics, widgets.show_checkpoints, args.text)
-
-
-@subcommand("ui", "The session browser and the checkpoint slider of the current session.")
-def _ui(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
-    _show(magics, widgets.show_ui)
-
-
-@subcommand("new", "Start a new, empty session (the current one is kept).")
-def _new(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
-    magics.require_agent()
-    sid = magics.runner.facade.clear()
-    magics._continued = True
-    print(f"new session {render.short_id(sid)}… (the next %%agent cell starts it)")
-
-
-@subcommand(
-    "resume",
-    "Continue session ID (no ID: this notebook's most recent).",
-    arg("id", nargs="?", help="a session id or the start of one"),
-)
-def _resume(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
-    agent = magics.require_agent()
-    sessions = magics.runner.facade.list_sessions()
-    if args.id is None:
-        if not sessions:
-            print("No sessions to resume yet.")
-            return
-        target = sessions[0]
-    else:
-        matches = [s for s in sessions if s.id.startswith(args.id)]
-        if len(matches) > 1:
-            raise UsageError(f"{args.id!r} matches {len(matches)} sessions; give more of the id")
-        if not matches:
-            raise UsageError(f"no session starts with {args.id!r} (see %agent sessions)")
-        target = matches[0]
-    magics.runner.facade.resume(target.id)
-    magics._continued = True
-    turns = "" if target.turns is None else f" ({target.turns} prompts)"
-    print(f"resumed session {render.short_id(agent.session_id)}…{turns}")
-
-
-@subcommand(
-    "delete",
-    "Delete session ID: its log, archive and snapshots no other session uses.",
-    arg("id", help="a session id or the start of one"),
-    arg("--yes", action="store_true", help="do not ask for confirmation"),
-)
-def _delete(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
-    magics.require_agent()
-    facade = magics.runner.facade
-    matches = [s for s in facade.list_sessions() if s.id.startswith(args.id)]
-    if len(matches) != 1:
-        raise UsageError(
-            f"{args.id!r} matches {len(matches)} sessions; give an id from %agent sessions"
-        )
-    target = matches[0]
-    if not args.yes:
-        try:
-            answer = input(
-                f"Delete session {render.short_id(target.id)}… "
-                f"({target.title or 'untitled'})? [y/N] "
-            )
-        except (EOFError, StdinNotImplementedError):
-            raise UsageError("cannot ask for confirmation here: add --yes") from None
-        if answer.strip().lower() not in ("y", "yes"):
-            print("kept.")
-            return
-    facade.delete_session(target.id)
-    print(f"deleted session {render.short_id(target.id)}…")
-
-
-@subcommand("info", "Model, session, backend, storage (and which rule chose it), usage.")
-def _info(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
-    agent = magics.agent()
-    location = magics.location
-    storage = magics.storage()
-    if not magics.sessions:
-        backend = "memory only (nothing on disk)"
-    elif magics.checkpointer_url:
-        backend = redact_url(magics.checkpointer_url)
-    else:
-        backend = f"files in {storage.base / 'sessions'}"
-    model = "none (no API key; see %agent key)"
-    if agent is not None:
-        real = getattr(agent.model, "is_real_model", True)
-        name = agent.options.model_name
-        model = name if real else f"{name} (scripted, not a real model)"
-        if teach.top_note(agent.model) is not None:
-            model = f"{name} (replayed from a cassette, not a live model)"
-    u = magics.usage
-    rows: list[tuple[str, object]] = [
-        ("model", model),
-        ("session", agent.session_id if agent is not None else "(none yet)"),
-        ("backend", backend),
-        ("storage", f"{storage.base}" if magics.sessions else "(memory only)"),
-        ("notebook", location.notebook or "(none: a console)"),
-        ("found by", location.rule),
-        ("workdir", magics._workdir().absolute()),
-        (
-            "this kernel",
-            f"{magics.turns} prompts; tokens in {u.input_tokens:,} · out {u.output_tokens:,}"
-            f" · cache read {u.cache_read_input_tokens:,} / write "
-            f"{u.cache_creation_input_tokens:,}",
-        ),
-    ]
-    rows += teach.usage_rows(magics, agent)
-    print(render.key_value_text(rows))
-
-
-@subcommand("config", "The settings (%config LiteAgentMagics.<name> = value changes one).")
-def _config(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
-    rows: list[tuple[str, object]] = [
-        (name, _setting_text(magics, name)) for name in sorted(magics.trait_names(config=True))
-    ]
-    rows.append(("API key", magics.key_source() or "not set (ANTHROPIC_API_KEY or %agent key)"))
-    rows.append(("model override", repr(MODEL.provider) if MODEL.provider else "none"))
-    print(render.key_value_text(rows))
-
-
-def _setting_text(magics: LiteAgentMagics, name: str) -> str:
-    """A setting's value for ``%agent config``; MCP servers as their names and commands or
-    URLs, never the values of their ``env`` and ``headers`` (secrets)."""
-    value = getattr(magics, name)
-    if name == "mcp_servers" and value:
-        try:
-            servers = load_servers(value)
-        except LiteAgentError as exc:
-            return f"invalid: {exc}"
-        return "; ".join(f"{s.name} ({s.describe()})" for s in servers) or "{}"
-    return repr(value)
-
-
-@subcommand("key", "Type the Anthropic API key (kept in memory only, never saved or shown).")
-def _key(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
-    try:
-        key = getpass.getpass("Anthropic API key: ").strip()
-    except (EOFError, StdinNotImplementedError):
-        raise UsageError("cannot ask for the key here; set ANTHROPIC_API_KEY instead") from None
-    if not key:
-        print("no key entered; nothing changed")
-        return
-    magics._api_key = key
-    magics._key_version += 1
-    print("key set for this kernel (memory only); the next %%agent cell uses it")
-
-
-@subcommand(
-    "compact",
-    "Summarise the conversation so far to free context (raw events stay; restore undoes it).",
-    arg("instructions", nargs="*", help="what the summary should keep (free text)"),
-)
-def _compact(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
-    magics.require_agent()
-    instructions = " ".join(args.instructions).strip() or None
-    bar = _ProgressOutput(magics.in_kernel)
-    result = magics.runner.facade.compact(instructions, on_progress=bar.step)
-    bar.finish(render.compact_text(result))
-
-
-class _ProgressOutput:
-    """A progress bar: one display updated in place in a notebook, a line per stage in a
-    terminal."""
-
-    def __init__(self, rich: bool) -> None:
-        self.rich = rich
-        self.display_id = f"lite-agent-progress-{uuid.uuid4().hex}"
-        self.shown = False
-
-    def _show(self, text: str) -> None:
-        if not self.rich:
-            print(text, flush=True)
-            return
-        from IPython import display as ipd
-
-        bundle = {"text/plain": text, "text/markdown": f"`{text}`"}
-        show: Any = ipd.update_display if self.shown else ipd.display
-        show(bundle, raw=True, display_id=self.display_id)
-        self.shown = True
-
-    def step(self, progress: Any) -> None:
-        self._show(render.progress_text(progress.stage, progress.before, progress.after))
-
-    def finish(self, text: str) -> None:
-        if self.rich:
-            self._show(render.progress_text("done", None, None))
-        print(text)
-
-
-@subcommand(
-    "restore",
-    "Rewind files and conversation to checkpoint SEQ (see %agent checkpoints).",
-    arg("seq", type=int, help="the checkpoint (the number in a footer's %agent restore N)"),
-    arg("--files-only", action="store_true", help="rewind the files, keep the conversation"),
-    arg("--conversation-only", action="store_true", help="rewind the conversation only"),
-    arg(
-        "--preview", action="store_true", help="show what would change (with diffs); change nothing"
-    ),
-    arg("--force", action="store_true", help="overwrite files changed outside the agent"),
-)
-def _restore(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
-    if args.files_only and args.conversation_only:
-        raise UsageError("%agent restore: --files-only and --conversation-only exclude each other")
-    magics.require_agent()
-    facade = magics.runner.facade
-    sid = facade.session_id
-    if args.preview:
-        print(render.plan_text(facade.preview_restore(sid, args.seq)))
-        return
-    result = facade.restore(
-        sid,
-        args.seq,
-        files=not args.conversation_only,
-        conversation=not args.files_only,
-        force=args.force,
-    )
-    print(render.restore_text(result, args.seq))
-
-
-@subcommand("undo", "Undo the last restore of the current session (files and conversation).")
-def _undo(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
-    magics.require_agent()
-    facade = magics.runner.facade
-    result = facade.undo_restore(facade.session_id)
-    print(render.restore_text(result, None))
-
-
-from . import teach  # noqa: E402  (registers %agent record/replay/live; uses the names above)

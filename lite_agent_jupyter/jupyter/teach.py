@@ -4,7 +4,9 @@ Owns where the kernel's agent gets its answers (the live model, the live model r
 a cassette, or a cassette replayed with no key and no network), what the ``replay`` settings
 of :class:`~.magics.LiteAgentMagics` mean, the note and footer that mark replayed answers,
 and the usage lines of ``%agent info`` (per session and per notebook, with a cost only from
-prices the user gives). The cassette format is ``providers/cassette.py``'s.
+prices the user gives). The cassette format is ``providers/cassette.py``'s. Must not import
+the magics (it reads them through :class:`TeachSettings`) nor register subcommands: the
+``%agent record`` / ``replay`` / ``live`` commands are ``commands/teaching.py``.
 
 A teacher records at home (``%agent record lesson.jsonl``, then the lesson's ``%%agent``
 cells with the real model) and replays in class (``%agent replay lesson.jsonl``, or
@@ -14,20 +16,17 @@ same answers and make the same files, with no API key in the room.
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from IPython.core.error import UsageError
 
 from ..agent import LiteAgent, Price, UsageTotals
 from ..providers import RecordingProvider, ReplayProvider, record, replay
 from ..providers.base import Provider
-from .magics import arg, subcommand
-
-if TYPE_CHECKING:
-    from .magics import LiteAgentMagics
+from .context import NotebookLocation
+from .runner import AgentRunner
 
 
 @dataclass
@@ -41,7 +40,28 @@ class TeachState:
     """The next ``%%agent`` cell starts a new session (set by record and replay)."""
 
 
-def take_fresh_start(magics: LiteAgentMagics, *, continued: bool) -> bool:
+class TeachSettings(Protocol):
+    """What teaching mode reads of the magics (``LiteAgentMagics`` is one): the settings
+    and state it needs, so that this module stays below the magics (no import circle)."""
+
+    teach: TeachState
+    location: NotebookLocation
+    runner: AgentRunner
+
+    @property
+    def replay(self) -> str: ...
+
+    @property
+    def replay_speed(self) -> float: ...
+
+    @property
+    def replay_strict(self) -> bool: ...
+
+    @property
+    def prices(self) -> dict[Any, Any]: ...
+
+
+def take_fresh_start(magics: TeachSettings, *, continued: bool) -> bool:
     """Whether the next turn must start a new session: right after ``%agent record`` or
     ``%agent replay`` (and in a new kernel with ``replay`` set), so the recorded requests and
     the replayed ones begin from the same empty conversation instead of continuing whatever
@@ -52,13 +72,13 @@ def take_fresh_start(magics: LiteAgentMagics, *, continued: bool) -> bool:
     return fresh
 
 
-def cassette_path(magics: LiteAgentMagics, value: str) -> Path:
+def cassette_path(magics: TeachSettings, value: str) -> Path:
     """A cassette path as the user wrote it: relative to the notebook's folder."""
     path = Path(value).expanduser()
     return path if path.is_absolute() else magics.location.folder / path
 
 
-def choose_model(magics: LiteAgentMagics, live: Provider | None) -> Provider | None:
+def choose_model(magics: TeachSettings, live: Provider | None) -> Provider | None:
     """The provider for the next turn: the replay if ``replay`` is set, else the live model
     (wrapped by a recorder while recording), else ``None`` (no key)."""
     state = magics.teach
@@ -140,7 +160,7 @@ def budget_status(result_stop: str | None, cap: int | None) -> str | None:
 # ------------------------------------------------------------------------ usage for %agent info
 
 
-def prices(magics: LiteAgentMagics) -> dict[str, Price] | None:
+def prices(magics: TeachSettings) -> dict[str, Price] | None:
     """``LiteAgentMagics.prices`` as :class:`Price` objects (``None`` when not set)."""
     raw: dict[str, Any] = dict(magics.prices or {})
     if not raw:
@@ -159,7 +179,7 @@ def prices(magics: LiteAgentMagics) -> dict[str, Price] | None:
     return out
 
 
-def usage_rows(magics: LiteAgentMagics, agent: LiteAgent | None) -> list[tuple[str, object]]:
+def usage_rows(magics: TeachSettings, agent: LiteAgent | None) -> list[tuple[str, object]]:
     """``%agent info`` rows: where answers come from, this session's and this notebook's
     usage (read from the logs, so they include earlier kernels)."""
     rows: list[tuple[str, object]] = []
@@ -186,61 +206,3 @@ def usage_rows(magics: LiteAgentMagics, agent: LiteAgent | None) -> list[tuple[s
         count = len(by_session)
         rows.append(("notebook usage", f"{total.summary()} in {count} session{'s' * (count != 1)}"))
     return rows
-
-
-# ------------------------------------------------------------------------ %agent subcommands
-
-
-@subcommand(
-    "record",
-    "Record every model answer to a cassette file (PATH) for %agent replay.",
-    arg("path", help="the cassette file (JSON lines), relative to the notebook's folder"),
-)
-def _record(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
-    path = cassette_path(magics, args.path)
-    magics.teach.record_path = path
-    magics.teach.fresh = True
-    magics.replay = ""
-    note = "" if magics.key_source() else " (no API key yet: %agent key, or set one)"
-    print(
-        f"recording: each model answer of the next %%agent cells is appended to {path}{note}. "
-        "No API key or header is saved. `%agent live` stops; "
-        f"`%agent replay {args.path}` plays it back. The next %%agent cell starts a new session."
-    )
-
-
-@subcommand(
-    "replay",
-    "Answer from a cassette recorded with %agent record: offline, no API key.",
-    arg("path", help="the cassette file, relative to the notebook's folder"),
-    arg("--speed", type=float, default=None, help="2 = twice as fast, 0 = instant"),
-    arg(
-        "--fallback",
-        action="store_true",
-        help="requests not in the cassette go to the live model instead of failing",
-    ),
-)
-def _replay(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
-    magics.teach.record_path = None
-    if args.speed is not None:
-        if args.speed < 0:
-            raise UsageError("%agent replay --speed: a number >= 0 (0: instant)")
-        magics.replay_speed = args.speed
-    magics.replay_strict = not args.fallback
-    magics.replay = args.path
-    magics.teach.fresh = True
-    player = choose_model(magics, magics.live_model() if args.fallback else None)
-    assert isinstance(player, ReplayProvider)
-    print(
-        f"replaying {player.path}: {player.recorded_calls} recorded model calls, no API key "
-        f"needed, speed {player.speed:g}; the next %%agent cell starts a new session. "
-        "`%agent live` goes back to the live model."
-    )
-
-
-@subcommand("live", "Stop recording or replaying: the live model answers again.")
-def _live(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
-    was = "replay" if magics.replay else ("recording" if magics.teach.record_path else None)
-    magics.teach.record_path = None
-    magics.replay = ""
-    print(f"live model from the next cell{f' ({was} stopped)' if was else ''}.")

@@ -1,6 +1,6 @@
 """``%agent mcp``: the kernel agent's MCP servers, their state and their tools.
 
-Its own module, registered into the ``%agent`` subcommand registry like ``teach``. Reading
+Its own module, registered into the ``%agent`` subcommand registry (``registry.py``). Reading
 the state is safe from the kernel's thread (plain attributes the loop thread writes whole);
 ``--start`` starts every server on the agent's loop and waits for them.
 """
@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import argparse
 
-from . import render
-from .magics import LiteAgentMagics, arg, subcommand
+from .. import render
+from ..magics import LiteAgentMagics
+from ..registry import arg, subcommand
 
 
 @subcommand(

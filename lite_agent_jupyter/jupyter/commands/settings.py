@@ -1,0 +1,94 @@
+"""``%agent info / config / key``: what the kernel's agent is set up with, and the API key.
+
+Owns these subcommands. Must not know the other domains' commands; the usage rows of
+``info`` come from ``jupyter/teach.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+
+from IPython.core.error import StdinNotImplementedError, UsageError
+
+from ...checkpoint.url import redact_url
+from ...errors import LiteAgentError
+from ...tools.mcp import load_servers
+from .. import render, teach
+from ..magics import MODEL, LiteAgentMagics
+from ..registry import subcommand
+
+
+@subcommand("info", "Model, session, backend, storage (and which rule chose it), usage.")
+def _info(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
+    agent = magics.agent()
+    location = magics.location
+    storage = magics.storage()
+    if not magics.sessions:
+        backend = "memory only (nothing on disk)"
+    elif magics.checkpointer_url:
+        backend = redact_url(magics.checkpointer_url)
+    else:
+        backend = f"files in {storage.base / 'sessions'}"
+    model = "none (no API key; see %agent key)"
+    if agent is not None:
+        real = getattr(agent.model, "is_real_model", True)
+        name = agent.options.model_name
+        model = name if real else f"{name} (scripted, not a real model)"
+        if teach.top_note(agent.model) is not None:
+            model = f"{name} (replayed from a cassette, not a live model)"
+    u = magics.usage
+    rows: list[tuple[str, object]] = [
+        ("model", model),
+        ("session", agent.session_id if agent is not None else "(none yet)"),
+        ("backend", backend),
+        ("storage", f"{storage.base}" if magics.sessions else "(memory only)"),
+        ("notebook", location.notebook or "(none: a console)"),
+        ("found by", location.rule),
+        ("workdir", magics._workdir().absolute()),
+        (
+            "this kernel",
+            f"{magics.turns} prompts; tokens in {u.input_tokens:,} · out {u.output_tokens:,}"
+            f" · cache read {u.cache_read_input_tokens:,} / write "
+            f"{u.cache_creation_input_tokens:,}",
+        ),
+    ]
+    rows += teach.usage_rows(magics, agent)
+    print(render.key_value_text(rows))
+
+
+@subcommand("config", "The settings (%config LiteAgentMagics.<name> = value changes one).")
+def _config(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
+    rows: list[tuple[str, object]] = [
+        (name, _setting_text(magics, name)) for name in sorted(magics.trait_names(config=True))
+    ]
+    rows.append(("API key", magics.key_source() or "not set (ANTHROPIC_API_KEY or %agent key)"))
+    rows.append(("model override", repr(MODEL.provider) if MODEL.provider else "none"))
+    print(render.key_value_text(rows))
+
+
+def _setting_text(magics: LiteAgentMagics, name: str) -> str:
+    """A setting's value for ``%agent config``; MCP servers as their names and commands or
+    URLs, never the values of their ``env`` and ``headers`` (secrets)."""
+    value = getattr(magics, name)
+    if name == "mcp_servers" and value:
+        try:
+            servers = load_servers(value)
+        except LiteAgentError as exc:
+            return f"invalid: {exc}"
+        return "; ".join(f"{s.name} ({s.describe()})" for s in servers) or "{}"
+    return repr(value)
+
+
+@subcommand("key", "Type the Anthropic API key (kept in memory only, never saved or shown).")
+def _key(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
+    try:
+        key = getpass.getpass("Anthropic API key: ").strip()
+    except (EOFError, StdinNotImplementedError):
+        raise UsageError("cannot ask for the key here; set ANTHROPIC_API_KEY instead") from None
+    if not key:
+        print("no key entered; nothing changed")
+        return
+    magics._api_key = key
+    magics._key_version += 1
+    print("key set for this kernel (memory only); the next %%agent cell uses it")

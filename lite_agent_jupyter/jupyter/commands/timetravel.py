@@ -1,0 +1,65 @@
+"""``%agent checkpoints / restore / undo``: time travel in the notebook.
+
+Owns these subcommands; the planning, conflict check and journal are the agent's
+(``agent/restore.py``), the slider is ``widgets/checkpoint_slider.py``. Must not know the other
+domains' commands (it reuses :func:`.sessions.show_widgets` only).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from IPython.core.error import UsageError
+
+from .. import render, widgets
+from ..magics import LiteAgentMagics
+from ..registry import arg, subcommand
+from .sessions import TEXT, show_widgets
+
+
+@subcommand(
+    "checkpoints",
+    "The prompts of the current session: a slider with the restore preview, Restore and "
+    "Undo restore where widgets can show, else a table.",
+    TEXT,
+)
+def _checkpoints(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
+    show_widgets(magics, widgets.show_checkpoints, args.text)
+
+
+@subcommand(
+    "restore",
+    "Rewind files and conversation to checkpoint SEQ (see %agent checkpoints).",
+    arg("seq", type=int, help="the checkpoint (the number in a footer's %agent restore N)"),
+    arg("--files-only", action="store_true", help="rewind the files, keep the conversation"),
+    arg("--conversation-only", action="store_true", help="rewind the conversation only"),
+    arg(
+        "--preview", action="store_true", help="show what would change (with diffs); change nothing"
+    ),
+    arg("--force", action="store_true", help="overwrite files changed outside the agent"),
+)
+def _restore(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
+    if args.files_only and args.conversation_only:
+        raise UsageError("%agent restore: --files-only and --conversation-only exclude each other")
+    magics.require_agent()
+    facade = magics.runner.facade
+    sid = facade.session_id
+    if args.preview:
+        print(render.plan_text(facade.preview_restore(sid, args.seq)))
+        return
+    result = facade.restore(
+        sid,
+        args.seq,
+        files=not args.conversation_only,
+        conversation=not args.files_only,
+        force=args.force,
+    )
+    print(render.restore_text(result, args.seq))
+
+
+@subcommand("undo", "Undo the last restore of the current session (files and conversation).")
+def _undo(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
+    magics.require_agent()
+    facade = magics.runner.facade
+    result = facade.undo_restore(facade.session_id)
+    print(render.restore_text(result, None))

@@ -1,0 +1,105 @@
+"""The ``%agent SUB ...`` registry: the table of subcommands, their parser and help.
+
+Owns :data:`SUBCOMMANDS`, the :func:`subcommand` decorator, :func:`arg`, the argparse parser
+that turns a usage mistake into IPython's ``UsageError`` (and ``-h`` into printed help), and
+the text of ``%agent help``. Must not know any subcommand, the magics class or the agent: it
+sits below all of them, so anything may register into it without an import circle.
+
+Adding a subcommand domain is a one-file job: create ``jupyter/commands/<domain>.py`` and
+register its handlers there; ``jupyter/commands/__init__.py`` imports every module of that
+package when the extension loads, so nothing else needs editing::
+
+    # docstring first: what this module owns, what it must not know
+    import argparse
+
+    from ..magics import LiteAgentMagics
+    from ..registry import arg, subcommand
+
+
+    @subcommand("review", "One line for %agent help.", arg("seq", type=int, help="..."))
+    def _review(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
+        magics.require_agent()
+        ...
+
+A handler gets the kernel's :class:`~.magics.LiteAgentMagics` and the parsed arguments; it
+prints through ``render`` (never raw untrusted text) and raises ``UsageError`` for bad input.
+A typed ``LiteAgentError`` it raises is printed as one line by the dispatcher.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from IPython.core.error import UsageError
+
+Handler = Callable[[Any, argparse.Namespace], object]
+"""``handler(magics, args)``: ``magics`` is the kernel's ``LiteAgentMagics`` (typed ``Any``
+here so that this module stays below the magics)."""
+
+Argument = tuple[tuple[str, ...], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Subcommand:
+    name: str
+    help: str
+    handler: Handler
+    arguments: Sequence[Argument]
+
+
+SUBCOMMANDS: dict[str, Subcommand] = {}
+"""``%agent NAME ...`` handlers, in the order ``%agent help`` lists them."""
+
+H = TypeVar("H", bound=Handler)
+
+
+def subcommand(name: str, help: str, *arguments: Argument) -> Callable[[H], H]:
+    """Register ``%agent NAME``; ``arguments`` are ``(flags, argparse kwargs)`` pairs."""
+
+    def register(handler: H) -> H:
+        SUBCOMMANDS[name] = Subcommand(name, help, handler, arguments)
+        return handler
+
+    return register
+
+
+def arg(*flags: str, **kwargs: Any) -> Argument:
+    return flags, kwargs
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse for magics: an error is IPython's ``UsageError``; ``-h`` prints and stops."""
+
+    def error(self, message: str) -> Any:
+        raise UsageError(f"{self.prog}: {message}\n{self.format_usage()}")
+
+    def exit(self, status: int = 0, message: str | None = None) -> Any:
+        if message:
+            print(message)
+        raise HelpShown
+
+
+class HelpShown(Exception):
+    """``-h`` was given: the help is printed, there is nothing to run."""
+
+
+def parser(sub: Subcommand) -> Parser:
+    parser = Parser(prog=f"%agent {sub.name}", description=sub.help, add_help=True)
+    for flags, kwargs in sub.arguments:
+        parser.add_argument(*flags, **kwargs)
+    return parser
+
+
+def help_text() -> str:
+    width = max(len(n) for n in SUBCOMMANDS)
+    lines = ["%agent SUBCOMMAND [options]   (%agent SUBCOMMAND -h for its options)", ""]
+    lines += [f"  {name.ljust(width)}  {sub.help}" for name, sub in SUBCOMMANDS.items()]
+    lines += [
+        "",
+        "%%agent [--session ID] [--new] [--memory] [--quiet] [--no-interpolate]",
+        "  the cell is the prompt; {var}, {In[n]}, {Out[n]}, {Err[n]} are filled in.",
+    ]
+    return "\n".join(lines)

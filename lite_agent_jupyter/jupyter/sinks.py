@@ -1,0 +1,103 @@
+"""Where a turn's rendered text goes: the output sinks of ``%%agent`` and ``%agent``.
+
+A sink takes what :mod:`.render` built (the one renderer of untrusted text) and puts it on the
+page: a notebook display updated in place (:class:`NotebookOutput`), plain text printed as it
+streams in terminal IPython (:class:`TerminalOutput`), or a progress bar
+(:class:`ProgressOutput`). Must not build text of its own from untrusted input, and must not
+know the agent, the magics or any subcommand.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from . import render
+
+
+class NotebookOutput:
+    """One display, updated in place (main thread only)."""
+
+    def __init__(self, view: render.TurnView) -> None:
+        self.view = view
+        self.display_id = f"lite-agent-{uuid.uuid4().hex}"
+        self.shown = False
+
+    def _bundle(self) -> dict[str, str]:
+        return {"text/markdown": self.view.markdown(), "text/plain": self.view.plain()}
+
+    def text(self, text: str) -> None:
+        pass
+
+    def tool(self, tool_id: str) -> None:
+        pass
+
+    def update(self) -> None:
+        from IPython import display as ipd
+
+        display: Any = ipd.display
+        update_display: Any = ipd.update_display
+        if not self.shown:
+            display(self._bundle(), raw=True, display_id=self.display_id)
+            self.shown = True
+        else:
+            update_display(self._bundle(), raw=True, display_id=self.display_id)
+
+    def final(self) -> None:
+        self.update()
+
+
+class TerminalOutput:
+    """Terminal IPython: plain text printed as it streams (no display updates there)."""
+
+    def __init__(self, view: render.TurnView) -> None:
+        self.view = view
+        self.printed_tools: set[str] = set()
+        for note in view.notes:
+            print(note)
+
+    def text(self, text: str) -> None:
+        print(text, end="", flush=True)
+
+    def tool(self, tool_id: str) -> None:
+        for part in self.view.parts:
+            if isinstance(part, render.ToolLine) and part.id == tool_id and part.output:
+                print(render.tool_plain(part), end="", flush=True)
+
+    def update(self) -> None:
+        pass
+
+    def final(self) -> None:
+        if self.view.status:
+            print(f"\n[{self.view.status}]")
+        if self.view.footer:
+            print(f"\n-- {self.view.footer}")
+
+
+class ProgressOutput:
+    """A progress bar: one display updated in place in a notebook, a line per stage in a
+    terminal."""
+
+    def __init__(self, rich: bool) -> None:
+        self.rich = rich
+        self.display_id = f"lite-agent-progress-{uuid.uuid4().hex}"
+        self.shown = False
+
+    def _show(self, text: str) -> None:
+        if not self.rich:
+            print(text, flush=True)
+            return
+        from IPython import display as ipd
+
+        bundle = {"text/plain": text, "text/markdown": f"`{text}`"}
+        show: Any = ipd.update_display if self.shown else ipd.display
+        show(bundle, raw=True, display_id=self.display_id)
+        self.shown = True
+
+    def step(self, progress: Any) -> None:
+        self._show(render.progress_text(progress.stage, progress.before, progress.after))
+
+    def finish(self, text: str) -> None:
+        if self.rich:
+            self._show(render.progress_text("done", None, None))
+        print(text)

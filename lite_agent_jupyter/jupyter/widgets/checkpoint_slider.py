@@ -1,0 +1,352 @@
+"""The checkpoint slider: one stop per prompt of a session, the restore preview, Restore,
+Restore anyway and Undo restore.
+
+Owns the slider's stops, its preview and its restore/undo actions. Must not know the session
+browser or how it is shown (``show.py``); talks to the agent only through
+:class:`CheckpointControls`.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+import ipywidgets as w
+
+from ...agent import Checkpoint, RestorePlan, RestoreResult
+from ...errors import RestoreConflictError
+from .. import render
+from .controls import CheckpointControls
+from .parts import Look, Reporter, batched, fill, relative_time, shorten
+
+SUMMARY_CHECKPOINTS = 20
+"""The static summary under the slider lists this many of the newest checkpoints."""
+
+NOT_REWOUND = (
+    "Restore rewinds the files the agent changed in its workdir and, if chosen, the "
+    "conversation. Kernel variables and effects outside the workdir (databases, network, "
+    "other folders) are not rewound."
+)
+
+
+def first_words(text: str, count: int = 6, width: int = 40) -> str:
+    words = text.split()
+    short = " ".join(words[:count])
+    if len(words) > count:
+        short += "…"
+    return shorten(short, width) or "(empty prompt)"
+
+
+def stop_label(checkpoint: Checkpoint) -> str:
+    """The slider readout of a stop: the state just before that prompt."""
+    return f"before: {first_words(checkpoint.prompt)}"
+
+
+def _when(ts: datetime, now: datetime | None = None) -> str:
+    return f"{ts.astimezone(UTC).strftime('%Y-%m-%d %H:%M:%S UTC')} ({relative_time(ts, now)})"
+
+
+_ACTION_WORDS = {
+    "rewrite": "restore",
+    "delete": "delete",
+    "recreate": "re-create",
+    "unchanged": "unchanged",
+    "conflict": "CONFLICT",
+}
+
+
+class CheckpointSlider:
+    """A slider over the prompts of one session with a preview, Restore and Undo restore.
+
+    Each stop is the state just before that prompt, oldest on the left; it starts on the
+    newest stop with its preview on screen, so Restore works at once. ``Restore anyway``
+    and ``Undo restore`` are in the button row only while they apply.
+    """
+
+    def __init__(
+        self, controls: CheckpointControls, session_id: str | None = None, *, load: bool = True
+    ) -> None:
+        """``load=False`` builds the frame only; :meth:`reload` fills it (see
+        :class:`SessionBrowser`)."""
+        self.controls = controls
+        self.session_id = session_id or controls.session_id
+        self.checkpoints: list[Checkpoint] = []
+        self.plan: RestorePlan | None = None
+        self._moving = False
+        look = Look()
+        self.report = Reporter(look)
+        self.title = look.html("<b>Checkpoints</b> (reading…)")
+        self.slider = w.SelectionSlider(
+            options=[("(none)", 0)],
+            value=0,
+            continuous_update=False,
+            # Our own readout: the built-in one is a narrow box that cuts the prompt's words.
+            readout=False,
+            layout=w.Layout(flex="1 1 auto", min_width="0"),
+            style={"description_width": "0px"},
+            _dom_classes=("lite-agent-slider",),
+        )
+        self.readout = w.HTML(
+            layout=w.Layout(flex="0 1 auto", max_width="50%"),
+            style=look.html_style,
+            _dom_classes=("lite-agent-readout",),
+        )
+        self.slider.observe(self._moved, names="value")
+        self.preview = look.html(name="preview")
+        self.diffs_button = w.ToggleButton(
+            value=False, description="Show diffs", icon="code", layout=look.auto
+        )
+        self.diffs_button.observe(lambda _c: self._draw_diffs(), names="value")
+        self.diffs = look.html(name="diffs")
+        self.files_toggle = w.Checkbox(
+            value=True, description="files", indent=False, layout=look.auto
+        )
+        self.conversation_toggle = w.Checkbox(
+            value=True,
+            description="conversation",
+            indent=False,
+            layout=look.auto,
+            style=self.files_toggle.style,
+        )
+        self.restore_button = look.button("Restore", "restore", button_style="warning", icon="undo")
+        self.restore_button.on_click(lambda _b: self.restore())
+        self.force_button = look.button("Restore anyway", "restore-anyway", button_style="danger")
+        self.force_button.on_click(lambda _b: self.restore(force=True))
+        self.undo_button = look.button("Undo restore", "undo", icon="redo")
+        self.undo_button.on_click(lambda _b: self.undo())
+        self.result = look.html(name="result")
+        self.note = look.html(f"<small><i>{html.escape(NOT_REWOUND)}</i></small>")
+        self._undoable = False
+        self._conflicted = False
+        self.actions = look.hbox(self._buttons())
+        self.widget = w.VBox(
+            [
+                self.title,
+                w.HBox(
+                    [self.slider, self.readout],
+                    layout=w.Layout(width="100%", align_items="center"),
+                ),
+                self.preview,
+                self.actions,
+                self.diffs,
+                self.result,
+                self.report.status,
+                self.note,
+            ],
+            layout=look.full,
+            _dom_classes=("lite-agent-checkpoints",),
+        )
+        if load:
+            self.reload()
+
+    # -- reading ------------------------------------------------------------------------
+
+    @property
+    def selected(self) -> Checkpoint | None:
+        if not self.checkpoints:
+            return None
+        return self.checkpoints[int(self.slider.value)]
+
+    def shows(self, button: w.Button) -> bool:
+        """Whether ``button`` is in the button row now (Restore anyway, Undo restore)."""
+        return button in self.actions.children
+
+    def _buttons(self) -> list[w.Widget]:
+        extra = [self.force_button] if self._conflicted else []
+        extra += [self.undo_button] if self._undoable else []
+        base = [self.restore_button, self.files_toggle, self.conversation_toggle]
+        return [*base, self.diffs_button, *extra]
+
+    def _set_buttons(self, *, conflicted: bool | None = None, undoable: bool | None = None) -> None:
+        if conflicted is not None:
+            self._conflicted = conflicted
+        if undoable is not None:
+            self._undoable = undoable
+        wanted = self._buttons()
+        if list(self.actions.children) != wanted:
+            self.actions.children = wanted
+
+    def fill(self) -> None:
+        """First reading of a slider already on screen (see :func:`show_checkpoints`)."""
+        fill(self.report, "Reading the checkpoints", self.reload)
+
+    def reload(self) -> None:
+        """Re-read the checkpoints; select the newest stop and preview it."""
+        self.checkpoints = list(self.controls.list_checkpoints(self.session_id))
+        count = len(self.checkpoints)
+        with batched(self.slider, self.title, self.restore_button):
+            self.title.value = (
+                f"<b>Checkpoints</b> of session {html.escape(render.short_id(self.session_id))}"
+                f": {count} prompt{'s' * (count != 1)}"
+                + (", oldest on the left" if count > 1 else "")
+            )
+            self._moving = True
+            try:
+                if count:
+                    self.slider.options = [
+                        (stop_label(cp), index) for index, cp in enumerate(self.checkpoints)
+                    ]
+                    self.slider.value = count - 1
+                else:
+                    self.slider.options = [("no prompts yet", 0)]
+                    self.slider.value = 0
+            finally:
+                self._moving = False
+            # One stop: a slider cannot move; the readout still names the prompt.
+            self.slider.disabled = count < 2
+            self.restore_button.disabled = count == 0
+        self._show_preview()
+
+    def _moved(self, _change: object) -> None:
+        if not self._moving:
+            self.report.run("Preview", self._show_preview)
+
+    def _show_preview(self) -> None:
+        self._set_buttons(conflicted=False)
+        checkpoint = self.selected
+        if checkpoint is None:
+            self.plan = None
+            with batched(self.readout, self.preview):
+                self.readout.value = "<i>no prompts yet</i>"
+                self.preview.value = "<i>No prompts in this session yet: nothing to restore.</i>"
+            self._draw_diffs()
+            return
+        self.plan = self.controls.preview_restore(self.session_id, checkpoint.seq)
+        with batched(self.readout, self.preview):
+            self.readout.value = f"<b>{html.escape(stop_label(checkpoint))}</b>"
+            self.preview.value = _preview_html(checkpoint, int(self.slider.value) + 1, self.plan)
+        self._draw_diffs()
+
+    def _draw_diffs(self) -> None:
+        if not self.diffs_button.value or self.plan is None:
+            self.diffs.value = ""
+            return
+        blocks = [
+            f"<pre style='font-size:90%;overflow-x:auto'>{html.escape(f.diff)}</pre>"
+            for f in self.plan.files
+            if f.diff
+        ]
+        self.diffs.value = "".join(blocks) or "<i>No text differences to show.</i>"
+
+    def summary(self) -> str:
+        """The static text printed under the widget (widget state is not saved)."""
+        return (
+            f"Checkpoints of session {render.short_id(self.session_id)}… "
+            f"({len(self.checkpoints)} prompts):\n"
+            + render.checkpoints_text(self.checkpoints, limit=SUMMARY_CHECKPOINTS)
+        )
+
+    # -- actions ------------------------------------------------------------------------
+
+    def _busy(self) -> bool:
+        if self.controls.is_busy(self.session_id):
+            self.report.busy(self.session_id)
+            return True
+        return False
+
+    def restore(self, *, force: bool = False) -> None:
+        def action() -> None:
+            checkpoint = self.selected
+            if checkpoint is None or self._busy():
+                return
+            files = bool(self.files_toggle.value)
+            conversation = bool(self.conversation_toggle.value)
+            if not (files or conversation):
+                self.report.ok("Nothing to restore: tick files, conversation or both.")
+                return
+            try:
+                result = self.controls.restore(
+                    self.session_id,
+                    checkpoint.seq,
+                    files=files,
+                    conversation=conversation,
+                    force=force,
+                )
+            except RestoreConflictError as error:
+                self._show_conflicts(error)
+                return
+            label = stop_label(checkpoint)
+            self.result.value = _result_html(f"Restored to {label}", result)
+            self._set_buttons(undoable=True)
+            self.reload()
+            self.report.ok(f"Restored session {render.short_id(self.session_id)} to {label}.")
+
+        self.report.run("Restore", action)
+
+    def _show_conflicts(self, error: RestoreConflictError) -> None:
+        paths = error.paths or (self.plan.conflicts if self.plan else ())
+        listed = ", ".join(f"<code>{html.escape(p)}</code>" for p in paths)
+        self.result.value = (
+            "<b>Not restored</b>: these files were changed outside the agent since it last "
+            f"wrote them: {listed or html.escape(str(error))}. Nothing was changed. "
+            "<b>Restore anyway</b> overwrites them (Undo restore brings them back)."
+        )
+        self._set_buttons(conflicted=True)
+        self.report.ok("Restore refused: files edited outside the agent.")
+
+    def undo(self) -> None:
+        def action() -> None:
+            if self._busy():
+                return
+            result = self.controls.undo_restore(self.session_id)
+            self.result.value = _result_html("Undid the last restore", result, undo=True)
+            self._set_buttons(undoable=False)
+            self.reload()
+            self.report.ok(f"Undid the last restore of session {render.short_id(self.session_id)}.")
+
+        self.report.run("Undo restore", action)
+
+
+def _preview_html(checkpoint: Checkpoint, number: int, plan: RestorePlan) -> str:
+    """The preview of one stop: its prompt and time, the files a restore would change, how
+    much of the conversation it cuts, files edited outside the agent."""
+    parts = [
+        f"<div><b>Before prompt {number}</b> · {html.escape(_when(checkpoint.ts))} · "
+        f"seq {checkpoint.seq}</div>",
+        "<div style='white-space:pre-wrap;border-left:3px solid "
+        "var(--jp-border-color1,#ccc);padding-left:6px;margin:4px 0'>"
+        f"{html.escape(shorten(checkpoint.prompt, 400))}</div>",
+    ]
+    changes = [f for f in plan.files if f.action != "unchanged"]
+    if changes:
+        items = "".join(
+            f"<li><code>{html.escape(f.path)}</code>: "
+            f"{html.escape(_ACTION_WORDS.get(f.action, f.action))}"
+            f"{' — ' + html.escape(f.summary) if f.summary else ''}</li>"
+            for f in changes
+        )
+        parts.append(f"<div>Files a restore would change ({len(changes)}):<ul>{items}</ul></div>")
+    else:
+        parts.append("<div>No file would change.</div>")
+    cut = plan.events_cut
+    parts.append(
+        f"<div>Conversation: {cut} event{'s' * (cut != 1)} after this point would be "
+        "cut (kept for Undo restore).</div>"
+    )
+    if plan.conflicts:
+        parts.append(
+            "<div><b>Edited outside the agent</b> (Restore will refuse; "
+            "Restore anyway overwrites): "
+            + ", ".join(f"<code>{html.escape(p)}</code>" for p in plan.conflicts)
+            + "</div>"
+        )
+    return "".join(parts)
+
+
+def _result_html(what: str, result: RestoreResult, *, undo: bool = False) -> str:
+    def paths(items: Sequence[str]) -> str:
+        return ", ".join(f"<code>{html.escape(p)}</code>" for p in items) or "none"
+
+    parts = [
+        f"<b>{html.escape(what)}</b>.",
+        f"Files written: {paths(result.restored)}.",
+        f"Deleted: {paths(result.deleted)}.",
+    ]
+    if result.skipped:
+        parts.append(f"Skipped: {paths(result.skipped)}.")
+    if result.conversation_restored:
+        parts.append("Conversation put back." if undo else "Conversation rewound.")
+    else:
+        parts.append("Conversation unchanged." if undo else "Conversation kept.")
+    return " ".join(parts)

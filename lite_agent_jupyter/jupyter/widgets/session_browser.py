@@ -1,0 +1,259 @@
+"""The session browser: a page of this notebook's sessions with Resume / New / Delete.
+
+Owns the browser's rows, paging and its two-click delete. Must not know the checkpoint slider
+or how it is shown (``show.py``); talks to the agent only through :class:`SessionControls`.
+"""
+
+from __future__ import annotations
+
+import html
+from datetime import UTC, datetime
+
+import ipywidgets as w
+
+from ...checkpoint.protocol import SessionInfo
+from .. import render
+from .controls import SessionControls
+from .parts import Look, Reporter, batched, fill, relative_time, shorten
+
+_SESSIONS_CSS = (
+    "<style>.lite-agent-sessions select{font-family:var(--jp-code-font-family,monospace);"
+    "font-size:var(--jp-code-font-size,13px)}</style>"
+)
+
+
+def session_row(info: SessionInfo, current: bool, now: datetime | None = None) -> str:
+    """One row of the browser: mark, short id, modified, prompts, first prompt."""
+    turns = "" if info.turns is None else f"{info.turns} prompt{'s' * (info.turns != 1)}"
+    cells = [
+        "●" if current else " ",
+        f"{render.short_id(info.id):<8}",
+        f"{relative_time(info.mtime, now):<11}",
+        f"{turns:>11}",
+        shorten(info.title, 90) or "(no prompt)",
+    ]
+    # Non-breaking spaces: a browser collapses runs of ordinary ones inside <option>.
+    return "  ".join(cells).replace(" ", "\u00a0")
+
+
+class SessionBrowser:
+    """A page of sessions (one row each, the current one marked ● and selected) with
+    Resume / Delete for the selected row (Delete asks for a second click) and New.
+
+    ``browser.widget`` is the widget to display. The rows are the options of one ``Select``
+    and only one page is sent to the front end, so thousands of sessions cost what one page
+    costs on screen.
+    """
+
+    def __init__(
+        self, controls: SessionControls, *, page_size: int = 15, load: bool = True
+    ) -> None:
+        """``load=False`` builds the empty frame only; :meth:`refresh` fills it (``show_*``
+        display the frame first, so the front end draws it while the kernel lists)."""
+        if page_size < 1:
+            raise ValueError("page_size must be at least 1")
+        self.controls = controls
+        self.page_size = page_size
+        self.page = 0
+        self.sessions: list[SessionInfo] = []
+        self.confirming: str | None = None
+        self._drawing = False
+        look = Look()
+        self.report = Reporter(look)
+        self.title = look.html(f"{_SESSIONS_CSS}<b>Sessions</b> (reading…)")
+        self.new_button = look.button("New", "new", icon="plus", tooltip="new empty session")
+        self.refresh_button = look.button("Refresh", "refresh", icon="refresh")
+        self.prev_button = look.button("◀ Newer", "newer")
+        self.next_button = look.button("Older ▶", "older")
+        self.page_label = look.html()
+        self.rows = w.Select(
+            options=[], rows=2, layout=look.full, _dom_classes=("lite-agent-session-rows",)
+        )
+        self.resume_button = look.button("Resume", "resume", button_style="primary")
+        self.delete_button = look.button("Delete", "delete")
+        self.new_button.on_click(lambda _b: self.new())
+        self.refresh_button.on_click(lambda _b: self.report.run("Refresh", self._refresh_ok))
+        self.prev_button.on_click(lambda _b: self.show_page(self.page - 1))
+        self.next_button.on_click(lambda _b: self.show_page(self.page + 1))
+        self.resume_button.on_click(lambda _b: self.resume(self.selected))
+        self.delete_button.on_click(lambda _b: self.delete(self.selected))
+        self.rows.observe(self._selection_changed, names="value")
+        self.header = look.hbox(
+            [
+                self.title,
+                self.new_button,
+                self.refresh_button,
+                self.prev_button,
+                self.page_label,
+                self.next_button,
+            ]
+        )
+        self.actions = look.hbox([self.resume_button, self.delete_button, self.report.status])
+        self.widget = w.VBox(
+            self._children(), layout=look.full, _dom_classes=("lite-agent-sessions",)
+        )
+        if load:
+            self.refresh()
+
+    # -- reading ------------------------------------------------------------------------
+
+    @property
+    def pages(self) -> int:
+        return max(1, -(-len(self.sessions) // self.page_size))
+
+    @property
+    def selected(self) -> str | None:
+        """The session id of the selected row (None: no row selected)."""
+        value = self.rows.value
+        return None if value is None else str(value)
+
+    def select(self, session_id: str) -> None:
+        """Select the row of ``session_id`` (turning to its page)."""
+        for index, info in enumerate(self.sessions):
+            if info.id == session_id:
+                if index // self.page_size != self.page:
+                    self.show_page(index // self.page_size)
+                self.rows.value = session_id
+                return
+        raise KeyError(session_id)
+
+    def fill(self) -> None:
+        """First listing of a browser already on screen (see :func:`show_sessions`)."""
+        fill(self.report, "Listing the sessions", self.refresh)
+
+    def refresh(self) -> None:
+        """Re-read the sessions and redraw the page that holds the current session."""
+        self.sessions = self.controls.list_sessions()
+        current = self.controls.session_id
+        for index, info in enumerate(self.sessions):
+            if info.id == current:
+                self.page = index // self.page_size
+                break
+        else:
+            self.page = min(self.page, self.pages - 1)
+        self._draw()
+
+    def _refresh_ok(self) -> None:
+        self.confirming = None
+        self.refresh()
+        self.report.ok(f"{len(self.sessions)} sessions.")
+
+    def show_page(self, page: int) -> None:
+        self.page = max(0, min(page, self.pages - 1))
+        self.confirming = None
+        self._draw()
+
+    def _children(self) -> list[w.Widget]:
+        """The rows are left out while there are none (an empty list box says nothing)."""
+        rows = [self.rows] if self.rows.options else []
+        return [self.header, *rows, self.actions]
+
+    def _draw(self) -> None:
+        current = self.controls.session_id
+        now = datetime.now(UTC)
+        start = self.page * self.page_size
+        shown = self.sessions[start : start + self.page_size]
+        total = len(self.sessions)
+        listed = any(info.id == current for info in self.sessions)
+        note = "" if listed else f" · current: {render.short_id(current)} (nothing sent yet)"
+        parts = (self.rows, self.title, self.page_label, self.prev_button, self.next_button)
+        with batched(*parts):
+            self._drawing = True
+            try:
+                self.rows.options = [
+                    (session_row(info, info.id == current, now), info.id) for info in shown
+                ]
+                self.rows.rows = max(2, len(shown))  # 1 would draw a drop-down
+                ids = [info.id for info in shown]
+                self.rows.value = current if current in ids else None
+            finally:
+                self._drawing = False
+            self.title.value = f"{_SESSIONS_CSS}<b>Sessions</b> ({total}){html.escape(note)}"
+            self.page_label.value = (
+                f"{start + 1}–{start + len(shown)} of {total}" if total else "no sessions yet"
+            )
+            self.prev_button.disabled = self.page == 0
+            self.next_button.disabled = self.page >= self.pages - 1
+        self._draw_actions()
+        if list(self.widget.children) != self._children():
+            self.widget.children = self._children()
+
+    def _draw_actions(self) -> None:
+        selected = self.selected
+        confirming = selected is not None and selected == self.confirming
+        with batched(self.resume_button, self.delete_button):
+            self.resume_button.disabled = selected is None or selected == self.controls.session_id
+            self.delete_button.disabled = selected is None
+            self.delete_button.description = "Confirm delete" if confirming else "Delete"
+            self.delete_button.button_style = "danger" if confirming else ""
+
+    def _selection_changed(self, _change: object) -> None:
+        if self._drawing:
+            return
+        self.confirming = None  # a pending delete is for the row it was asked on only
+        self._draw_actions()
+
+    def summary(self) -> str:
+        """The static text printed under the widget (widget state is not saved)."""
+        return render.sessions_text(self.sessions, self.controls.session_id, limit=self.page_size)
+
+    # -- actions ------------------------------------------------------------------------
+
+    def _guard(self, *session_ids: str) -> bool:
+        """Whether none of ``session_ids`` is running a turn; else the first busy one is
+        reported and the action buttons are drawn again."""
+        for session_id in session_ids:
+            if self.controls.is_busy(session_id):
+                self.report.busy(session_id)
+                self._draw_actions()
+                return False
+        return True
+
+    def resume(self, session_id: str | None) -> None:
+        def action() -> None:
+            self.confirming = None
+            if session_id is None:
+                self.report.ok("Select a session first.")
+                return
+            if not self._guard(self.controls.session_id, session_id):
+                return
+            self.controls.resume(session_id)
+            self.refresh()
+            self.report.ok(f"Resumed session {render.short_id(session_id)}.")
+
+        self.report.run("Resume", action)
+
+    def new(self) -> None:
+        def action() -> None:
+            self.confirming = None
+            if not self._guard(self.controls.session_id):
+                return
+            new_id = self.controls.clear()
+            self.refresh()
+            self.report.ok(f"New session {render.short_id(new_id)} is current.")
+
+        self.report.run("New", action)
+
+    def delete(self, session_id: str | None) -> None:
+        """First click asks for confirmation; a second click on the same row deletes."""
+
+        def action() -> None:
+            if session_id is None:
+                self.report.ok("Select a session first.")
+                return
+            if self.confirming != session_id:
+                self.confirming = session_id
+                self._draw_actions()
+                self.report.ok(
+                    f"Delete session {render.short_id(session_id)} and its files? Click "
+                    "'Confirm delete' to delete it; any other action cancels."
+                )
+                return
+            self.confirming = None
+            if not self._guard(session_id):
+                return
+            self.controls.delete_session(session_id)
+            self.refresh()
+            self.report.ok(f"Deleted session {render.short_id(session_id)}.")
+
+        self.report.run("Delete", action)
