@@ -7,7 +7,6 @@ from .compact import Compaction, CompactProgress, CompactResult
 from .core import LiteAgent, create_lite_agent
 from .notices import Subscription
 from .options import DEFAULT_MODEL_NAME, AgentOptions
-from .restore import Checkpoint, FileAction, RestorePlan, RestoreResult
 from .results import (
     AgentEvent,
     ApprovalDecided,
@@ -27,6 +26,7 @@ from .results import (
     TurnStarted,
     UsageUpdate,
 )
+from .timetravel import Checkpoint, FileAction, RestorePlan, RestoreResult
 from .usage import Price, Prices, UsageTotals
 
 __all__ = [

@@ -84,7 +84,6 @@ from .options import (
     check_option_names,
 )
 from .prices import merged_prices
-from .restore import Checkpoint, RestorePlan, Restorer, RestoreResult
 from .results import (
     AgentEvent,
     BackgroundEvent,
@@ -94,6 +93,7 @@ from .results import (
     TurnFinished,
 )
 from .session import SessionLog
+from .timetravel import Checkpoint, RestorePlan, Restorer, RestoreResult
 from .tracking import FileTracker
 from .usage import Price, Prices, UsageTotals, usage_totals
 
@@ -658,7 +658,7 @@ class LiteAgent:
             for info in await self.checkpointer.list()
         }
 
-    # -- time travel (see restore.py) ----------------------------------------------------
+    # -- time travel (see timetravel/) ----------------------------------------------------
 
     async def list_checkpoints(self, session_id: str | None = None) -> list[Checkpoint]:
         """One :class:`Checkpoint` per user prompt of the session (default: the current

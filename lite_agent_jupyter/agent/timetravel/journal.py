@@ -1,0 +1,389 @@
+"""The crash journal of time travel: carry out a planned file operation so that a killed
+process never leaves it half-done, and undo records.
+
+Owns, per storage namespace: the per-session lock (this process's tasks, then other processes:
+a file lock beside the journal), the journal file (``archive/<id>.journal.json``) and the
+numbered undo records (``archive/<id>.restore-NNNNNN.jsonl``), :meth:`Journal.apply` (journal
+first, then the files a chunk at a time, then the log change with ``expected_head``; rolled
+back on failure), and :meth:`Journal.recover` (finish an operation whose log change is in the
+log, else roll every file back). Restore and undo use it today; review, revert and branches
+reuse it rather than keep a copy. Must not decide what to change (the planner does) nor know
+Jupyter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import json
+import logging
+import os
+import re
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock
+
+from ...atomic import PreparedWrite, remove_dead_temps
+from ...checkpoint.events import Event, FileSnapshotEvent, UnknownEvent, decode
+from ...checkpoint.protocol import Checkpointer, validate_session_id
+from ...errors import CheckpointConflictError, CorruptLogError, RestoreConflictError
+from ...storage import FILE_MODE, Blobs, Storage, write_private_file
+from ...tools.paths import Target
+from .listing import Listings
+from .model import FilePlan, RestoreResult
+from .workdir import WorkdirFiles, holds, read_entry
+
+log = logging.getLogger(__name__)
+
+_RECORD = re.compile(r"\.restore-(\d{6})\.jsonl")
+
+_CHUNK = 64
+"""Files a restore replaces at once (their folders stay open meanwhile)."""
+
+
+class Journal:
+    """Journaled file operations over one checkpointer, blob store, workdir and namespace."""
+
+    def __init__(
+        self,
+        checkpointer: Checkpointer,
+        blobs: Blobs,
+        files: WorkdirFiles,
+        storage: Storage,
+        listings: Listings,
+    ) -> None:
+        self.checkpointer = checkpointer
+        self.blobs = blobs
+        self.files = files
+        self.storage = storage
+        self.listings = listings
+        """Told when an operation truncates a log (its kept marks go)."""
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    # -- paths of the bookkeeping ----------------------------------------------------------
+
+    def archive(self) -> Path:
+        return self.storage.base / "archive"
+
+    def path(self, session_id: str) -> Path:
+        return self.archive() / f"{session_id}.journal.json"
+
+    def records(self, session_id: str) -> list[Path]:
+        folder = self.archive()
+        if not folder.is_dir():
+            return []
+        found = []
+        prefix = session_id + ".restore-"
+        for path in folder.iterdir():
+            if path.name.startswith(prefix) and _RECORD.fullmatch(path.name[len(session_id) :]):
+                found.append(path)
+        return sorted(found)
+
+    # -- bookkeeping -----------------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def locked(self, session_id: str) -> Any:
+        """This process's tasks, then other processes (a file lock beside the journal)."""
+        lock = self._locks.setdefault(session_id, asyncio.Lock())
+        async with lock:
+            folder = self.storage.archive_dir
+            file_lock = FileLock(str(folder / f"{session_id}.restore.lock"), mode=FILE_MODE)
+            if not file_lock.acquire(blocking=False):
+                await asyncio.to_thread(file_lock.acquire)
+            try:
+                yield
+            finally:
+                file_lock.release()
+
+    def next_record(self, session_id: str) -> Path:
+        number = 1
+        records = self.records(session_id)
+        if records:
+            match = _RECORD.fullmatch(records[-1].name[len(session_id) :])
+            assert match is not None
+            number = int(match[1]) + 1
+        return self.storage.archive_dir / f"{session_id}.restore-{number:06d}.jsonl"
+
+    def load(self, session_id: str) -> dict[str, Any] | None:
+        """The journal an unfinished operation left, ``None`` if there is none: a JSON object
+        (an undo's), or a restore's undo record whose header carries it."""
+        path = self.path(session_id)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        first = data.split(b"\n", 1)[0]
+        try:  # written in one atomic write: damage here is not a crash of ours
+            journal = json.loads(first)
+            if isinstance(journal, dict) and "op" in journal:
+                return journal
+            header = decode(first)
+            found = header.extra.get("journal") if header.type == "restore" else None
+        except ValueError as exc:
+            found, why = None, str(exc)
+        else:
+            why = "no journal in its first line"
+        if not isinstance(found, dict) or "op" not in found:
+            raise CorruptLogError(
+                path,
+                1,
+                f"not a restore journal ({why}); nothing on session {session_id!r} is done "
+                "until it is repaired or moved aside",
+            )
+        return found
+
+    @staticmethod
+    def read_record(path: Path) -> tuple[dict[str, Any], list[FileSnapshotEvent], list[Event]]:
+        with path.open(encoding="utf-8") as f:
+            lines = [line for line in f if line.strip()]
+        try:
+            events = [decode(line) for line in lines]
+        except ValueError as exc:
+            raise CorruptLogError(path, None, f"not a readable restore record: {exc}") from exc
+        header = events[0] if events else None
+        if not isinstance(header, UnknownEvent) or header.type != "restore":
+            raise CorruptLogError(path, 1, "not a restore record: its first line is no header")
+        snapshots = [e for e in events[1:] if isinstance(e, FileSnapshotEvent) and e.seq == 0]
+        tail = [e for e in events[1:] if e.seq > 0]
+        return header.extra, snapshots, tail
+
+    def record_tail(self, path: Path) -> list[Event]:
+        """The cut tail of a record, to append again (the backend stamps seq and ts anew)."""
+        return self.read_record(path)[2]
+
+    async def apply(
+        self,
+        session_id: str,
+        journal: dict[str, Any],
+        journal_data: bytes,
+        todo: Sequence[FilePlan],
+        skipped: Sequence[str],
+        appended: Sequence[Event],
+        conversation: bool,
+    ) -> RestoreResult:
+        """Write the journal and the files, then change the log; roll back on failure (see
+        the module)."""
+        try:
+            await self._write_files(session_id, journal, journal_data, todo)
+        except BaseException:
+            await self.rollback(session_id, journal)
+            raise
+        try:
+            await self._change_log(session_id, journal, appended)
+        except CheckpointConflictError as exc:
+            failed = await self.rollback(session_id, journal)
+            outcome = (
+                "every file was put back and nothing was changed"
+                if not failed
+                else f"{', '.join(failed)} could not be put back yet (see the log); the next "
+                "call on the session finishes that"
+            )
+            raise RestoreConflictError(
+                f"session {session_id!r} was written by someone else during the restore "
+                f"(head {exc.actual}, expected {exc.expected}); {outcome}",
+                paths=tuple(failed),
+            ) from exc
+        # Any other failure leaves the journal: the next call finds out what happened.
+        self.finish(session_id, journal)
+        return RestoreResult(
+            restored=tuple(p.path for p in todo if p.new is not None),
+            deleted=tuple(p.path for p in todo if p.new is None),
+            skipped=tuple(skipped),
+            conflicts=tuple(p.path for p in todo if p.forced),
+            conversation_restored=conversation,
+        )
+
+    async def _write_files(
+        self,
+        session_id: str,
+        journal: dict[str, Any],
+        journal_data: bytes,
+        todo: Sequence[FilePlan],
+    ) -> None:
+        """Write the journal, then give every file of ``todo`` its new content, a chunk of
+        files at a time, with as few fsyncs in a row as the order allows: the journal and the
+        chunk's temp files are written and fsynced at once (worker threads); only when the
+        journal is durable is each file checked again (through the folder the walk opened)
+        and its temp file renamed over it (or the file deleted); then each folder is fsynced
+        once. A file that changed since the plan is a :class:`RestoreConflictError`."""
+        journal_path = self.path(session_id)
+        pending: bytes | None = journal_data
+        for start in range(0, max(len(todo), 1), _CHUNK):
+            opened: list[tuple[FilePlan, Target | None, bytes | None]] = []
+            prepared: dict[int, PreparedWrite] = {}
+            try:
+                for plan in todo[start : start + _CHUNK]:
+                    data = await self.blobs.get(plan.new) if plan.new is not None else None
+                    create = plan.disk is None and data is not None
+                    opened.append((plan, self.files.open(plan.path, create=create), data))
+                jobs: list[Callable[[], object]] = [
+                    functools.partial(target.prepare, data)
+                    for _, target, data in opened
+                    if target is not None and data is not None
+                ]
+                if pending is not None:
+                    jobs.append(functools.partial(write_private_file, journal_path, pending))
+                done = await asyncio.gather(
+                    *(asyncio.to_thread(job) for job in jobs), return_exceptions=True
+                )
+                for item in done:
+                    if isinstance(item, PreparedWrite):
+                        prepared[item.dir_fd] = item
+                failed = [item for item in done if isinstance(item, BaseException)]
+                if failed:
+                    raise failed[0]
+                pending = None
+
+                def replace(
+                    plan: FilePlan,
+                    target: Target | None,
+                    data: bytes | None,
+                    writes: dict[int, PreparedWrite] = prepared,
+                ) -> None:
+                    disk = read_entry(target, plan.path) if target is not None else None
+                    if not holds(disk, plan.disk_hash):
+                        raise RestoreConflictError(
+                            f"{plan.path} changed while the {journal['op']} ran (another "
+                            "program wrote it); every file was put back and nothing was "
+                            "changed",
+                            paths=(plan.path,),
+                        )
+                    if target is not None and data is not None:
+                        writes.pop(target.dir_fd).commit()
+                    elif target is not None and disk is not None:
+                        target.unlink(sync=False)
+
+                # the renames in threads too: on a busy disk one can take milliseconds
+                done = await asyncio.gather(
+                    *(asyncio.to_thread(replace, *item) for item in opened),
+                    return_exceptions=True,
+                )
+                failed = [item for item in done if isinstance(item, BaseException)]
+                if failed:
+                    raise failed[0]
+                folders: dict[tuple[int, int], Target] = {}
+                for _, target, _ in opened:
+                    if target is not None:
+                        st = os.fstat(target.dir_fd)
+                        folders.setdefault((st.st_dev, st.st_ino), target)
+                await asyncio.gather(*(asyncio.to_thread(t.sync) for t in folders.values()))
+            finally:
+                for write in prepared.values():
+                    write.abort()
+                for _, target, _ in opened:
+                    if target is not None:
+                        target.close()
+
+    def finish(self, session_id: str, journal: dict[str, Any]) -> None:
+        """Forget a finished operation. A restore's journal is its undo record: renamed into
+        place (no fsync: if a power loss undoes the rename, the journal is found again and the
+        restore, its log change made, finished again). An undo's record goes with it."""
+        path = self.path(session_id)
+        if journal.get("in_record"):
+            os.rename(path, self.archive() / journal["record"])
+            return
+        path.unlink()
+        if journal["op"] == "undo":
+            with contextlib.suppress(FileNotFoundError):
+                (self.archive() / journal["record"]).unlink()
+
+    async def _change_log(
+        self, session_id: str, journal: dict[str, Any], appended: Sequence[Event]
+    ) -> None:
+        op, before, after = journal["log"], journal["head_before"], journal["head_after"]
+        if op in ("truncate", "cut"):
+            await self.checkpointer.truncate(session_id, after, expected_head=before)
+            self.listings.trim(session_id, after)
+        elif op == "notice":
+            assert appended
+            await self.checkpointer.append(session_id, appended, expected_head=before)
+        elif op == "reappend":
+            tail = self.record_tail(self.archive() / journal["record"])
+            await self.checkpointer.append(session_id, tail, expected_head=before)
+
+    # -- crash recovery --------------------------------------------------------------------
+
+    async def recover(self, session_id: str) -> bool:
+        """Finish or roll back an operation a killed process left on ``session_id``; True if
+        there was one. Cheap when there is none (one ``stat``)."""
+        validate_session_id(session_id)
+        if not self.path(session_id).exists():
+            return False
+        async with self.locked(session_id):
+            return await self.recover_locked(session_id)
+
+    async def recover_locked(self, session_id: str) -> bool:
+        journal = self.load(session_id)
+        if journal is None:
+            return False
+        self._remove_temps(journal, time.time())
+        head = await self.checkpointer.head(session_id)
+        before, after, op = journal["head_before"], journal["head_after"], journal["log"]
+        done = op != "none" and before != after and head == after
+        if done and op == "notice":
+            last = await self.checkpointer.read(session_id, after=head - 1)
+            done = bool(last) and last[-1].extra.get("restore") == journal["record"]
+        if done:
+            log.warning(
+                "session %s: completed a %s interrupted after its log change",
+                session_id,
+                journal["op"],
+            )
+            self.finish(session_id, journal)
+        else:
+            log.warning("session %s: rolled back an interrupted %s", session_id, journal["op"])
+            failed = await self.rollback(session_id, journal)
+            if failed:
+                raise RestoreConflictError(
+                    f"session {session_id!r}: an interrupted {journal['op']} could not be "
+                    f"rolled back for {', '.join(failed)} (see the log for why: a folder on "
+                    "the path is now a symlink, a permission); nothing else is done on this "
+                    "session until that is fixed, then the next call finishes the rollback",
+                    paths=tuple(failed),
+                )
+        return True
+
+    def _remove_temps(self, journal: dict[str, Any], written_before: float) -> None:
+        """Delete the temp files the killed process left beside the journal's files (written,
+        not yet renamed); a live writer's (locked) are left alone."""
+        for entry in journal["files"]:
+            try:
+                target = self.files.open(entry["path"])
+            except (OSError, RestoreConflictError):
+                continue  # the rollback says why
+            if target is not None:
+                with target:
+                    remove_dead_temps(target.dir_fd, target.name, written_before=written_before)
+
+    async def rollback(self, session_id: str, journal: dict[str, Any]) -> list[str]:
+        """Put every file of ``journal`` back to its ``old`` content, then forget the
+        operation. A file someone else changed meanwhile is left as it is. Returns the paths
+        that could not be put back (the confinement refused, an I/O error): then the journal
+        is kept, and the next call on the session tries again."""
+        failed: list[str] = []
+        for entry in journal["files"]:
+            path, old, new = entry["path"], entry["old"], entry["new"]
+            try:
+                if holds(self.files.read(path), old):
+                    continue
+                data = await self.blobs.get(old) if old is not None else None
+                if not self.files.replace(path, new, data):
+                    log.warning("%s was changed by someone else meanwhile; not rolled back", path)
+            except (OSError, RestoreConflictError) as exc:
+                # The confinement refused (a folder on the path is a symlink now), the walk
+                # met a folder mid-swap, a link or a folder stands where the file was: try
+                # again on the next call rather than leave a half-rewound folder behind.
+                log.warning("%s could not be put back: %s", path, exc)
+                failed.append(path)
+        if failed:
+            return failed
+        if journal["op"] == "restore":
+            with contextlib.suppress(FileNotFoundError):
+                (self.archive() / journal["record"]).unlink()
+        with contextlib.suppress(FileNotFoundError):
+            self.path(session_id).unlink()
+        return []

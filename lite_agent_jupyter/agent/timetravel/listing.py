@@ -1,0 +1,106 @@
+"""A session's checkpoints, listed incrementally.
+
+Owns :class:`Listings`: the checkpoint and snapshot marks of the sessions listed last, read
+again only from the last kept mark on, and turned into :class:`~.model.Checkpoint` s. Must
+not change anything: operations that truncate a log tell it with :meth:`Listings.trim`.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from ...checkpoint.events import Event, FileSnapshotEvent, UserEvent, is_checkpoint, prompt_text
+from ...checkpoint.protocol import Checkpointer, read_marks
+from .model import Checkpoint
+
+
+@dataclass(slots=True)
+class _Listing:
+    """What :class:`Listings` keeps of a session between calls."""
+
+    marks: list[Event]
+    checkpoints: list[Checkpoint] | None = None
+
+
+_LISTED_KINDS = ("checkpoint", "file_snapshot")
+_LISTINGS_KEPT = 16
+"""Sessions whose marks a :class:`Listings` keeps (the most recently listed)."""
+
+
+class Listings:
+    """The kept marks of the sessions listed last, over one checkpointer."""
+
+    def __init__(self, checkpointer: Checkpointer) -> None:
+        self.checkpointer = checkpointer
+        self._listings: dict[str, _Listing] = {}
+
+    async def checkpoints(self, session_id: str) -> list[Checkpoint]:
+        """One checkpoint per prompt of ``session_id``, oldest first."""
+        listing = await self._listing(session_id)
+        if listing.checkpoints is None:
+            listing.checkpoints = _checkpoints(listing.marks)
+        return list(listing.checkpoints)
+
+    async def _listing(self, session_id: str) -> _Listing:
+        """The session's checkpoint and snapshot marks, read incrementally.
+
+        The marks read last time are kept; the next call reads only the marks from the last
+        kept one on (``read_marks(after=...)``: what the backend's index returns, no decode of
+        the rest). That last mark must come back equal (same seq, ts and content): the log
+        only grows or is truncated, and an event appended again after a truncation gets a
+        new ``ts``, so an equal last mark proves every kept mark still stands; otherwise
+        (another process truncated the log) everything is read again. Our own restores and
+        undos trim the kept marks when they truncate (:meth:`trim`)."""
+        listing = self._listings.get(session_id)
+        if listing is not None and listing.marks:
+            last = listing.marks[-1]
+            newer = await read_marks(
+                self.checkpointer, session_id, after=last.seq - 1, kinds=_LISTED_KINDS
+            )
+            if newer and newer[0] == last:
+                if len(newer) > 1:
+                    listing.marks.extend(newer[1:])
+                    listing.checkpoints = None
+                return listing
+        marks = await read_marks(self.checkpointer, session_id, kinds=_LISTED_KINDS)
+        listing = _Listing(marks)
+        self._listings.pop(session_id, None)
+        while len(self._listings) >= _LISTINGS_KEPT:
+            del self._listings[next(iter(self._listings))]
+        self._listings[session_id] = listing
+        return listing
+
+    def trim(self, session_id: str, head: int) -> None:
+        """The log of ``session_id`` was truncated to ``head`` by us: drop the kept marks
+        beyond it (they are gone), keep the others (untouched by a truncation)."""
+        listing = self._listings.get(session_id)
+        if listing is not None:
+            listing.marks = [m for m in listing.marks if m.seq <= head]
+            listing.checkpoints = None
+
+
+def _checkpoints(marks: Sequence[Event]) -> list[Checkpoint]:
+    """One :class:`Checkpoint` per prompt in ``marks`` (checkpoint and snapshot marks, seq
+    order), each with the files snapshotted from it on."""
+    changed: set[str] = set()
+    ordered: list[str] = []  # ``changed``, sorted as it grows (no sort per checkpoint)
+    out: list[Checkpoint] = []
+    for event in reversed(marks):
+        if isinstance(event, FileSnapshotEvent):
+            if event.path not in changed:
+                changed.add(event.path)
+                bisect.insort(ordered, event.path)
+        elif isinstance(event, UserEvent) and is_checkpoint(event):
+            out.append(
+                Checkpoint(
+                    seq=event.seq - 1,
+                    prompt=prompt_text(event),
+                    ts=datetime.fromisoformat(event.ts),
+                    files=tuple(ordered),
+                )
+            )
+    out.reverse()
+    return out

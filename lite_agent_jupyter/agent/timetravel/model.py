@@ -1,0 +1,88 @@
+"""Time travel's vocabulary: checkpoints, plans, results, and one file's plan.
+
+Owns the value types every time-travel operation shares (restore and undo today; review,
+revert and branches next): what the public API returns (:class:`Checkpoint`,
+:class:`RestorePlan`, :class:`FileAction`, :class:`RestoreResult`) and the per-file plan the
+planner makes and the journal carries out (:class:`FilePlan`). Must not know how any of them
+is computed, stored or shown.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+Action = Literal["rewrite", "delete", "recreate", "unchanged", "conflict"]
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """A point a session can be rewound to: the state just before one user prompt.
+
+    ``seq`` is what :meth:`LiteAgent.restore` takes (the log's head before the prompt);
+    ``files`` are the paths the agent changed from there on (sorted).
+    """
+
+    seq: int
+    prompt: str
+    ts: datetime
+    files: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class FileAction:
+    """What a restore does to one file. ``action`` is ``rewrite`` / ``delete`` /
+    ``recreate`` / ``unchanged`` / ``conflict`` (changed outside the agent; ``force=True``
+    overwrites it); ``diff`` is a unified diff from the disk now to the restored content for
+    text files (size-capped), ``None`` for binary or large files; ``summary`` one line."""
+
+    path: str
+    action: Action
+    diff: str | None
+    summary: str
+
+
+@dataclass(frozen=True, slots=True)
+class RestorePlan:
+    """What ``restore(session_id, seq)`` would do now; nothing was changed to compute it.
+
+    ``head`` is the log's head the plan was made against; ``events_cut`` how many events a
+    conversation restore removes (kept in the archive); ``conflicts`` the paths changed
+    outside the agent."""
+
+    session_id: str
+    seq: int
+    head: int
+    files: tuple[FileAction, ...]
+    events_cut: int
+    conflicts: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RestoreResult:
+    """What a restore (or an undo) did: files written back (``restored``), removed
+    (``deleted``), left alone because already right (``skipped``), overwritten despite an
+    outside change with ``force=True`` (``conflicts``), and whether the conversation was
+    rewound (or, for an undo, brought back)."""
+
+    restored: tuple[str, ...]
+    deleted: tuple[str, ...]
+    skipped: tuple[str, ...]
+    conflicts: tuple[str, ...]
+    conversation_restored: bool
+
+
+@dataclass(slots=True)
+class FilePlan:
+    """One file's part of an operation: the content it gets, what the disk holds now, and
+    what will be done (``forced``: overwriting an outside change)."""
+
+    path: str
+    new: str | None  # the content the file gets (blob hash), None = absent
+    disk: bytes | None
+    disk_hash: str | None
+    action: Action
+    forced: bool = False
+    outside: bool = False
+    """The rewind discards a hand edit recorded after the checkpoint (the preview says so)."""

@@ -1,0 +1,154 @@
+"""The time-travel planner: what an operation would do to each file, and the three-way
+conflict check that decides it.
+
+Owns :func:`plan` (read the log's tail after a checkpoint; per file, the target content and
+the action), :func:`three_way` (the one conflict check: the target, the state the agent last
+recorded, and the disk now), :func:`preview` (a plan with diffs, changing nothing) and the
+diff text. Restore uses it today; review, revert and branches reuse it rather than keep a
+copy. Must not write anything: carrying a plan out is the journal's job (``journal.py``).
+"""
+
+from __future__ import annotations
+
+import difflib
+
+from ...checkpoint.events import Event, FileSnapshotEvent, is_checkpoint
+from ...checkpoint.protocol import Checkpointer, read_marks
+from ...errors import UnknownCheckpointError
+from ...storage import Blobs, blob_hash
+from ..tracking import OUTSIDE
+from .model import Action, FileAction, FilePlan, RestorePlan
+from .workdir import WorkdirFiles
+
+DIFF_MAX_BYTES = 64 * 1024
+"""Files larger than this (either side) get a summary, not a diff."""
+DIFF_MAX_LINES = 400
+"""A preview's diff of one file is cut after this many lines."""
+
+
+def three_way(
+    disk: bytes | None, disk_hash: str | None, target: str | None, known: set[str | None]
+) -> Action:
+    """The conflict check, for one file: ``target`` is the content an operation gives it
+    (a blob hash, ``None``: absent), ``known`` the contents the agent last recorded for it
+    (a snapshot's ``after``; its ``before`` too, for a write-ahead snapshot whose write never
+    happened), ``disk`` what it holds now. A disk content that is none of those and not
+    already the target was changed outside the agent: ``conflict``."""
+    if disk_hash == target and (disk is not None or target is None):
+        return "unchanged"
+    if disk_hash not in known:
+        return "conflict"
+    if target is None:
+        return "delete"
+    if disk is None:
+        return "recreate"
+    return "rewrite"
+
+
+async def plan(
+    checkpointer: Checkpointer, files: WorkdirFiles, session_id: str, seq: int
+) -> tuple[int, list[FilePlan], list[Event]]:
+    """``(head, per-file plans, the events after seq)``; validates ``seq``.
+
+    Reads only the tail after ``seq`` (what a restore changes): a checkpoint's prompt is
+    the first event after it, and the tail holds every snapshot to undo."""
+    if type(seq) is not int or seq < 0:
+        raise UnknownCheckpointError(f"{seq!r} is not a checkpoint seq (an integer >= 0)")
+    tail = await checkpointer.read(session_id, after=seq)
+    if seq != 0 and not (tail and is_checkpoint(tail[0]) and tail[0].seq == seq + 1):
+        marks = await read_marks(checkpointer, session_id, kinds=("checkpoint",))
+        valid = [0, *(e.seq - 1 for e in marks if e.seq > 1)]
+        raise UnknownCheckpointError(
+            f"session {session_id!r} has no checkpoint {seq}; its checkpoints are "
+            f"{valid} (0 is always valid: before the first prompt)"
+        )
+    head = tail[-1].seq if tail else seq
+    snapshots = [e for e in tail if isinstance(e, FileSnapshotEvent)]
+    first: dict[str, FileSnapshotEvent] = {}
+    last: dict[str, FileSnapshotEvent] = {}
+    outside: set[str] = set()
+    for snap in snapshots:
+        first.setdefault(snap.path, snap)
+        last[snap.path] = snap
+        if snap.extra.get("tool") == OUTSIDE:
+            outside.add(snap.path)
+    plans = []
+    for path, snap in sorted(first.items()):  # path order: previews and results stable
+        disk = files.read(path)
+        disk_hash = blob_hash(disk) if disk is not None else None
+        new = snap.before
+        action = three_way(disk, disk_hash, new, {last[path].after, last[path].before})
+        plans.append(FilePlan(path, new, disk, disk_hash, action, outside=path in outside))
+    return head, plans, tail
+
+
+async def preview(
+    checkpointer: Checkpointer, files: WorkdirFiles, blobs: Blobs, session_id: str, seq: int
+) -> RestorePlan:
+    """What a restore of ``session_id`` to ``seq`` would do now, with diffs; changes nothing."""
+    head, plans, _ = await plan(checkpointer, files, session_id, seq)
+    actions = []
+    for item in plans:
+        new = await blobs.get(item.new) if item.new is not None else None
+        diff, summary = describe(item.path, item.action, item.disk, new)
+        if item.outside and item.action != "unchanged":
+            summary += "; discards an edit made outside the agent after this checkpoint"
+        actions.append(FileAction(item.path, item.action, diff, summary))
+    return RestorePlan(
+        session_id=session_id,
+        seq=seq,
+        head=head,
+        files=tuple(actions),
+        events_cut=head - seq,
+        conflicts=tuple(p.path for p in plans if p.action == "conflict"),
+    )
+
+
+def action_for(new: str | None, disk: bytes | None) -> Action:
+    """What giving a file the content ``new`` does, from what it holds now."""
+    if new is None:
+        return "delete"
+    return "recreate" if disk is None else "rewrite"
+
+
+def describe(
+    path: str, action: Action, disk: bytes | None, new: bytes | None
+) -> tuple[str | None, str]:
+    """A unified diff (text files, size-capped) and a one-line summary."""
+    size = f"{len(disk)} bytes" if disk is not None else "absent"
+    size_new = f"{len(new)} bytes" if new is not None else "absent"
+    summary = {
+        "rewrite": f"rewrite ({size} -> {size_new})",
+        "delete": f"delete ({size})",
+        "recreate": f"recreate ({size_new})",
+        "unchanged": "unchanged",
+        "conflict": f"changed outside the agent ({size}; the restore gives {size_new})",
+    }[action]
+    if action == "unchanged":
+        return None, summary
+    old_text, new_text = _text(disk), _text(new)
+    if old_text is None or new_text is None:
+        return None, summary + ", binary or too large for a diff"
+    lines = list(
+        difflib.unified_diff(
+            old_text.splitlines(keepends=True),
+            new_text.splitlines(keepends=True),
+            fromfile=f"a/{path}" if disk is not None else "/dev/null",
+            tofile=f"b/{path}" if new is not None else "/dev/null",
+        )
+    )
+    if len(lines) > DIFF_MAX_LINES:
+        cut = len(lines) - DIFF_MAX_LINES
+        lines = [*lines[:DIFF_MAX_LINES], f"... ({cut} more diff lines)\n"]
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines), summary
+
+
+def _text(data: bytes | None) -> str | None:
+    if data is None:
+        return ""
+    if len(data) > DIFF_MAX_BYTES or b"\0" in data[:8192]:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None

@@ -1,0 +1,233 @@
+"""Restore and undo: rewind a session's files and conversation to a checkpoint, and back.
+
+Owns :class:`Restorer`, what ``LiteAgent`` calls for time travel, and the two operations it
+runs: :meth:`Restorer.restore` (plan, conflict check, undo record, journaled apply, and the
+log truncated or a notice appended) and :meth:`Restorer.undo` (the newest undo record played
+backwards). The planning is ``planner.py``'s, the crash safety ``journal.py``'s, the listing
+``listing.py``'s and the file access ``workdir.py``'s: an operation added next (review,
+revert, branches) composes those the same way instead of copying them. Must not know Jupyter.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from ...checkpoint.events import Event, FileSnapshotEvent, UnknownEvent, UserEvent, encode, now_iso
+from ...checkpoint.protocol import Checkpointer, validate_session_id
+from ...errors import RestoreConflictError, UnknownCheckpointError
+from ...storage import BlobRef, Blobs, Storage, blob_hash
+from . import planner
+from .journal import Journal
+from .listing import Listings
+from .model import Checkpoint, FilePlan, RestorePlan, RestoreResult
+from .workdir import WorkdirFiles, holds
+
+RESTORED = "restore"
+"""``extra["tool"]`` of the snapshots a files-only restore records for the files it rewrote."""
+
+
+class Restorer:
+    """Time travel over one checkpointer, blob store, workdir and storage namespace."""
+
+    def __init__(
+        self,
+        checkpointer: Checkpointer,
+        blobs: Blobs,
+        workdir: Path,
+        storage: Storage,
+        blob_ref: Callable[[str], BlobRef],
+    ) -> None:
+        self.checkpointer = checkpointer
+        self.blobs = blobs
+        self.blob_ref = blob_ref
+        """The session's blob reference: undo data is recorded as the session's."""
+        self.storage = storage
+        self.files = WorkdirFiles(workdir, storage.root)
+        self.workdir = self.files.workdir
+        self.listings = Listings(checkpointer)
+        self.journal = Journal(checkpointer, blobs, self.files, storage, self.listings)
+
+    async def list_checkpoints(self, session_id: str) -> list[Checkpoint]:
+        await self.recover(session_id)
+        return await self.listings.checkpoints(session_id)
+
+    async def preview(self, session_id: str, seq: int) -> RestorePlan:
+        await self.recover(session_id)
+        return await planner.preview(self.checkpointer, self.files, self.blobs, session_id, seq)
+
+    async def recover(self, session_id: str) -> bool:
+        """Finish or roll back an operation a killed process left on ``session_id``; True if
+        there was one. Cheap when there is none (one ``stat``)."""
+        return await self.journal.recover(session_id)
+
+    # -- restore ---------------------------------------------------------------------------
+
+    async def restore(
+        self, session_id: str, seq: int, *, files: bool, conversation: bool, force: bool
+    ) -> RestoreResult:
+        validate_session_id(session_id)
+        async with self.journal.locked(session_id):
+            await self.journal.recover_locked(session_id)
+            head, plans, tail = await planner.plan(self.checkpointer, self.files, session_id, seq)
+            if not files:
+                plans = []
+            conflicts = [p.path for p in plans if p.action == "conflict"]
+            if conflicts and not force:
+                raise RestoreConflictError(
+                    f"{len(conflicts)} file(s) changed outside the agent since it last wrote "
+                    f"them: {', '.join(conflicts)}; nothing was changed (force=True overwrites)",
+                    paths=tuple(conflicts),
+                )
+            for plan in plans:
+                if plan.action == "conflict":
+                    plan.forced = True
+                    plan.action = planner.action_for(plan.new, plan.disk)
+            todo = [p for p in plans if p.action != "unchanged"]
+            # undo data: what each file holds now, in the blob store before anything changes
+            old_hashes: dict[str, str | None] = {}
+            ref = self.blob_ref(session_id)
+            # the session's reference to them first, in one durable record for all (each
+            # put then finds it recorded, instead of an fsync per file)
+            await self.blobs.add_refs(ref, {p.disk_hash for p in todo if p.disk_hash})
+            for plan in todo:
+                old_hashes[plan.path] = (
+                    await self.blobs.put(plan.disk, ref=ref) if plan.disk is not None else None
+                )
+            if not conversation:
+                tail = []
+            log_op = "none"
+            appended: list[Event] = []
+            if conversation and head > seq:
+                log_op, head_after = "truncate", seq
+            elif not conversation and todo:
+                log_op, head_after = "notice", head + len(todo) + 1
+            else:
+                head_after = head
+            if not todo and log_op == "none":  # already there: nothing to do or undo
+                return RestoreResult(
+                    (), (), tuple(p.path for p in plans), (), conversation_restored=conversation
+                )
+            record = self.journal.next_record(session_id)
+            journal = {
+                "op": "restore",
+                "record": record.name,
+                "session_id": session_id,
+                "seq": seq,
+                "head_before": head,
+                "head_after": head_after,
+                "log": log_op,
+                "files": [{"path": p.path, "old": old_hashes[p.path], "new": p.new} for p in todo],
+                "in_record": True,
+            }
+            header = UnknownEvent(
+                unknown_type="restore",
+                extra={
+                    "seq": seq,
+                    "head_before": head,
+                    "head_after": head_after,
+                    "files": files,
+                    "conversation": conversation and head > seq,
+                    "notice": log_op == "notice",
+                    "journal": journal,
+                },
+            )
+            lines = [encode(header, seq=0, ts=now_iso())]
+            lines += [
+                encode(FileSnapshotEvent(path=p.path, before=old_hashes[p.path], after=p.new))
+                for p in todo
+            ]
+            lines += [encode(e) for e in tail]
+            # One durable write: the undo record, carrying the journal, under the journal's
+            # name; renamed to the record's once the restore is done (see Journal.finish).
+            data = ("\n".join(lines) + "\n").encode("utf-8")
+            if log_op == "notice":  # the files' new known state, then the model's notice
+                appended = [
+                    FileSnapshotEvent(
+                        path=p.path,
+                        before=old_hashes[p.path],
+                        after=p.new,
+                        extra={"tool": RESTORED, "restore": record.name},
+                    )
+                    for p in todo
+                ]
+                appended.append(_notice(todo, seq, record.name))
+            skipped = [p.path for p in plans if p.action == "unchanged"]
+            return await self.journal.apply(
+                session_id, journal, data, todo, skipped, appended, conversation
+            )
+
+    # -- undo ------------------------------------------------------------------------------
+
+    async def undo(self, session_id: str, *, force: bool) -> RestoreResult:
+        validate_session_id(session_id)
+        async with self.journal.locked(session_id):
+            await self.journal.recover_locked(session_id)
+            records = self.journal.records(session_id)
+            if not records:
+                raise UnknownCheckpointError(f"session {session_id!r} has no restore to undo")
+            record = records[-1]
+            header, snapshots, _ = self.journal.read_record(record)
+            head = await self.checkpointer.head(session_id)
+            if head != header["head_after"]:
+                raise RestoreConflictError(
+                    f"session {session_id!r} moved on since that restore (head {head}, the "
+                    f"restore left {header['head_after']}); undoing it would lose the newer "
+                    "events, so nothing was changed",
+                    paths=(),
+                )
+            todo: list[FilePlan] = []
+            for snap in snapshots:  # before = content before the restore, after = restored
+                disk = self.files.read(snap.path)
+                disk_hash = blob_hash(disk) if disk is not None else None
+                if holds(disk, snap.before):
+                    continue
+                plan = FilePlan(
+                    snap.path, snap.before, disk, disk_hash, planner.action_for(snap.before, disk)
+                )
+                if not holds(disk, snap.after):
+                    plan.forced = True
+                todo.append(plan)
+            conflicts = [p.path for p in todo if p.forced]
+            if conflicts and not force:
+                raise RestoreConflictError(
+                    f"{len(conflicts)} file(s) changed since the restore: "
+                    f"{', '.join(conflicts)}; nothing was changed (force=True overwrites)",
+                    paths=tuple(conflicts),
+                )
+            if header.get("conversation"):
+                log_op = "reappend"
+            elif header.get("notice"):
+                log_op = "cut"
+            else:
+                log_op = "none"
+            journal = {
+                "op": "undo",
+                "record": record.name,
+                "session_id": session_id,
+                "head_before": head,
+                "head_after": header["head_before"],
+                "log": log_op,
+                "files": [{"path": p.path, "old": p.disk_hash, "new": p.new} for p in todo],
+            }
+            ref = self.blob_ref(session_id)  # the current content may be new (an outside
+            await self.blobs.add_refs(ref, {p.disk_hash for p in todo if p.disk_hash})  # edit)
+            for plan in todo:
+                if plan.disk is not None:
+                    await self.blobs.put(plan.disk, ref=ref)
+            data = json.dumps(journal, ensure_ascii=False, separators=(",", ":")).encode()
+            skipped = [s.path for s in snapshots if s.path not in {p.path for p in todo}]
+            return await self.journal.apply(
+                session_id, journal, data, todo, skipped, (), log_op in ("reappend", "cut")
+            )
+
+
+def _notice(todo: Iterable[FilePlan], seq: int, record: str) -> UserEvent:
+    paths = ", ".join(p.path for p in todo)
+    text = (
+        f"[The user restored these files to their state before checkpoint {seq}: {paths}. "
+        "The conversation was kept; the files now differ from what the conversation above "
+        "says about them. Read them again before relying on their content.]"
+    )
+    return UserEvent(content=text, origin="internal", checkpoint=False, extra={"restore": record})
