@@ -302,27 +302,24 @@ def from_dict(obj: JSONDict) -> Event:
     seq = obj.get("seq")
     if not isinstance(type_name, str) or type(seq) is not int:
         raise InvalidEventError("event has no string 'type' or integer 'seq'")
+    return _make(obj, type_name)
+
+
+def _make(obj: JSONDict, type_name: str) -> Event:
+    """The event of a decoded object whose envelope was checked: a known type through its
+    generated constructor, the keys it does not know (written by a newer release, or a
+    user's own ``extra``) kept in ``extra`` in their order; an unknown type verbatim."""
     plain = _PLAIN_MAKERS.get(type_name)
-    if plain is not None and obj.keys() <= plain[1]:
-        return plain[0](obj)  # the common case, every key known
-    cls = EVENT_TYPES.get(type_name)
-    names = _PAYLOAD_FIELDS[cls] if cls is not None else ()
-    kwargs = {}
-    extra: JSONDict = {}
-    for key, value in obj.items():
-        if key in _ENVELOPE:
-            continue
-        if key in names:
-            kwargs[key] = value
-        else:
-            extra[key] = value
-    ts = obj.get("ts", "")
-    if cls is None:
-        return UnknownEvent(seq=seq, ts=ts, extra=extra, unknown_type=type_name)
-    try:
-        return cls(seq=seq, ts=ts, extra=extra, **kwargs)
-    except TypeError as exc:  # pragma: no cover - names are filtered above
-        raise InvalidEventError(str(exc)) from exc
+    if plain is None:
+        extra = {key: value for key, value in obj.items() if key not in _ENVELOPE}
+        return UnknownEvent(
+            seq=obj["seq"], ts=obj.get("ts", ""), extra=extra, unknown_type=type_name
+        )
+    make, known = plain
+    event = make(obj)
+    if not obj.keys() <= known:
+        event.extra = {key: value for key, value in obj.items() if key not in known}
+    return event
 
 
 def decode(line: str | bytes) -> Event:
@@ -384,28 +381,34 @@ def decode_rows(
     events: list[Event] = []
     append = events.append
     expected = after + 1
-    scan, makers, newest = _SCAN, _PLAIN_MAKERS, EVENT_VERSION
+    scan, makers, make, newest = _SCAN, _PLAIN_MAKERS, _make, EVENT_VERSION
     for index, (seq, line) in enumerate(rows):
         if seq == expected or (sparse and seq > expected):
             # The common case inline (a resume decodes every event of a session): one scan
-            # of a line as ``encode`` wrote it, into a known type with no unknown field.
-            # Anything else takes the general path below, which also words the errors.
+            # of a line as ``encode`` wrote it, into a known type with no unknown field -
+            # or, nearly as quick, with fields or a type this release does not know (forward
+            # compatibility must not cost a second parse). Anything else (a broken line, a
+            # newer envelope, a seq that disagrees) takes the general path below, which
+            # also words the errors.
             try:
-                obj, end = scan(line, 0)
-            except (StopIteration, ValueError, RecursionError, TypeError):
-                end = -1
+                text = line if isinstance(line, str) else line.decode("utf-8")
+                obj, end = scan(text, 0)
+            except (StopIteration, ValueError, RecursionError, TypeError, AttributeError):
+                end, text = -1, ""
             if (
-                end == len(line)
+                end == len(text)
                 and type(obj) is dict
                 and type(name := obj.get("type")) is str
-                and (plain := makers.get(name)) is not None
-                and obj.keys() <= plain[1]
                 and type(version := obj.get("v")) is int
                 and version <= newest
                 and type(obj.get("seq")) is int
                 and obj["seq"] == seq
             ):
-                append(plain[0](obj))
+                plain = makers.get(name)
+                if plain is not None and obj.keys() <= plain[1]:
+                    append(plain[0](obj))
+                else:  # unknown fields or type: same object, no second parse (#24)
+                    append(make(obj, name))
                 expected = seq + 1
                 continue
         reason = None

@@ -23,6 +23,7 @@ from .protocol import (
     check_truncate,
     checkpoint_stats,
     mark_kind,
+    page,
     validate_session_id,
 )
 from .task_lists import MemoryTaskLists
@@ -151,15 +152,16 @@ class MemoryCheckpointer:
             session = self._sessions.get(session_id)
             return len(session.lines) if session else 0
 
-    async def list(self) -> list[SessionInfo]:
+    async def list(
+        self, *, limit: int | None = None, before: SessionInfo | None = None
+    ) -> list[SessionInfo]:
         with self._lock:
             infos = [
                 SessionInfo(sid, s.mtime, title=s.title, turns=s.turns, head=len(s.lines))
                 for sid, s in self._sessions.items()
                 if s.lines
             ]
-        infos.sort(key=lambda info: info.mtime, reverse=True)
-        return infos
+        return page(infos, limit, before)
 
     async def delete(self, session_id: str) -> None:
         validate_session_id(session_id)

@@ -59,7 +59,6 @@ from collections.abc import (
 )
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from datetime import UTC
 from typing import Any, LiteralString, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -81,6 +80,7 @@ from .protocol import (
     MARK_KINDS,
     SessionInfo,
     check_head,
+    check_page,
     check_truncate,
     checkpoint_stats,
     mark_kind,
@@ -597,9 +597,16 @@ class PostgresCheckpointer:
             ' AND (anchor OR strpos(body, \'"type":"file_snapshot"\') > 0'
             ' OR strpos(body, \'"type":"compaction"\') > 0) ORDER BY seq'
         )
+        # The listing order (protocol.page_key): mtime, then id, both descending; a page
+        # walks sessions_mtime_idx from the newest (or from the cursor) and stops at LIMIT.
         self._sql_list = q(
-            "SELECT id, mtime, title_json, turns, head FROM {schema}.sessions"
-            " WHERE head > 0 ORDER BY mtime DESC, id"
+            "SELECT id, extract(epoch FROM mtime)::float8, title_json, turns, head"
+            " FROM {schema}.sessions WHERE head > 0 ORDER BY mtime DESC, id DESC LIMIT %s"
+        )
+        self._sql_page = q(
+            "SELECT id, extract(epoch FROM mtime)::float8, title_json, turns, head"
+            " FROM {schema}.sessions WHERE head > 0 AND (mtime, id) < (to_timestamp(%s), %s)"
+            " ORDER BY mtime DESC, id DESC LIMIT %s"
         )
         self._sql_delete_session = q("DELETE FROM {schema}.sessions WHERE id = %s")
         self._sql_delete_live = q(
@@ -770,18 +777,22 @@ class PostgresCheckpointer:
 
         return await self._db.run(op, what=f"head of session {session_id!r}")
 
-    async def list(self) -> list[SessionInfo]:
+    async def list(
+        self, *, limit: int | None = None, before: SessionInfo | None = None
+    ) -> list[SessionInfo]:
+        check_page(limit, before)
+        params: tuple[object, ...]
+        if before is None:
+            sql, params = self._sql_list, (limit,)
+        else:
+            sql, params = self._sql_page, (before.timestamp, before.id, limit)
+
         async def op(conn: Conn, attempt: _Attempt) -> list[SessionInfo]:
-            cur = await conn.execute(self._sql_list)
+            cur = await conn.execute(sql, params, binary=True)
+            new, loads = tuple.__new__, json.loads
             return [
-                SessionInfo(
-                    sid,
-                    mtime.astimezone(UTC),
-                    title=None if title is None else json.loads(title),
-                    turns=turns,
-                    head=head,
-                )
-                for sid, mtime, title, turns, head in await cur.fetchall()
+                new(SessionInfo, (sid, stamp, None if title is None else loads(title), turns, head))
+                for sid, stamp, title, turns, head in await cur.fetchall()
             ]
 
         return await self._db.run(op, what="list of sessions")

@@ -21,8 +21,7 @@ import re
 import uuid
 from collections.abc import Callable, Collection, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from ..errors import (
@@ -87,19 +86,98 @@ def new_session_id() -> str:
     return uuid.uuid4().hex
 
 
-@dataclass(frozen=True, slots=True)
-class SessionInfo:
-    """What ``list()`` tells about a session without reading its log.
+class SessionInfo(tuple[str, float, "str | None", "int | None", "int | None"]):
+    """What ``list()`` tells about a session without reading its log: ``id``, ``mtime``
+    (its last change, a UTC ``datetime``), ``title`` (the first prompt's text, shortened),
+    ``turns`` (number of prompts) and ``head``; the last three are filled by backends that
+    keep them cheaply, else ``None``.
 
-    ``title`` (the first prompt's text, shortened), ``turns`` (number of prompts) and
-    ``head`` are filled by backends that keep them cheaply, else ``None``.
+    Why a tuple and not a dataclass: a listing builds one per session, and a frozen dataclass
+    plus a ``datetime`` each cost more than the query itself (#24). A backend builds these
+    from its rows in C (``tuple.__new__(SessionInfo, row)`` over ``(id, POSIX time, title,
+    turns, head)`` rows); ``mtime`` becomes a ``datetime`` only when read. Immutable,
+    hashable, compared field by field. ``SessionInfo(id, mtime, title=, turns=, head=)``
+    takes a ``datetime`` (a naive one is local time, as ``datetime.timestamp`` reads it) or
+    POSIX seconds.
     """
 
-    id: str
-    mtime: datetime
-    title: str | None = None
-    turns: int | None = None
-    head: int | None = None
+    __slots__ = ()
+
+    def __new__(
+        cls,
+        id: str,
+        mtime: datetime | float,
+        title: str | None = None,
+        turns: int | None = None,
+        head: int | None = None,
+    ) -> SessionInfo:
+        stamp = mtime.timestamp() if isinstance(mtime, datetime) else float(mtime)
+        return tuple.__new__(cls, (id, stamp, title, turns, head))
+
+    def __getnewargs__(self) -> tuple[str, float, str | None, int | None, int | None]:
+        return (self[0], self[1], self[2], self[3], self[4])
+
+    @property
+    def id(self) -> str:
+        return self[0]
+
+    @property
+    def mtime(self) -> datetime:
+        """The last change, UTC, to the microsecond."""
+        return datetime.fromtimestamp(self[1], UTC)
+
+    @property
+    def timestamp(self) -> float:
+        """``mtime`` as POSIX seconds, exactly as the backend sorted on it (the paging
+        cursor of ``list(before=...)`` compares this, never a rounded ``datetime``)."""
+        return self[1]
+
+    @property
+    def title(self) -> str | None:
+        return self[2]
+
+    @property
+    def turns(self) -> int | None:
+        return self[3]
+
+    @property
+    def head(self) -> int | None:
+        return self[4]
+
+    def __repr__(self) -> str:
+        return (
+            f"SessionInfo(id={self[0]!r}, mtime={self.mtime!r}, title={self[2]!r}, "
+            f"turns={self[3]!r}, head={self[4]!r})"
+        )
+
+
+def page_key(info: SessionInfo) -> tuple[float, str]:
+    """The listing order's key: ``list()`` is sorted by it, descending (newest first, ties
+    by id, descending), and ``list(before=info)`` returns what sorts after ``info``."""
+    return (info[1], info[0])
+
+
+def check_page(limit: int | None, before: SessionInfo | None) -> None:
+    """The arguments of ``list(limit=, before=)``, checked the same way by every backend."""
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+        raise ValueError(f"limit must be an int >= 0 or None, not {limit!r}")
+    if before is not None and not isinstance(before, SessionInfo):
+        raise TypeError(
+            f"before must be a SessionInfo from an earlier list(), not {type(before).__name__}"
+        )
+
+
+def page(
+    infos: list[SessionInfo], limit: int | None, before: SessionInfo | None
+) -> list[SessionInfo]:
+    """``infos`` (any order) as ``list(limit=, before=)`` answers: newest first, after
+    ``before``, at most ``limit``. For backends that hold every session in memory anyway."""
+    check_page(limit, before)
+    if before is not None:
+        cursor = page_key(before)
+        infos = [info for info in infos if (info[1], info[0]) < cursor]
+    infos.sort(key=page_key, reverse=True)
+    return infos if limit is None else infos[:limit]
 
 
 @runtime_checkable
@@ -128,8 +206,19 @@ class Checkpointer(Protocol):
         """The last seq; 0 for an empty or unknown session."""
         ...
 
-    async def list(self) -> list[SessionInfo]:
-        """Every non-empty session, most recently modified first. Never reads whole logs."""
+    async def list(
+        self, *, limit: int | None = None, before: SessionInfo | None = None
+    ) -> list[SessionInfo]:
+        """Non-empty sessions, most recently modified first (ties: by id, descending).
+        Never reads whole logs.
+
+        A page: ``limit`` (``None``: all) caps how many; ``before`` (the last
+        :class:`SessionInfo` of the previous page) starts after it in that order, so the
+        pages of a store that nobody changes meanwhile join up without a gap or a repeat.
+        A page of the newest ones costs what it returns, not the number of sessions (a
+        backend that must scan, the file backend's directory, says so). ``limit`` < 0 or
+        not an int: ``ValueError``; ``before`` not a ``SessionInfo``: ``TypeError``.
+        """
         ...
 
     async def delete(self, session_id: str) -> None:

@@ -3,10 +3,11 @@
 Owns the schema, its numbered migrations and every SQL statement of the backend; knows
 nothing of agents (it stores :mod:`.events` lines verbatim, as ``TEXT``).
 
-Schema (version 5, kept in ``PRAGMA user_version``)::
+Schema (version 6, kept in ``PRAGMA user_version``)::
 
-    sessions   (id PK, mtime, title, turns, created)        WITHOUT ROWID: a row per session
-                                                            that has events
+    sessions   (id PK, mtime, title, turns, created,       WITHOUT ROWID: a row per session
+                changed, head)                              that has events; index on
+                                                            (changed, id) (migration 6)
     events     (id PK, session_id, seq, mark, data, mtime) UNIQUE (session_id, seq),
                                                             partial indexes on checkpoints, marks
     task_lists (id PK, data, mtime)                         WITHOUT ROWID (migration 3): the
@@ -24,11 +25,12 @@ snapshot; migration 2 renamed version 1's ``anchor`` flag and filled it in for o
 ``read_marks`` (the :class:`~.protocol.MarkIndex` capability) reads the marks through a
 partial index, never the whole session.
 
-A session's head is its largest ``seq`` (one probe of the unique index), and its last
-modification the later of its last event's ``mtime`` and the ``sessions`` row's (moved by a
-truncate). So an append writes the ``sessions`` row only when it starts a session or adds a
-prompt checkpoint (the title and turns change): every other append is one row in ``events``
-(migration 5 dropped the stored head; why, and why ``events`` keeps a rowid: docs/design.md).
+A session's head is its largest ``seq`` (one probe of the unique index). An append writes
+the ``sessions`` row itself only when it starts a session or adds a prompt checkpoint (the
+title and turns change): every other append is one ``INSERT`` into ``events`` (migration 5;
+why, and why ``events`` keeps a rowid: docs/design.md), whose ``events_touch`` trigger moves
+the row's ``changed`` and ``head`` in the same statement (migration 6), so ``list()`` is one
+scan of ``sessions`` and a page of the newest a walk of its ``(changed, id)`` index.
 
 A database written by a newer release (a higher ``user_version``) is refused with
 :class:`~lite_agent_jupyter.errors.UnsupportedVersionError`, never modified. Migrations are
@@ -55,6 +57,7 @@ between threads and event loops freely.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import sqlite3
@@ -62,7 +65,6 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol, TypeVar
 
@@ -79,6 +81,7 @@ from .protocol import (
     MARK_KINDS,
     SessionInfo,
     check_head,
+    check_page,
     check_truncate,
     checkpoint_stats,
     mark_kind,
@@ -138,6 +141,21 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
         "DROP INDEX sessions_mtime",
         "ALTER TABLE sessions DROP COLUMN head",
     ),
+    6: (
+        # list() (#24): each session's last change and head kept on its row by a trigger, so
+        # a listing is one scan of ``sessions`` (a page: of its index), never a probe of
+        # ``events`` per session; the one-statement append stays one statement.
+        "ALTER TABLE sessions ADD COLUMN changed REAL",
+        "ALTER TABLE sessions ADD COLUMN head INTEGER",
+        """UPDATE sessions SET
+            head = (SELECT max(e.seq) FROM events AS e WHERE e.session_id = sessions.id),
+            changed = max(mtime, coalesce((SELECT e.mtime FROM events AS e
+                WHERE e.session_id = sessions.id ORDER BY e.seq DESC LIMIT 1), 0))""",
+        "CREATE INDEX sessions_changed ON sessions (changed, id)",
+        """CREATE TRIGGER events_touch AFTER INSERT ON events BEGIN
+            UPDATE sessions SET changed = NEW.mtime, head = NEW.seq WHERE id = NEW.session_id;
+        END""",
+    ),
 }
 """Numbered migrations: never edit a released one; add the next number."""
 
@@ -164,10 +182,14 @@ _SQL_ADD_TURNS = (
     "UPDATE sessions SET mtime = ?, title = coalesce(title, ?), turns = turns + ? WHERE id = ?"
 )
 _SQL_READ = "SELECT seq, data FROM events WHERE session_id = ? AND seq > ? ORDER BY seq"
-_SQL_LIST = """SELECT s.id, max(s.mtime, coalesce(last.mtime, 0)) AS changed, s.title, s.turns,
-    last.seq FROM sessions AS s JOIN events AS last ON last.id = (
-        SELECT e.id FROM events AS e WHERE e.session_id = s.id ORDER BY e.seq DESC LIMIT 1
-    ) ORDER BY changed DESC"""
+_SQL_LIST = "SELECT id, changed, title, turns, head FROM sessions ORDER BY changed DESC, id DESC"
+_SQL_PAGE = (  # through the sessions_changed index, newest first: costs the page
+    "SELECT id, changed, title, turns, head FROM sessions"
+    " WHERE changed < ? OR (changed = ? AND id < ?) ORDER BY changed DESC, id DESC LIMIT ?"
+)
+_SQL_FIRST_PAGE = (
+    "SELECT id, changed, title, turns, head FROM sessions ORDER BY changed DESC, id DESC LIMIT ?"
+)
 _SQL_DELETE_EVENTS = "DELETE FROM events WHERE session_id = ?"
 _SQL_DELETE_SESSION = "DELETE FROM sessions WHERE id = ?"
 _SQL_DELETE_LIVE = "DELETE FROM sessions WHERE id = ? RETURNING id"
@@ -190,7 +212,9 @@ _SQL_LAST_MARKS = (
     " AND mark IN ({codes}) ORDER BY seq DESC LIMIT ?"
 )
 _MARK_CODES = {"checkpoint": 1, "compaction": 2, "file_snapshot": 3}
-_SQL_RETITLE = "UPDATE sessions SET mtime = ?, title = ?, turns = ? WHERE id = ?"
+_SQL_RETITLE = (
+    "UPDATE sessions SET mtime = ?, changed = ?, head = ?, title = ?, turns = ? WHERE id = ?"
+)
 _SQL_TASKS_GET = "SELECT data FROM task_lists WHERE id = ?"
 _SQL_TASKS_SET = (
     "INSERT INTO task_lists (id, data, mtime) VALUES (?, ?, ?)"
@@ -508,15 +532,27 @@ class SQLiteCheckpointer:
         validate_session_id(session_id)
         return await self._run(lambda conn: _head(conn, session_id))
 
-    async def list(self) -> list[SessionInfo]:
+    async def list(
+        self, *, limit: int | None = None, before: SessionInfo | None = None
+    ) -> list[SessionInfo]:
+        check_page(limit, before)
+        if before is not None:
+            sql: str = _SQL_PAGE
+            params: tuple[object, ...] = (
+                before.timestamp,
+                before.timestamp,
+                before.id,
+                -1 if limit is None else limit,
+            )
+        elif limit is not None:
+            sql, params = _SQL_FIRST_PAGE, (limit,)
+        else:
+            sql, params = _SQL_LIST, ()
         rows: list[tuple[str, float, str | None, int, int]] = await self._run(
-            lambda conn: conn.execute(_SQL_LIST).fetchall()
+            lambda conn: conn.execute(sql, params).fetchall()
         )
-        fromtimestamp = datetime.fromtimestamp
-        return [
-            SessionInfo(sid, fromtimestamp(mtime, UTC), title=title, turns=turns, head=head)
-            for sid, mtime, title, turns, head in rows
-        ]
+        # Rows are (id, changed, title, turns, head): SessionInfo's own layout, built in C.
+        return list(map(_new_info, rows))
 
     async def delete(self, session_id: str) -> None:
         validate_session_id(session_id)
@@ -577,7 +613,8 @@ class SQLiteCheckpointer:
                     seq, data = checkpoints[0]
                     first = decode_rows([(seq, data)], after=seq - 1, where=self._where(session_id))
                     title, _ = checkpoint_stats(first)
-                conn.execute(_SQL_RETITLE, (time.time(), title, len(checkpoints), session_id))
+                now = time.time()
+                conn.execute(_SQL_RETITLE, (now, now, to_seq, title, len(checkpoints), session_id))
             conn.execute("COMMIT")
             if session_id in self._heads:
                 self._heads[session_id] = to_seq
@@ -666,6 +703,9 @@ def _append_after(
     except sqlite3.IntegrityError:
         return False
     return True
+
+
+_new_info = functools.partial(tuple.__new__, SessionInfo)
 
 
 def _tombstoned(conn: sqlite3.Connection, session_id: str) -> bool:

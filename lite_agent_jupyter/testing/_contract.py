@@ -210,6 +210,37 @@ async def list_newest_first_with_titles_and_turns(ctx: Context) -> None:
 
 
 @check()
+async def list_pages_newest_first(ctx: Context) -> None:
+    """``list(limit=, before=)``: pages of the same order as the whole listing, joining up
+    with no gap and no repeat; the newest page sees a change at once; titles and turns
+    come with every page."""
+    store = ctx.store
+    ids = [f"s{n}" for n in range(7)]
+    for sid in ids:
+        await store.append(sid, [prompt(f"question {sid}"), assistant()])
+    await store.append("s2", [assistant()])  # now the newest
+    whole = await store.list()
+    assert [info.id for info in whole] == ["s2", "s6", "s5", "s4", "s3", "s1", "s0"]
+    first = await store.list(limit=3)
+    assert first == whole[:3]
+    assert (first[0].title, first[0].turns) == ("question s2", 1)
+    second = await store.list(limit=3, before=first[-1])
+    assert second == whole[3:6]
+    assert await store.list(limit=3, before=second[-1]) == whole[6:]
+    assert await store.list(before=first[0]) == whole[1:]
+    assert await store.list(before=whole[-1]) == []
+    assert await store.list(limit=0) == []
+    assert await store.list(limit=100) == whole
+    await store.append("s0", [assistant()])
+    assert [info.id for info in await store.list(limit=2)] == ["s0", "s2"]
+    for limit in (-1, 1.5, True):
+        with raises(ValueError):
+            await store.list(limit=limit)  # type: ignore[arg-type]
+    with raises(TypeError):
+        await store.list(before=whole[0].mtime)  # type: ignore[arg-type]
+
+
+@check()
 async def list_titles_follow_truncate_and_delete(ctx: Context) -> None:
     store = ctx.store
     await store.append("a", [prompt("one"), assistant(), prompt("two"), assistant()])

@@ -25,7 +25,7 @@ from ..checkpoint.events import (
     UserEvent,
 )
 from ..checkpoint.memory import memory_checkpointer
-from ..checkpoint.protocol import Checkpointer
+from ..checkpoint.protocol import Checkpointer, SessionInfo
 from ..errors import CheckpointConflictError
 from ._kit import Backend, canon_all, check
 
@@ -168,6 +168,12 @@ class CheckpointerMachine(RuleBasedStateMachine):
         assert [(i.id, i.title, i.turns) for i in real] == [(i.id, i.title, i.turns) for i in model]
         for info, ref in zip(real, model, strict=True):
             assert info.head in (None, ref.head)
+        pages: list[SessionInfo] = []
+        before = None
+        while len(got := self.run(self.store.list(limit=2, before=before))) == 2:
+            pages += got
+            before = got[-1]
+        assert pages + got == real  # pages join up: no gap, no repeat
 
     @precondition(lambda self: self.backend.persistent)
     @rule()

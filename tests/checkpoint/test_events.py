@@ -196,3 +196,34 @@ def test_decode_rows_sparse_and_fast_path_agree_with_from_dict() -> None:
     assert isinstance(event, UserEvent) and event.extra == {"later": [1]}
     (event,) = decode_rows([(1, unknown.encode())], after=0, where="w")  # bytes lines too
     assert event.extra == {"later": [1]}
+
+
+def test_unknown_fields_and_types_decode_from_the_one_scan(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows with fields (or a type) this release does not know decode from the one scan of
+    the common case, not through a second parse of the line (#24: a resume of such events
+    cost twice the known-field path). They keep their extras in order and encode back to
+    the very same line, for every event type."""
+    from lite_agent_jupyter.checkpoint import events as events_module
+
+    def no_second_parse(line: str) -> object:
+        raise AssertionError(f"line parsed twice: {line}")
+
+    lines = [
+        encode(cls(seq=i, ts=TS, extra={"zeta": i, "alpha": [1, {"b": None}]}))
+        for i, cls in enumerate(EVENT_TYPES.values(), 1)
+    ]
+    future = '{"v":1,"seq":%d,"ts":"t","type":"hologram","beam":{"power":9000},"a":1}'
+    lines.append(future % (len(lines) + 1))
+    monkeypatch.setattr(events_module, "loads", no_second_parse)
+    events = decode_rows(enumerate(lines, 1), after=0, where="w")
+    assert [type(e) for e in events] == [*EVENT_TYPES.values(), UnknownEvent]
+    for event in events[:-1]:
+        assert list(event.extra) == ["zeta", "alpha"]
+        assert event.extra == {"zeta": event.seq, "alpha": [1, {"b": None}]}
+    assert events[-1].type == "hologram" and list(events[-1].extra) == ["beam", "a"]
+    assert [encode(e) for e in events] == lines
+    assert events == [from_dict(json.loads(line)) for line in lines]
+    as_bytes = decode_rows(
+        ((i, line.encode()) for i, line in enumerate(lines, 1)), after=0, where="w"
+    )
+    assert as_bytes == events

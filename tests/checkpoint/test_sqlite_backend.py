@@ -80,13 +80,18 @@ async def test_schema_and_modes(sstore: SQLiteCheckpointer, db: Path) -> None:
     for suffix in ("", "-wal", "-shm"):
         assert mode(Path(str(db) + suffix)) == 0o600, suffix
     conn = raw(db)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     assert tables == {"sessions", "events", "task_lists", "tombstones"}
     indexes = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
     assert {"events_checkpoints", "events_marks"} <= indexes
     assert "sessions_mtime" not in indexes  # dropped by migration 5 with the stored head
+    assert "sessions_changed" in indexes  # migration 6: the listing's order, for pages
+    triggers = {
+        row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='trigger'")
+    }
+    assert triggers == {"events_touch"}
     row = conn.execute("SELECT session_id, seq, mark, data, mtime FROM events").fetchone()
     assert row[:3] == (S, 1, 1) and row[3].startswith('{"v":1,"seq":1,')
     assert isinstance(row[4], float)
@@ -250,7 +255,7 @@ async def test_migration_2_indexes_the_marks_of_an_old_database(db: Path) -> Non
     assert [e.seq for e in await new.read_marks(S, kinds={"compaction"})] == [3]
     await new.close()
     conn = raw(db)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION  # 2, 3, 4, 5
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION  # 2, ..., 6
     assert "mark" in {row[1] for row in conn.execute("PRAGMA table_info(events)")}
     names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
     assert "events_marks" in names
@@ -282,7 +287,11 @@ async def test_migration_5_keeps_heads_and_order_of_a_version_4_database(db: Pat
     await store.close()
     conn = raw(db)
     assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
-    assert "head" not in {row[1] for row in conn.execute("PRAGMA table_info(sessions)")}
+    # migration 6 keeps the head again, for the listing only (moved by the trigger)
+    assert conn.execute("SELECT id, head FROM sessions ORDER BY id").fetchall() == [
+        ("new", 3),
+        ("old", 3),
+    ]
     conn.close()
 
 
@@ -290,13 +299,16 @@ async def test_an_append_without_a_prompt_writes_one_row(
     sstore: SQLiteCheckpointer, db: Path
 ) -> None:
     """The design the durable-append benchmark rests on (docs/design.md): only a session's
-    first append and prompt checkpoints touch its ``sessions`` row; the rest is one
-    ``events`` row, and ``list()`` still sees the change."""
+    first append and prompt checkpoints write its ``sessions`` row; the rest is one
+    ``events`` row (whose trigger moves the row's ``changed`` and ``head`` in the same
+    statement), and ``list()`` sees the change."""
     await sstore.append(S, [prompt("hi")])
     conn = raw(db)
     before = conn.execute("SELECT mtime, title, turns FROM sessions").fetchall()
     await sstore.append(S, [user("more")])
     assert conn.execute("SELECT mtime, title, turns FROM sessions").fetchall() == before
+    last = conn.execute("SELECT mtime FROM events WHERE seq = 2").fetchone()[0]
+    assert conn.execute("SELECT changed, head FROM sessions").fetchall() == [(last, 2)]
     (info,) = await sstore.list()
     last = conn.execute("SELECT mtime FROM events WHERE seq = 2").fetchone()[0]
     assert (info.head, info.turns) == (2, 1)
