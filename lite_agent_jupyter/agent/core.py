@@ -600,11 +600,18 @@ class LiteAgent:
 
     # -- persisted sessions ------------------------------------------------------------
 
-    async def list_sessions(self) -> list[SessionInfo]:
-        """Persisted sessions, newest first (id, mtime, title = first prompt, turns)."""
+    async def list_sessions(
+        self, *, limit: int | None = None, before: SessionInfo | None = None
+    ) -> list[SessionInfo]:
+        """Persisted sessions, newest first (id, mtime, title = first prompt, turns).
+
+        A page: at most ``limit``, starting after ``before`` (the last one of the previous
+        page); a page of the newest costs what it returns (see ``Checkpointer.list``)."""
         self._check_open()
         self._check_sessions("list_sessions")
-        return await self.checkpointer.list()
+        if limit is None and before is None:  # a third-party backend may lack the page form
+            return await self.checkpointer.list()
+        return await self.checkpointer.list(limit=limit, before=before)
 
     async def delete_session(self, session_id: str) -> None:
         """Delete a session: cancel its running work, then its log, archive, private task

@@ -405,10 +405,14 @@ def decode_rows(
                 and obj["seq"] == seq
             ):
                 plain = makers.get(name)
-                if plain is not None and obj.keys() <= plain[1]:
-                    append(plain[0](obj))
-                else:  # unknown fields or type: same object, no second parse (#24)
+                if plain is None:  # a type of a newer release, kept verbatim
                     append(make(obj, name))
+                else:
+                    event = plain[0](obj)
+                    known = plain[1]
+                    if not obj.keys() <= known:  # fields this release does not know (#24)
+                        event.extra = {k: v for k, v in obj.items() if k not in known}
+                    append(event)
                 expected = seq + 1
                 continue
         reason = None

@@ -28,6 +28,7 @@ import errno
 import heapq
 import json
 import logging
+import operator
 import os
 import re
 import shutil
@@ -64,6 +65,7 @@ from .protocol import (
     check_truncate,
     checkpoint_stats,
     mark_kind,
+    page_key,
     validate_session_id,
 )
 
@@ -91,6 +93,9 @@ _KIND_OF_TYPE = {
     b"compaction": "compaction",
     b"file_snapshot": "file_snapshot",
 }
+_INDEX_FIELDS = operator.itemgetter("id", "title", "turns")
+_LISTING_ORDER = operator.itemgetter(1, 0)
+"""protocol.page_key, in C: a SessionInfo's (POSIX time, id)."""
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _OPEN_READ = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
 _OPEN_RDWR_APPEND = os.O_RDWR | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
@@ -418,12 +423,18 @@ class FileCheckpointer:
         self, *, limit: int | None = None, before: SessionInfo | None = None
     ) -> list[SessionInfo]:
         """See the protocol. The folder is scanned whatever the page (a ``stat`` per log:
-        the order is the logs' mtimes); titles and turns are looked up in the session index
-        for the sessions returned only."""
+        the order is the logs' mtimes, kept by no index); a page looks up the titles and
+        turns of the sessions it returns only, the whole listing folds the session index
+        once, before the scan, and builds each ``SessionInfo`` as it meets the log."""
         check_page(limit, before)
         self._check_open()
-        logs: list[tuple[float, str]] = []
-        append = logs.append
+        whole = limit is None
+        titles = await self._read_index() if whole else {}
+        get = titles.get
+        missing = (None, 0)
+        new = tuple.__new__
+        found: list[SessionInfo] = []
+        append = found.append
         fullmatch = SESSION_ID_PATTERN.fullmatch
         cut = -len(LOG_SUFFIX)
         try:
@@ -437,21 +448,24 @@ class FileCheckpointer:
                     except FileNotFoundError:  # deleted meanwhile
                         continue
                     if st.st_size and st.st_mode & 0o170000 == stat.S_IFREG:
-                        append((st.st_mtime, name[:cut]))
+                        sid = name[:cut]
+                        append(new(SessionInfo, (sid, st.st_mtime, *get(sid, missing), None)))
         except FileNotFoundError:
             return []
         if before is not None:
-            cursor = (before.timestamp, before.id)
-            logs = [log for log in logs if log < cursor]
-        if limit is not None and limit < len(logs):
-            logs = heapq.nlargest(limit, logs)
+            cursor = page_key(before)
+            found = [info for info in found if (info[1], info[0]) < cursor]
+        if limit is None or limit >= len(found):
+            found.sort(key=_LISTING_ORDER, reverse=True)
         else:
-            logs.sort(reverse=True)
-        titles = await self._read_index(None if limit is None else [sid for _, sid in logs])
-        missing = (None, 0)
-        get = titles.get
-        new = tuple.__new__
-        return [new(SessionInfo, (sid, stamp, *get(sid, missing), None)) for stamp, sid in logs]
+            found = heapq.nlargest(limit, found, key=_LISTING_ORDER)
+        if whole:
+            return found
+        titles = await self._read_index([info[0] for info in found])
+        return [
+            new(SessionInfo, (info[0], info[1], *titles.get(info[0], missing), None))
+            for info in found
+        ]
 
     async def delete(self, session_id: str) -> None:
         validate_session_id(session_id)
@@ -1225,6 +1239,19 @@ def _fold_index(data: bytes) -> tuple[dict[str, tuple[str | None, int]], int]:
                     records.append(json.loads(line))
                 except (ValueError, RecursionError) as exc:
                     raise ValueError(f"line {number}: {exc}") from exc
+    if b'"reset"' not in body:  # the common index: one record per prompt, folded in C
+        try:
+            ids, titles, turns = zip(*map(_INDEX_FIELDS, records), strict=True)
+        except (KeyError, TypeError, ValueError):
+            pass  # a bad record (or none at all): the loop below words it
+        else:
+            if (
+                set(map(type, ids)) == {str}
+                and set(map(type, turns)) == {int}
+                and set(map(type, titles)) <= {str, type(None)}
+                and len(set(ids)) == len(ids)
+            ):
+                return dict(zip(ids, zip(titles, turns, strict=True), strict=True)), len(records)
     table: dict[str, tuple[str | None, int]] = {}
     get = table.get
     for record in records:

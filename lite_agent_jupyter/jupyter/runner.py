@@ -421,8 +421,10 @@ class AgentFacade(_Facade):
         if self._runner.is_busy(session_id):
             raise SessionBusyError(f"session {session_id[:8]}… is busy with a running turn")
 
-    def list_sessions(self) -> list[SessionInfo]:
-        return self.call(lambda a: a.list_sessions())
+    def list_sessions(
+        self, *, limit: int | None = None, before: SessionInfo | None = None
+    ) -> list[SessionInfo]:
+        return self.call(lambda a: a.list_sessions(limit=limit, before=before))
 
     def delete_session(self, session_id: str) -> None:
         with self._runner.lock:
@@ -579,8 +581,10 @@ class AsyncAgentFacade(_Facade):
                 runner = self._runner
                 await asyncio.get_running_loop().run_in_executor(None, runner.cancel, future)
 
-    async def list_sessions(self) -> list[SessionInfo]:
-        return await self.call(lambda a: a.list_sessions())
+    async def list_sessions(
+        self, *, limit: int | None = None, before: SessionInfo | None = None
+    ) -> list[SessionInfo]:
+        return await self.call(lambda a: a.list_sessions(limit=limit, before=before))
 
     async def delete_session(self, session_id: str) -> None:
         await self.call(lambda a: a.delete_session(session_id))
