@@ -78,6 +78,23 @@ async def test_resume_clear_and_list(make_agent: MakeAgent) -> None:
     assert (await agent.list_sessions())[0].turns == 2
 
 
+async def test_list_sessions_pages_newest_first(make_agent: MakeAgent) -> None:
+    """``list_sessions(limit=, before=)``: the page form the session browser uses; pages
+    join up with the whole listing, titles and turns included."""
+    agent = make_agent(model=scripted(["a", "b", "c"]))
+    ids = []
+    for text in ("one", "two", "three"):
+        agent.clear()
+        await agent.send(text)
+        ids.append(agent.session_id)
+    whole = await agent.list_sessions()
+    assert [i.id for i in whole] == ids[::-1]
+    first = await agent.list_sessions(limit=2)
+    assert first == whole[:2] and first[0].title == "three" and first[0].turns == 1
+    assert await agent.list_sessions(limit=2, before=first[-1]) == whole[2:]
+    assert await agent.list_sessions(before=whole[0]) == whole[1:]
+
+
 async def test_resume_unknown_valid_id_starts_empty(make_agent: MakeAgent) -> None:
     model = scripted(["fresh"])
     agent = make_agent(model=model)
