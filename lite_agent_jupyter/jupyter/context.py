@@ -205,21 +205,27 @@ def variable_tools(
     ]
 
 
-def guard_notebook(tools: Iterable[Tool], notebook: Path) -> list[Tool]:
-    """Copies of the write tools that refuse to touch ``notebook`` (the open notebook)."""
+def guard_notebook(
+    tools: Iterable[Tool], notebook: Path, identity: tuple[int, int] | None = None
+) -> list[Tool]:
+    """Copies of the write tools that refuse to touch ``notebook`` (the open notebook): by
+    its path, and by its file ``identity`` ``(st_dev, st_ino)`` when given, so the guard
+    holds under any name the notebook is renamed to while the kernel runs."""
     guarded: list[Tool] = []
     target = os.path.realpath(notebook)
     for original in tools:
         if original.kind != "write" or "path" not in original.input_schema.get("properties", {}):
             continue
-        guarded.append(replace(original, fn=_guarded(original, target), takes_context=True))
+        guarded.append(
+            replace(original, fn=_guarded(original, target, identity), takes_context=True)
+        )
     return guarded
 
 
-def _guarded(original: Tool, target: str) -> Callable[..., Any]:
+def _guarded(original: Tool, target: str, identity: tuple[int, int] | None) -> Callable[..., Any]:
     async def fn(ctx: ToolContext, **arguments: Any) -> Any:
         path = arguments.get("path")
-        if isinstance(path, str) and os.path.realpath(resolve_in_workdir(ctx, path)) == target:
+        if isinstance(path, str) and _is_notebook(resolve_in_workdir(ctx, path), target, identity):
             raise ToolError(
                 f"{path} is the notebook open in this kernel: the front end would overwrite "
                 "the change on its next save. Show the user the change instead (they can allow "
@@ -230,3 +236,15 @@ def _guarded(original: Tool, target: str) -> Callable[..., Any]:
         return await original.fn(**arguments)
 
     return fn
+
+
+def _is_notebook(resolved: Path, target: str, identity: tuple[int, int] | None) -> bool:
+    if os.path.realpath(resolved) == target:
+        return True
+    if identity is None:
+        return False
+    try:
+        st = os.stat(resolved)
+    except OSError:
+        return False
+    return (st.st_dev, st.st_ino) == identity

@@ -64,6 +64,7 @@ from .context import (
     variable_tools,
 )
 from .hook_paths import resolve_hooks
+from .notebook_file import NotebookIdentity, claim, notebook_storage
 from .registry import SUBCOMMANDS, HelpShown, Parser, help_text, parser, subcommand
 from .runner import AgentRunner
 
@@ -194,6 +195,8 @@ class LiteAgentMagics(Magics):
         self._key_version = 0
         self._claude: tuple[int, Provider] | None = None
         self._continued = False
+        self.notebook_ids = NotebookIdentity()
+        """The notebook file this kernel serves, pinned when first seen (see notebook_file)."""
         self.location = self._locate()
         self.teach = teach.TeachState()
         self.background = BackgroundTurns(self.runner)
@@ -248,9 +251,13 @@ class LiteAgentMagics(Magics):
 
     def storage(self) -> Storage:
         location = self.location
-        return Storage.for_notebook(
+        storage = Storage.for_notebook(
             location.notebook, folder=location.folder, root=self.storage_root or None
         )
+        if location.notebook is None:
+            return storage
+        identity = self.notebook_ids.of(location.notebook)
+        return notebook_storage(storage, location.notebook.name, identity)
 
     def _workdir(self) -> Path:
         return Path(self.workdir).expanduser() if self.workdir else Path.cwd()
@@ -312,8 +319,12 @@ class LiteAgentMagics(Magics):
             shell = self.shell
             tools += variable_tools(lambda: shell.user_ns, self._exposed)
         notebook = self.location.notebook
+        identity = self.notebook_ids.of(notebook)
         if notebook is not None and not self.allow_notebook_edits:
-            tools += guard_notebook(default_tools(), notebook)
+            tools += guard_notebook(default_tools(), notebook, identity)
+        storage = self.storage()
+        if notebook is not None and self.sessions and not self.checkpointer_url:
+            claim(storage, notebook, identity)  # the namespace is this file's, under any name
         checkpointer = None
         if self.sessions and self.checkpointer_url:
             checkpointer = checkpointer_from_url(self.checkpointer_url)
@@ -323,7 +334,7 @@ class LiteAgentMagics(Magics):
             workdir=self._workdir(),
             sessions=self.sessions,
             checkpointer=checkpointer,
-            storage=self.storage(),
+            storage=storage,
             tools=tools,
             system_prompt=self.system_prompt,
             max_turns=self.max_turns,

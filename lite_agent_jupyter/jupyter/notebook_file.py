@@ -1,0 +1,127 @@
+"""A notebook is its file, not its name: the identity that keeps its sessions and its guard.
+
+A notebook's sessions live in a namespace named after the file (``storage.notebook_namespace``),
+and the file tools refuse to write the notebook open in the kernel (``context.guard_notebook``).
+Both used to know the *name* only. Renaming ``Untitled.ipynb`` while its kernel ran then let
+the agent overwrite the open notebook under its new name, and a new ``Untitled.ipynb`` took
+over the renamed notebook's namespace: its first ``%%agent`` "continued" a conversation it
+had never had and sent it to the model.
+
+The identity of the file is ``(st_dev, st_ino)``: a rename keeps it, a new file with an old
+name has another one (jupyter-server and VS Code save a notebook in place, which keeps it too).
+
+- :class:`NotebookIdentity` pins the identity the first time the kernel sees its notebook:
+  the kernel keeps serving *that* file whatever it is called later (the kernel's
+  ``JPY_SESSION_NAME`` keeps the name it was started with).
+- Each namespace used by a notebook records the identity in ``<root>/<namespace>/notebook.json``
+  (:func:`claim`). :func:`namespace_of` picks the namespace: the name's own if its record is
+  this file's (or there is no record: data written before records existed, or nothing yet);
+  else the namespace whose record is this file's (a renamed notebook, after a restart under
+  its new name); else, when the name's namespace belongs to another file, a fresh namespace
+  of this file's own (the new file of an old name starts empty).
+
+Known limit: a file system may give a deleted file's inode to a new file; a notebook deleted
+and created again under the same name in that window is taken for the old one.
+
+Knows the storage layout, not IPython.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from ..storage import Storage, notebook_namespace, validate_namespace, write_private_file
+
+RECORD = "notebook.json"
+"""The file in a namespace folder naming the notebook file that owns it."""
+
+FileId = tuple[int, int]
+
+
+def file_id(path: str | os.PathLike[str]) -> FileId | None:
+    """``(st_dev, st_ino)`` of ``path`` (symlinks followed); ``None`` if it does not exist."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
+class NotebookIdentity:
+    """The identity of the kernel's notebook, pinned when first seen (per located path)."""
+
+    def __init__(self) -> None:
+        self._pinned: dict[str, FileId] = {}
+
+    def of(self, notebook: Path | None) -> FileId | None:
+        if notebook is None:
+            return None
+        key = os.fspath(notebook)
+        pinned = self._pinned.get(key)
+        if pinned is None:
+            pinned = file_id(notebook)
+            if pinned is not None:
+                self._pinned[key] = pinned
+        return pinned
+
+
+def _read_record(folder: Path) -> dict[str, object] | None:
+    try:
+        data = json.loads((folder / RECORD).read_bytes())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _owner(record: dict[str, object] | None) -> FileId | None:
+    if record is None:
+        return None
+    dev, ino = record.get("dev"), record.get("ino")
+    if isinstance(dev, int) and isinstance(ino, int):
+        return (dev, ino)
+    return None
+
+
+def namespace_of(root: Path, name: str, identity: FileId | None) -> str:
+    """The namespace under ``root`` of the notebook file ``name`` with ``identity`` (see the
+    module docstring for the rules)."""
+    by_name = notebook_namespace(name)
+    if identity is None:
+        return by_name
+    owner = _owner(_read_record(root / by_name))
+    if owner == identity:
+        return by_name
+    with contextlib.suppress(OSError), os.scandir(root) as entries:
+        for entry in entries:
+            mine = entry.name != by_name and entry.is_dir(follow_symlinks=False)
+            if mine and _owner(_read_record(Path(entry.path))) == identity:
+                return entry.name
+    if owner is None:
+        return by_name
+    digest = hashlib.sha256(f"{name}\0{identity[0]}:{identity[1]}".encode()).hexdigest()[:8]
+    return validate_namespace(f"{by_name[:55]}-{digest}")
+
+
+def notebook_storage(storage: Storage, name: str, identity: FileId | None) -> Storage:
+    """``storage`` (from ``Storage.for_notebook``) with the namespace of this notebook file."""
+    namespace = namespace_of(storage.root, name, identity)
+    return storage if namespace == storage.namespace else Storage(storage.root, namespace)
+
+
+def claim(storage: Storage, notebook: Path, identity: FileId | None) -> None:
+    """Record that ``storage``'s namespace belongs to the file ``identity`` (now called
+    ``notebook``): written before the notebook's first session, updated after a rename."""
+    if identity is None:
+        return
+    record = _read_record(storage.base)
+    if _owner(record) == identity and record is not None and record.get("name") == notebook.name:
+        return
+    if record is not None and _owner(record) not in (None, identity):
+        return  # another file's (never taken over)
+    storage.ensure()
+    data = {"name": notebook.name, "dev": identity[0], "ino": identity[1]}
+    write_private_file(storage.base / RECORD, json.dumps(data).encode(), durable=False)
