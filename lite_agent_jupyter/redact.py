@@ -17,6 +17,9 @@ redacted (they would mangle ordinary text). Cost: one substring search per secre
 string. Content the agent redacts itself before using it (a tool's output, the model's
 message) is appended with ``redacted=True``, so it is not scanned twice.
 
+Also :func:`redact_url` (a URL's password out of messages and logs), here so that the checkpoint
+URL parser and the PostgreSQL backend need not import each other.
+
 This module imports nothing from the package; every layer may use it.
 """
 
@@ -26,8 +29,9 @@ import dataclasses
 import os
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
 
-__all__ = ["MIN_SECRET_CHARS", "REDACTED", "Redactor", "env_secrets"]
+__all__ = ["MIN_SECRET_CHARS", "REDACTED", "Redactor", "env_secrets", "redact_url"]
 
 REDACTED = "[REDACTED]"
 MIN_SECRET_CHARS = 8
@@ -141,3 +145,13 @@ class Redactor:
     def error(self, exc: BaseException) -> str:
         """``f"{type}: {message}"`` of an exception, redacted: for recording why a turn ended."""
         return self.text(f"{type(exc).__name__}: {exc}")
+
+
+def redact_url(url: str) -> str:
+    """``url`` with any password replaced by ``***``: safe for error messages and logs."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)
+    user = netloc[0].split(":", 1)[0]
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[1]}"))

@@ -73,6 +73,7 @@ from ..errors import (
     CorruptLogError,
     UnsupportedVersionError,
 )
+from ..redact import redact_url
 from ..storage import BlobCollection, BlobRef, blob_hash
 from ._claims import LocalClaims
 from .events import EVENT_VERSION, Event, decode_rows, encode, is_checkpoint, now_iso
@@ -88,7 +89,6 @@ from .protocol import (
     validate_session_id,
 )
 from .task_lists import decode_task_list, encode_task_list, validate_task_list_id
-from .url import redact_url
 
 __all__ = [
     "PostgresBlobStore",

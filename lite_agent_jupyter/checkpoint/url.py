@@ -10,13 +10,18 @@
 =============================  =============================================
 
 Backends are imported only when named, so PostgreSQL's driver is needed only by its users.
+No backend imports this module (``redact_url`` lives in ``redact.py``, re-exported here), so
+the lazy imports below form no circle.
 """
 
 from __future__ import annotations
 
 from urllib.parse import parse_qs, unquote, urlencode, urlsplit, urlunsplit
 
+from ..redact import redact_url
 from .protocol import Checkpointer
+
+__all__ = ["checkpointer_from_url", "redact_url"]
 
 _TRUE = {"1", "true", "yes", "on"}
 
@@ -57,13 +62,3 @@ def checkpointer_from_url(url: str) -> Checkpointer:
         f"unknown checkpointer URL scheme {parts.scheme!r} in {redact_url(url)!r}; "
         "expected memory:, file://, sqlite:// or postgresql://"
     )
-
-
-def redact_url(url: str) -> str:
-    """``url`` with any password replaced by ``***``: safe for error messages and logs."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)
-    user = netloc[0].split(":", 1)[0]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[1]}"))

@@ -33,20 +33,17 @@ from ._kit import (
     Check,
     Child,
     Context,
-    Report,
     assistant,
     batch,
     canon,
     canon_all,
-    checks_for,
     payloads,
     prompt,
     raises,
-    run_check,
     tool_result,
     user,
-    validate,
 )
+from ._runner import Report, checks_for, run_check, validate
 
 __all__ = [
     "CHECKS",

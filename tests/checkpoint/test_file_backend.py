@@ -265,7 +265,7 @@ class _FsyncMeter:
 
         monkeypatch.setattr(file_module.os, "fsync", fsync)
         monkeypatch.setattr(file_module.os, "fdatasync", fsync)
-        monkeypatch.setattr("lite_agent_jupyter.storage.os.fsync", fsync)
+        monkeypatch.setattr("lite_agent_jupyter.storage.blobstore.os.fsync", fsync)
 
 
 async def test_durable_fsyncs_every_append(
