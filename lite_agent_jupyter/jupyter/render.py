@@ -267,10 +267,15 @@ def _when(ts: datetime) -> str:
 
 
 def sessions_text(
-    sessions: Sequence[SessionInfo], current: str | None = None, *, limit: int | None = None
+    sessions: Sequence[SessionInfo],
+    current: str | None = None,
+    *,
+    limit: int | None = None,
+    more: bool = False,
 ) -> str:
     """The ``%agent sessions`` table, newest first; ``*`` marks the current session. With
-    ``limit``, only the newest ``limit`` rows (the summary under the session browser)."""
+    ``limit``, only the newest ``limit`` rows; ``more``: ``sessions`` is one page of a
+    longer listing (the summary under the session browser)."""
     if not sessions:
         return "No sessions yet in this notebook's storage."
     shown = sessions if limit is None else sessions[:limit]
@@ -290,8 +295,11 @@ def sessions_text(
         lines.append(
             f"… and {len(sessions) - len(shown)} older (`%agent sessions --text` lists all)"
         )
+    elif more:
+        lines.append("… and others (`%agent sessions --text` lists all)")
     if current is not None and not any(info.id == current for info in sessions):
-        lines.append(f"current: {short_id(current)} (nothing sent yet)")
+        where = "not among these" if more else "nothing sent yet"
+        lines.append(f"current: {short_id(current)} ({where})")
     lines.append("(* current; `%agent resume ID` switches, `%agent new` starts one)")
     return "\n".join(lines)
 

@@ -183,25 +183,59 @@ def test_a_click_while_a_turn_runs_on_that_session_is_busy_and_changes_nothing(
 
 
 def test_paging_through_many_sessions(runner: AgentRunner, facade: AgentFacade) -> None:
+    """Pages are read one at a time, newest first; the total shows once the last page is
+    reached; the current session, if on another page, is named in the title."""
     ids = make_sessions(runner, [f"prompt number {i}" for i in range(7)])
     facade.resume(ids[0])  # the oldest: on the last page
     browser = SessionBrowser(facade, page_size=3)
-    assert browser.pages == 3 and browser.page == 2
-    assert browser.page_label.value == "7–7 of 7"
-    assert browser.next_button.disabled and not browser.prev_button.disabled
-    browser.prev_button.click()
-    assert browser.page_label.value == "4–6 of 7"
+    assert browser.page == 0 and browser.page_label.value == "1–3 of 3+"
+    assert [value for _, value in browser.rows.options] == [ids[6], ids[5], ids[4]]
+    assert f"current: {ids[0][:8]} (not on this page)" in browser.title.value
+    assert browser.prev_button.disabled and not browser.next_button.disabled
+    browser.next_button.click()
+    assert browser.page_label.value == "4–6 of 6+"
     assert [value for _, value in browser.rows.options] == [ids[3], ids[2], ids[1]]
+    browser.next_button.click()
+    assert browser.page_label.value == "7–7 of 7" and "<b>Sessions</b> (7)" in browser.title.value
+    assert browser.next_button.disabled and not browser.prev_button.disabled
+    assert browser.selected == ids[0]  # the current one, found on its page
+    browser.prev_button.click()
     browser.prev_button.click()
     assert browser.prev_button.disabled
-    assert len(browser.rows.options) == 3
     assert "prompt number 6" in labels(browser)[0]
     browser.select(ids[0])  # selecting a row of another page turns to it
     assert browser.page == 2
     # the saved summary is one page, never the whole store
+    browser.show_page(0)
     summary = browser.summary()
     assert "prompt number 6" in summary and "prompt number 3" not in summary
-    assert "… and 4 older" in summary
+    assert "… and others" in summary and "not among these" in summary
+
+
+def test_the_browser_asks_the_store_for_one_page_only(
+    runner: AgentRunner, facade: AgentFacade
+) -> None:
+    """Every listing the browser makes is a page (``limit`` = page size + 1, ``before`` the
+    previous page's last row), so 10,000 sessions cost it what 100 do (#24)."""
+    ids = make_sessions(runner, [f"p{i}" for i in range(5)])
+    calls: list[tuple[int | None, str | None]] = []
+
+    class Counting:
+        def __getattr__(self, name: str) -> object:
+            return getattr(facade, name)
+
+        def list_sessions(self, **page: object) -> object:
+            before = page.get("before")
+            calls.append((page.get("limit"), None if before is None else before.id))  # type: ignore[attr-defined]
+            return facade.list_sessions(**page)  # type: ignore[arg-type]
+
+    browser = SessionBrowser(Counting(), page_size=2)  # type: ignore[arg-type]
+    browser.next_button.click()
+    browser.select(ids[0])
+    browser.refresh_button.click()
+    assert calls and all(limit == 3 for limit, _ in calls)
+    assert calls[:2] == [(3, None), (3, ids[3])]
+    assert browser.page == 2 and [v for _, v in browser.rows.options] == [ids[0]]
 
 
 def test_an_error_shows_inline(runner: AgentRunner, facade: AgentFacade) -> None:
@@ -243,7 +277,7 @@ def test_show_sessions_draws_the_frame_then_fills_it_and_prints_one_page(
     assert browser.rows in browser.widget.children and len(browser.rows.options) == 15
     printed = capsys.readouterr().out
     assert "question 16" in printed and "question 1\n" not in printed
-    assert "… and 2 older" in printed
+    assert "… and others (`%agent sessions --text` lists all)" in printed  # one page read
     assert show_sessions(facade, text=True) is None
     assert "question 1\n" in capsys.readouterr().out  # --text: every session
 

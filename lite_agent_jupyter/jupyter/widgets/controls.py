@@ -20,8 +20,11 @@ class SessionControls(Protocol):
         """The current session."""
         ...
 
-    def list_sessions(self) -> list[SessionInfo]:
-        """Sessions of the store, newest first."""
+    def list_sessions(
+        self, *, limit: int | None = None, before: SessionInfo | None = None
+    ) -> list[SessionInfo]:
+        """Sessions of the store, newest first; a page with ``limit``/``before`` (see
+        ``LiteAgent.list_sessions``)."""
         ...
 
     def resume(self, session_id: str) -> str:

@@ -40,9 +40,11 @@ class SessionBrowser:
     """A page of sessions (one row each, the current one marked ● and selected) with
     Resume / Delete for the selected row (Delete asks for a second click) and New.
 
-    ``browser.widget`` is the widget to display. The rows are the options of one ``Select``
-    and only one page is sent to the front end, so thousands of sessions cost what one page
-    costs on screen.
+    ``browser.widget`` is the widget to display. The rows are the options of one ``Select``,
+    and a page is all the browser asks the store for (``list_sessions(limit=, before=)``,
+    one more row than it shows, to know whether an older page exists): showing the newest
+    15 of 10,000 sessions costs what it costs of 100 (#24). It opens on the newest page;
+    the total is known once the last page is reached.
     """
 
     def __init__(
@@ -56,6 +58,10 @@ class SessionBrowser:
         self.page_size = page_size
         self.page = 0
         self.sessions: list[SessionInfo] = []
+        """The rows of the page shown."""
+        self.has_older = False
+        self._cursors: list[SessionInfo | None] = [None]
+        """``before`` of each page reached so far (page 0: none, the newest)."""
         self.confirming: str | None = None
         self._drawing = False
         look = Look()
@@ -99,7 +105,8 @@ class SessionBrowser:
 
     @property
     def pages(self) -> int:
-        return max(1, -(-len(self.sessions) // self.page_size))
+        """Pages reached so far, plus the next one if there is an older page."""
+        return self.page + 1 + self.has_older
 
     @property
     def selected(self) -> str | None:
@@ -108,38 +115,50 @@ class SessionBrowser:
         return None if value is None else str(value)
 
     def select(self, session_id: str) -> None:
-        """Select the row of ``session_id`` (turning to its page)."""
-        for index, info in enumerate(self.sessions):
-            if info.id == session_id:
-                if index // self.page_size != self.page:
-                    self.show_page(index // self.page_size)
-                self.rows.value = session_id
-                return
-        raise KeyError(session_id)
+        """Select the row of ``session_id``, turning to its page (pages are read from the
+        newest until it is found: the cost is how far back it is)."""
+        if all(info.id != session_id for info in self.sessions):
+            self.show_page(0)
+            while all(info.id != session_id for info in self.sessions) and self.has_older:
+                self.show_page(self.page + 1)
+        if all(info.id != session_id for info in self.sessions):
+            raise KeyError(session_id)
+        self.rows.value = session_id
 
     def fill(self) -> None:
         """First listing of a browser already on screen (see :func:`show_sessions`)."""
         fill(self.report, "Listing the sessions", self.refresh)
 
     def refresh(self) -> None:
-        """Re-read the sessions and redraw the page that holds the current session."""
-        self.sessions = self.controls.list_sessions()
-        current = self.controls.session_id
-        for index, info in enumerate(self.sessions):
-            if info.id == current:
-                self.page = index // self.page_size
-                break
-        else:
-            self.page = min(self.page, self.pages - 1)
+        """Read the page shown again (after an action: a new session is not listed until
+        it has a prompt; a resumed one is on the page it was picked from)."""
+        self._load(self.page)
         self._draw()
+
+    def _load(self, page: int) -> None:
+        """Read page ``page`` (one reached before, or the next one), falling back to the
+        page before it when it has become empty (sessions deleted meanwhile)."""
+        while True:
+            before = self._cursors[page]
+            got = self.controls.list_sessions(limit=self.page_size + 1, before=before)
+            if got or page == 0:
+                break
+            page -= 1
+        self.page = page
+        self.sessions = got[: self.page_size]
+        self.has_older = len(got) > self.page_size
+        del self._cursors[page + 1 :]
+        if self.has_older:
+            self._cursors.append(self.sessions[-1])
 
     def _refresh_ok(self) -> None:
         self.confirming = None
         self.refresh()
-        self.report.ok(f"{len(self.sessions)} sessions.")
+        more = " (and older ones)" if self.has_older else ""
+        self.report.ok(f"{len(self.sessions)} sessions on this page{more}.")
 
     def show_page(self, page: int) -> None:
-        self.page = max(0, min(page, self.pages - 1))
+        self._load(max(0, min(page, self.pages - 1)))
         self.confirming = None
         self._draw()
 
@@ -152,10 +171,15 @@ class SessionBrowser:
         current = self.controls.session_id
         now = datetime.now(UTC)
         start = self.page * self.page_size
-        shown = self.sessions[start : start + self.page_size]
-        total = len(self.sessions)
-        listed = any(info.id == current for info in self.sessions)
-        note = "" if listed else f" · current: {render.short_id(current)} (nothing sent yet)"
+        shown = self.sessions
+        end = start + len(shown)
+        total = None if self.has_older else end
+        note = ""
+        if all(info.id != current for info in shown):
+            where = (
+                "nothing sent yet" if total is not None and self.page == 0 else "not on this page"
+            )
+            note = f" · current: {render.short_id(current)} ({where})"
         parts = (self.rows, self.title, self.page_label, self.prev_button, self.next_button)
         with batched(*parts):
             self._drawing = True
@@ -168,12 +192,12 @@ class SessionBrowser:
                 self.rows.value = current if current in ids else None
             finally:
                 self._drawing = False
-            self.title.value = f"{_SESSIONS_CSS}<b>Sessions</b> ({total}){html.escape(note)}"
-            self.page_label.value = (
-                f"{start + 1}–{start + len(shown)} of {total}" if total else "no sessions yet"
-            )
+            count = "" if total is None else f" ({total})"
+            self.title.value = f"{_SESSIONS_CSS}<b>Sessions</b>{count}{html.escape(note)}"
+            of = f"{end}+" if total is None else str(total)
+            self.page_label.value = f"{start + 1}–{end} of {of}" if end else "no sessions yet"
             self.prev_button.disabled = self.page == 0
-            self.next_button.disabled = self.page >= self.pages - 1
+            self.next_button.disabled = not self.has_older
         self._draw_actions()
         if list(self.widget.children) != self._children():
             self.widget.children = self._children()
@@ -195,7 +219,9 @@ class SessionBrowser:
 
     def summary(self) -> str:
         """The static text printed under the widget (widget state is not saved)."""
-        return render.sessions_text(self.sessions, self.controls.session_id, limit=self.page_size)
+        return render.sessions_text(
+            self.sessions, self.controls.session_id, more=self.has_older or self.page > 0
+        )
 
     # -- actions ------------------------------------------------------------------------
 
