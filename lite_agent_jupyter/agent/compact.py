@@ -25,7 +25,7 @@ the background (maintenance that ``close()`` cancels), so the next request start
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Generator
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -88,6 +88,9 @@ class CompactSettings:
     max_tokens: int
     hooks: HookRunner | None = None
     """Its ``pre_compact`` hooks run before anything is measured (a failure stops it)."""
+    settle: Callable[[str], Awaitable[bool]] | None = None
+    """Finishes or rolls back a restore a killed process left on the session (True if there
+    was one): done before the log is read, so nothing is summarised half-rewound."""
 
 
 class Compaction:
@@ -141,6 +144,8 @@ async def _run(
             signal.raise_if_aborted()
             if settings.hooks is not None and settings.hooks.has("pre_compact"):
                 await settings.hooks.observe("pre_compact", PreCompact(sid, instructions))
+            if settings.settle is not None and await settings.settle(sid):
+                session.invalidate()
             await session.load()
             head = session.head
             messages = session.messages()

@@ -515,6 +515,7 @@ class LiteAgent:
             tool_specs=settings.tool_specs,
             max_tokens=settings.max_tokens,
             hooks=settings.hooks,
+            settle=self._restorer.recover if self.sessions_enabled else None,
         )
 
     def _maybe_auto_compact(self, session: SessionLog) -> None:
@@ -631,6 +632,10 @@ class LiteAgent:
                 await _wait_cancelled(job.task)
         for turn in [t for t in self._turns if t.session_id == session_id]:
             await self._stop_turn(turn, "session deleted")
+        # a restore or undo a killed process left half-done is settled first (finished, or
+        # every file put back): deleting its journal with the archive would leave the folder
+        # half-rewound for good. A rollback that cannot be done yet refuses the delete.
+        await self._restorer.recover(session_id)
         await self.checkpointer.delete(session_id)
         self._logs.pop(session_id, None)
         base = self.storage.base
