@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import logging
 import os
 import tempfile
@@ -105,10 +106,13 @@ class McpServer:
             raise ToolError(f"the MCP server {self.name!r} is not available: {self.error}")
 
     async def _run(self) -> None:
-        from mcp import ClientSession
-        from mcp.types import PaginatedRequestParams
-
         try:
+            # the first import of ``mcp`` takes seconds (pydantic models): in a worker thread,
+            # so the loop - and a turn that does not use this server - goes on meanwhile
+            await asyncio.to_thread(_import_mcp)
+            from mcp import ClientSession
+            from mcp.types import PaginatedRequestParams
+
             async with contextlib.AsyncExitStack() as stack:
                 read, write = await stack.enter_async_context(self._transport(stack))
                 session = await stack.enter_async_context(ClientSession(read, write))
@@ -132,6 +136,9 @@ class McpServer:
         except asyncio.CancelledError:
             self.state = "stopped"
             raise
+        except ModuleNotFoundError as exc:
+            self.state = "failed"
+            self.error = f"{exc}: install the mcp extra (pip install 'lite_agent_jupyter[mcp]')"
         except BaseException as exc:  # anyio wraps failures in exception groups
             self.state = "failed"
             self.error = _describe(exc) + self._stderr_tail()
@@ -333,6 +340,12 @@ class McpServers:
             }
             for s in self.servers.values()
         ]
+
+
+def _import_mcp() -> None:
+    """Import what a server's start needs (blocking; call it in a thread)."""
+    for name in ("mcp", "mcp.types", "mcp.client.stdio", "mcp.client.streamable_http"):
+        importlib.import_module(name)
 
 
 def _http_streams(config: ServerConfig) -> Any:
