@@ -13,7 +13,7 @@ read, write and delete relative to that open folder. A folder on the path swappe
 symlink between the check and the use (by a racing process) makes the open fail and the tool
 refuse with :class:`PathOutsideWorkdirError`; it can never lead the tool outside the workdir.
 Not protected: the shell tool, which runs arbitrary commands (it is gated by approval).
-The agent's restore (``agent/restore.py``) reads, writes and deletes through the same walk
+The agent's restore (``agent/timetravel/``) reads, writes and deletes through the same walk
 (:func:`open_path` with a :class:`Confinement`), so a rewound session is confined the same way.
 
 This module knows nothing of the agent or the session log.

@@ -1,7 +1,7 @@
 """``%agent checkpoints / restore / undo``: time travel in the notebook.
 
 Owns these subcommands; the planning, conflict check and journal are the agent's
-(``agent/restore.py``), the slider is ``widgets/checkpoint_slider.py``. Must not know the other
+(``agent/timetravel/``), the slider is ``widgets/checkpoint_slider.py``. Must not know the other
 domains' commands (it reuses :func:`.sessions.show_widgets` only).
 """
 
