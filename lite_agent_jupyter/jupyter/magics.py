@@ -65,15 +65,18 @@ from .context import (
 )
 from .hook_paths import resolve_hooks
 from .notebook_file import NotebookIdentity, claim, notebook_storage
-from .registry import SUBCOMMANDS, HelpShown, Parser, help_text, parser, subcommand
+from .registry import SUBCOMMANDS, HelpShown, Parser, arg, help_text, parser, subcommand
 from .runner import AgentRunner
 
+# SUBCOMMANDS, subcommand and arg belong to registry.py (import them from there); they are
+# re-exported here for code written when this module held the registry.
 __all__ = [
     "MODEL",
     "NO_KEY_MESSAGE",
     "SUBCOMMANDS",
     "AgentInterrupted",
     "LiteAgentMagics",
+    "arg",
     "subcommand",
     "use_model",
 ]
