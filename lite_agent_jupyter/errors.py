@@ -150,6 +150,22 @@ class RestoreConflictError(LiteAgentError):
         super().__init__(message)
 
 
+class MissingSnapshotError(LiteAgentError, LookupError):
+    """A file's snapshot content is missing from the blob store (deleted by hand, a store
+    restored from an older backup), so a restore or undo cannot give that file back; nothing
+    was changed. Names the file (``path``), the snapshot (``digest``) and the session."""
+
+    def __init__(self, session_id: str, path: str, digest: str) -> None:
+        self.session_id = session_id
+        self.path = path
+        self.digest = digest
+        super().__init__(
+            f"cannot restore {path}: its snapshot {digest[:12]}... (session {session_id!r}) is "
+            "missing from the blob store; nothing was changed. preview_restore lists every "
+            "file that cannot be restored"
+        )
+
+
 class ToolError(LiteAgentError):
     """A tool refused or failed in a way the model should read (becomes an error tool_result)."""
 

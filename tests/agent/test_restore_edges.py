@@ -4,10 +4,12 @@ snapshot blobs. Real agents on the fake Messages API server, real files, real pr
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fake_anthropic import FakeAnthropicServer
 from test_restore import (  # noqa: F401  (fixtures)
     MakeAgent,
@@ -18,7 +20,8 @@ from test_restore import (  # noqa: F401  (fixtures)
     state,
 )
 
-from lite_agent_jupyter import Storage
+from lite_agent_jupyter import MissingSnapshotError, RestoreConflictError, Storage
+from lite_agent_jupyter.checkpoint.events import FileSnapshotEvent
 
 
 async def test_deleting_a_session_with_a_half_done_restore_settles_the_files_first(
@@ -54,3 +57,65 @@ async def test_compacting_a_session_with_a_half_done_restore_settles_it_first(
     await fresh.compact()
     assert state(project) == run3.states[3]
     assert not (storage.base / "archive" / f"{run3.sid}.journal.json").exists()
+
+
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+async def test_a_folder_where_a_restored_file_was_is_a_conflict_naming_it(
+    run3: ThreePrompts,  # noqa: F811
+    project: Path,  # noqa: F811
+) -> None:
+    agent, sid = run3.agent, run3.sid
+    seqs = await run3.seqs()
+    (project / "notes.md").unlink()
+    (project / "notes.md").mkdir()
+    (project / "notes.md" / "inside.txt").write_text("a folder now\n")
+    await agent.preview_restore(sid, seqs[0])  # warm up what a first call opens once
+    fds = _open_fds()
+    for _ in range(3):
+        plan = await agent.preview_restore(sid, seqs[0])
+        entry = next(f for f in plan.files if f.path == "notes.md")
+        assert entry.action == "conflict" and "a folder is there now" in entry.summary, entry
+        for force in (False, True):
+            with pytest.raises(
+                RestoreConflictError, match=r"notes\.md: a folder is there now"
+            ) as caught:
+                await agent.restore(sid, seqs[0], force=force)
+            assert "notes.md" in caught.value.paths
+    assert _open_fds() == fds  # no descriptor leaked per call
+    assert (project / "notes.md" / "inside.txt").read_text() == "a folder now\n"
+    assert state(project)["b.txt"] == run3.states[3]["b.txt"]  # nothing changed
+
+
+async def test_a_missing_snapshot_blob_is_a_typed_error_naming_file_and_snapshot(
+    run3: ThreePrompts,  # noqa: F811
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    project: Path,  # noqa: F811
+    storage: Storage,
+) -> None:
+    agent, sid = run3.agent, run3.sid
+    seqs = await run3.seqs()
+    events = await agent.checkpointer.read(sid)
+    first = next(e for e in events if isinstance(e, FileSnapshotEvent) and e.path == "src/a.txt")
+    assert first.before is None and first.after is not None
+    lost = next(
+        e.after for e in events if isinstance(e, FileSnapshotEvent) and e.path == "data.bin"
+    )
+    assert lost is not None
+    blob = storage.base / "blobs" / lost[:2] / lost[2:]
+    blob.unlink()  # lost: deleted by hand, or a store restored from an older backup
+    await agent.close()
+    agent = make_agent(model=claude())  # no copy of it in memory either
+    plan = await agent.preview_restore(sid, seqs[1])
+    assert "data.bin" in plan.unrestorable, plan
+    with pytest.raises(MissingSnapshotError) as caught:
+        await agent.restore(sid, seqs[1])
+    assert caught.value.path == "data.bin" and caught.value.digest == lost
+    assert "data.bin" in str(caught.value) and lost[:12] in str(caught.value)
+    assert state(project) == run3.states[3]  # nothing changed
+    with pytest.raises(MissingSnapshotError):
+        await agent.restore(sid, seqs[1], force=True)
+    assert state(project) == run3.states[3]

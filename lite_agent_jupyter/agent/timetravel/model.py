@@ -57,6 +57,9 @@ class RestorePlan:
     files: tuple[FileAction, ...]
     events_cut: int
     conflicts: tuple[str, ...]
+    unrestorable: tuple[str, ...] = ()
+    """Paths whose snapshot content is missing from the blob store: a restore to this
+    checkpoint raises :class:`~lite_agent_jupyter.errors.MissingSnapshotError`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,3 +89,6 @@ class FilePlan:
     forced: bool = False
     outside: bool = False
     """The rewind discards a hand edit recorded after the checkpoint (the preview says so)."""
+    blocked: str | None = None
+    """Why no operation may touch this path, even forced (a folder, a link or a special
+    file stands where the file was): the conflict's message, naming what is there."""

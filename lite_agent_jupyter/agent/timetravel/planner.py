@@ -11,10 +11,11 @@ copy. Must not write anything: carrying a plan out is the journal's job (``journ
 from __future__ import annotations
 
 import difflib
+from collections.abc import Sequence
 
 from ...checkpoint.events import Event, FileSnapshotEvent, is_checkpoint
 from ...checkpoint.protocol import Checkpointer, read_marks
-from ...errors import UnknownCheckpointError
+from ...errors import MissingSnapshotError, RestoreConflictError, UnknownCheckpointError
 from ...storage import Blobs, blob_hash
 from ..tracking import OUTSIDE
 from .model import Action, FileAction, FilePlan, RestorePlan
@@ -74,7 +75,11 @@ async def plan(
             outside.add(snap.path)
     plans = []
     for path, snap in sorted(first.items()):  # path order: previews and results stable
-        disk = files.read(path)
+        try:
+            disk = files.read(path)
+        except RestoreConflictError as exc:  # a folder, a link, a FIFO where the file was
+            plans.append(FilePlan(path, snap.before, None, None, "conflict", blocked=str(exc)))
+            continue
         disk_hash = blob_hash(disk) if disk is not None else None
         new = snap.before
         action = three_way(disk, disk_hash, new, {last[path].after, last[path].before})
@@ -88,8 +93,18 @@ async def preview(
     """What a restore of ``session_id`` to ``seq`` would do now, with diffs; changes nothing."""
     head, plans, _ = await plan(checkpointer, files, session_id, seq)
     actions = []
+    unrestorable = []
     for item in plans:
-        new = await blobs.get(item.new) if item.new is not None else None
+        if item.blocked is not None:
+            actions.append(FileAction(item.path, "conflict", None, item.blocked))
+            continue
+        try:
+            new = await blobs.get(item.new) if item.new is not None else None
+        except KeyError:
+            unrestorable.append(item.path)
+            summary = f"cannot be restored: its snapshot {item.new} is missing from the store"
+            actions.append(FileAction(item.path, item.action, None, summary))
+            continue
         diff, summary = describe(item.path, item.action, item.disk, new)
         if item.outside and item.action != "unchanged":
             summary += "; discards an edit made outside the agent after this checkpoint"
@@ -101,7 +116,28 @@ async def preview(
         files=tuple(actions),
         events_cut=head - seq,
         conflicts=tuple(p.path for p in plans if p.action == "conflict"),
+        unrestorable=tuple(unrestorable),
     )
+
+
+async def check_blobs(blobs: Blobs, session_id: str, todo: Sequence[FilePlan]) -> None:
+    """:class:`MissingSnapshotError` for the first file whose new content is not in the
+    store: checked before anything is written (a restore used to fail halfway with a bare
+    ``KeyError``)."""
+    for item in todo:
+        if item.new is not None and not await blobs.has(item.new):
+            raise MissingSnapshotError(session_id, item.path, item.new)
+
+
+def refuse_blocked(plans: Sequence[FilePlan]) -> None:
+    """:class:`RestoreConflictError` naming every path where something that is not a file
+    stands (even a forced operation never replaces it)."""
+    blocked = [p for p in plans if p.blocked is not None]
+    if blocked:
+        raise RestoreConflictError(
+            "; ".join(p.blocked or "" for p in blocked) + "; nothing was changed",
+            paths=tuple(p.path for p in blocked),
+        )
 
 
 def action_for(new: str | None, disk: bytes | None) -> Action:

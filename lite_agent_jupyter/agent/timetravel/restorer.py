@@ -73,6 +73,7 @@ class Restorer:
             head, plans, tail = await planner.plan(self.checkpointer, self.files, session_id, seq)
             if not files:
                 plans = []
+            planner.refuse_blocked(plans)
             conflicts = [p.path for p in plans if p.action == "conflict"]
             if conflicts and not force:
                 raise RestoreConflictError(
@@ -85,6 +86,7 @@ class Restorer:
                     plan.forced = True
                     plan.action = planner.action_for(plan.new, plan.disk)
             todo = [p for p in plans if p.action != "unchanged"]
+            await planner.check_blobs(self.blobs, session_id, todo)
             # undo data: what each file holds now, in the blob store before anything changes
             old_hashes: dict[str, str | None] = {}
             ref = self.blob_ref(session_id)
@@ -189,6 +191,7 @@ class Restorer:
                 if not holds(disk, snap.after):
                     plan.forced = True
                 todo.append(plan)
+            await planner.check_blobs(self.blobs, session_id, todo)
             conflicts = [p.path for p in todo if p.forced]
             if conflicts and not force:
                 raise RestoreConflictError(

@@ -94,10 +94,27 @@ def read_entry(target: Target, path: str) -> bytes | None:
         ) from None
     if fd is None:
         return None
-    with open(fd, "rb", closefd=True) as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+    try:  # closed here whatever happens (open() of a folder's fd raised and leaked it)
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
             raise RestoreConflictError(
-                f"{path} is a folder or a special file where the restore expects a file",
+                f"{path}: {_kind(mode)} is there now, where the restore expects a file; a "
+                "restore never replaces it (not even forced): move it away first",
                 paths=(path,),
             )
-        return f.read()
+        with open(fd, "rb", closefd=False) as f:
+            return f.read()
+    finally:
+        os.close(fd)
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device file"
+    return "a special file"
