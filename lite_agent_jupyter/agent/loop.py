@@ -168,6 +168,7 @@ async def run_turn(
     failures: list[HookError] = []
     try:
         spent = spend.exhausted_before(budget)
+        why: str | None = spent
         if spent is not None:  # a session cap reached by earlier turns: no call at all
             await session.append([InterruptedEvent(reason=spent)])
             stop_reason = "budget"
@@ -263,6 +264,7 @@ async def run_turn(
         origin=user.origin,
         cost=spend.cost,
         session_cost=spend.session_cost,
+        reason=why,
     )
     if hooks:
         await hooks.observe("turn_end", TurnEnd(session.session_id, result))

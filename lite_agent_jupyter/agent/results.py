@@ -33,6 +33,8 @@ class LiteAgentResult:
     had a price."""
     session_cost: float | None = None
     """The session's cost so far (every priced call in its log), this turn included."""
+    reason: str | None = None
+    """Why the turn stopped early, as its ``interrupted`` event says (``budget: ...``)."""
 
 
 @dataclass(slots=True)

@@ -29,8 +29,9 @@ from ..agent import (
     TurnFinished,
     UsageUpdate,
 )
+from ..agent.budget import Budget
 from ..errors import LiteAgentError, MissingAPIKeyError
-from . import render, teach
+from . import budgets, render, teach
 from .background import BackgroundTurns
 from .runner import AgentRunner, ApprovalAsk, TurnError, TurnStream
 from .sinks import NotebookOutput, TerminalOutput
@@ -149,7 +150,7 @@ def run_turn(
     rich: bool,
     interval: float,
     quiet: bool,
-    max_turn_tokens: int | None = None,
+    budget: Budget | None = None,
 ) -> Steps[LiteAgentResult | None]:
     """The turn, rendered as it streams: a generator of what it waits for (the next
     event within a time, an approval), driven by :func:`drive` (blocking) or
@@ -165,7 +166,7 @@ def run_turn(
     last = 0.0
     stream: TurnStream | None = None
     try:
-        stream = runner.start_turn(agent, prompt, max_turn_tokens=max_turn_tokens)
+        stream = runner.start_turn(agent, prompt, budget=budget)
         while True:
             wait = 0.25
             if dirty:
@@ -227,7 +228,7 @@ def run_turn(
             real_model=real,
             source=teach.source_note(agent.model, before),
         )
-        view.status = teach.budget_status(result.stop_reason, max_turn_tokens) or view.status
+        view.status = budgets.budget_status(result, budget) or view.status
     elif error is not None:
         view.status = error_text(error)
     out.final()

@@ -38,7 +38,7 @@ from typing import Any, TypeVar, cast
 
 from IPython.core.error import StdinNotImplementedError, UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
-from traitlets import Bool, Dict, Float, Int, List, Unicode, Union
+from traitlets import Bool, Dict, Float, Int, List, Unicode, Union, validate
 
 from ..abort import AbortSignal
 from ..agent import (
@@ -47,13 +47,14 @@ from ..agent import (
     LiteAgent,
     create_lite_agent,
 )
+from ..agent.budget import Budget
 from ..checkpoint.url import checkpointer_from_url
-from ..errors import LiteAgentError
+from ..errors import BudgetError, LiteAgentError
 from ..providers import Usage, anthropic
 from ..providers.base import Provider
 from ..storage import Storage
 from ..tools import Tool, default_tools
-from . import approval, render, teach
+from . import approval, budgets, render, teach
 from .background import BackgroundTurns
 from .cell import NO_KEY_MESSAGE, AgentInterrupted, Steps, drive, drive_async, run_turn
 from .context import (
@@ -105,6 +106,9 @@ def _cell_parser() -> Parser:
     parser.add_argument("--quiet", action="store_true", help="only the final answer")
     parser.add_argument("--no-interpolate", action="store_true", help="send {...} as written")
     parser.add_argument("--max-tokens", type=int, metavar="N", help="token budget of this turn")
+    parser.add_argument(
+        "--max-cost", type=float, metavar="USD", help="cost budget of this turn, in dollars"
+    )
     return parser
 
 
@@ -184,9 +188,27 @@ class LiteAgentMagics(Magics):
         "a bare name is a function defined in the notebook.",
     ).tag(config=True)
     prices = Dict(
-        help="Per-model prices per million tokens for %agent info's cost estimate, e.g. "
-        "{'claude-sonnet-4': {'input': 3.0, 'output': 15.0}}; no built-in table."
+        help="Per-model prices in dollars per million tokens, on top of the bundled, dated "
+        "table of Anthropic's prices, e.g. {'claude-sonnet-4': {'input': 3.0, 'output': 15.0, "
+        "'cache_read': 0.3, 'cache_write': 3.75}}; a key is a model id or a prefix of one."
     ).tag(config=True)
+    max_turn_cost = Float(
+        None,
+        allow_none=True,
+        help="Cost cap of one %%agent cell, in dollars (the turn stops between two model "
+        "calls). Set in ipython_config.py, it is a lock: %config can lower it, not raise it.",
+    ).tag(config=True)
+    max_session_cost = Float(
+        None,
+        allow_none=True,
+        help="Cost cap of a session (every turn in its log), in dollars; a lock when set in "
+        "ipython_config.py, like max_turn_cost.",
+    ).tag(config=True)
+
+    @validate("max_turn_cost", "max_session_cost")
+    def _check_cost_cap(self, proposal: Any) -> float | None:
+        """A cap in dollars, no higher than the lock of the kernel's configuration."""
+        return budgets.checked_cap(proposal["trait"].name, proposal["value"], self.shell)
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         super().__init__(shell=shell, **kwargs)
@@ -293,6 +315,9 @@ class LiteAgentMagics(Magics):
             json.dumps(self.approvals, sort_keys=True),
             self.max_turns,
             self.max_turn_tokens,
+            self.max_turn_cost,
+            self.max_session_cost,
+            json.dumps(self.prices, sort_keys=True),
             self.system_prompt,
             tuple(self._exposed()),
             self.allow_notebook_edits,
@@ -331,6 +356,9 @@ class LiteAgentMagics(Magics):
         checkpointer = None
         if self.sessions and self.checkpointer_url:
             checkpointer = checkpointer_from_url(self.checkpointer_url)
+        turn_cost, session_cost = budgets.cell_caps(
+            None, self.max_turn_cost, self.max_session_cost, self.shell
+        )
         return create_lite_agent(
             model=model,
             model_name=self.model_name,
@@ -342,6 +370,9 @@ class LiteAgentMagics(Magics):
             system_prompt=self.system_prompt,
             max_turns=self.max_turns,
             max_turn_tokens=self.max_turn_tokens,
+            max_turn_cost=turn_cost,
+            max_session_cost=session_cost,
+            prices=teach.prices(self),
             approvals=self._approval_policy(),
             on_approval=approve,
             mcp_servers=self.mcp_servers or None,
@@ -355,6 +386,7 @@ class LiteAgentMagics(Magics):
         """Send the cell to the agent and stream its answer here.
 
         %%agent [--session ID] [--new] [--memory] [--quiet] [--no-interpolate] [--max-tokens N]
+                [--max-cost USD]
 
         The next %%agent cell continues the same session. {var}, {In[n]}, {Out[n]} and
         {Err[n]} (the traceback of cell n) are filled in; other braces stay as they are.
@@ -365,6 +397,7 @@ class LiteAgentMagics(Magics):
           --quiet           show only the final answer and the footer
           --no-interpolate  send {...} in the prompt as written
           --max-tokens N    stop this turn before its model calls pass N tokens
+          --max-cost USD    stop this turn before its model calls cost more than USD dollars
         """
         steps = self._cell(line, cell)
         if steps is not None:
@@ -421,8 +454,20 @@ class LiteAgentMagics(Magics):
         budget = args.max_tokens if args.max_tokens is not None else self.max_turn_tokens
         if budget is not None and budget < 1:
             raise UsageError("%%agent --max-tokens: a number of tokens >= 1")
+        try:
+            turn_cost, session_cost = budgets.cell_caps(
+                args.max_cost, self.max_turn_cost, self.max_session_cost, self.shell
+            )
+        except BudgetError as exc:
+            raise UsageError(str(exc)) from None
         self.background.show(agent, rich=self.in_kernel)
-        return self._cell_turn(agent, prompt, notes, quiet=args.quiet, max_turn_tokens=budget)
+        return self._cell_turn(
+            agent,
+            prompt,
+            notes,
+            quiet=args.quiet,
+            budget=Budget(budget, turn_cost, session_cost),
+        )
 
     def _cell_turn(
         self,
@@ -431,7 +476,7 @@ class LiteAgentMagics(Magics):
         notes: list[str],
         *,
         quiet: bool,
-        max_turn_tokens: int | None,
+        budget: Budget,
     ) -> Steps[None]:
         result = yield from run_turn(
             self.runner,
@@ -442,7 +487,7 @@ class LiteAgentMagics(Magics):
             rich=self.in_kernel,
             interval=self.stream_interval,
             quiet=quiet,
-            max_turn_tokens=max_turn_tokens,
+            budget=budget,
         )
         if result is not None:
             self.usage = self.usage + result.usage

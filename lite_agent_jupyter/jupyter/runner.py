@@ -47,6 +47,7 @@ from ..agent import (
     RestorePlan,
     RestoreResult,
 )
+from ..agent.budget import Budget
 from ..checkpoint.protocol import SessionInfo
 from ..errors import AgentClosedError, SessionBusyError
 
@@ -306,10 +307,10 @@ class AgentRunner:
         prompt: str | Sequence[dict[str, Any]],
         *,
         session_id: str | None = None,
-        max_turn_tokens: int | None = None,
+        budget: Budget | None = None,
     ) -> TurnStream:
         """Start a turn; its events (and approval asks) arrive in the returned stream.
-        ``max_turn_tokens``: this turn's token budget (else the agent's option)."""
+        ``budget``: this turn's caps (``None`` in one: the agent's option)."""
         with self.lock:
             sid = session_id or agent.session_id
             self.claim(sid)
@@ -318,7 +319,7 @@ class AgentRunner:
                 self._asks[sid] = stream.put
         try:
             stream._future = self.submit(
-                self._pump(agent, prompt, session_id, stream, max_turn_tokens)
+                self._pump(agent, prompt, session_id, stream, budget or Budget())
             )
         except BaseException:
             self.release(sid)
@@ -331,11 +332,15 @@ class AgentRunner:
         prompt: str | Sequence[dict[str, Any]],
         session_id: str | None,
         stream: TurnStream,
-        max_turn_tokens: int | None = None,
+        budget: Budget,
     ) -> None:
         try:
             async for event in agent.run(
-                prompt, session_id=session_id, max_turn_tokens=max_turn_tokens
+                prompt,
+                session_id=session_id,
+                max_turn_tokens=budget.turn_tokens,
+                max_turn_cost=budget.turn_cost,
+                max_session_cost=budget.session_cost,
             ):
                 stream.put(event)
         except asyncio.CancelledError:

@@ -147,16 +147,6 @@ def top_note(model: Provider) -> str | None:
     return None
 
 
-def budget_status(result_stop: str | None, cap: int | None) -> str | None:
-    if result_stop != "budget":
-        return None
-    limit = f" ({cap:,} tokens)" if cap else ""
-    return (
-        f"stopped: this turn's token budget{limit} would be passed by another model call; "
-        "the session is intact and the next %%agent cell continues it"
-    )
-
-
 # ------------------------------------------------------------------------ usage for %agent info
 
 

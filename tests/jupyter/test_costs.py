@@ -36,3 +36,31 @@ def test_the_footer_shows_the_cells_cost_and_the_sessions(
     total = cost + SONNET.cost(second)
     assert f"${SONNET.cost(second):.4f} this cell, ${total:.4f} this session" in two
     assert "$0.0900 this cell, $0.1437 this session" in two
+
+
+def test_the_price_table_is_dated_and_warns_once_older_than_90_days() -> None:
+    from datetime import timedelta
+
+    from lite_agent_jupyter.agent.prices import PRICES_CHECKED
+    from lite_agent_jupyter.jupyter.budgets import price_table_row
+
+    name, fresh = price_table_row(PRICES_CHECKED + timedelta(days=90))
+    assert name == "prices" and PRICES_CHECKED.isoformat() in fresh and "WARNING" not in fresh
+    _, stale = price_table_row(PRICES_CHECKED + timedelta(days=91))
+    assert "WARNING: the table is 91 days old" in stale
+
+
+def test_info_shows_the_notebooks_cost_and_the_table(
+    agent_kernel: Kernel, fake_anthropic: FakeAnthropicServer
+) -> None:
+    fake_anthropic.script(FakeReply("Hi.", input_tokens=10_000, output_tokens=1_000))
+    agent_kernel.run("%%agent\nhello").check()
+    agent_kernel.run("%agent new").check()
+    fake_anthropic.script(FakeReply("Again.", input_tokens=10_000, output_tokens=1_000))
+    agent_kernel.run("%%agent\nhello again").check()
+    info = agent_kernel.run("%agent info").check().stream_text
+    assert "cost ~$0.0450" in info.split("notebook usage")[0]  # this session: one call
+    notebook = info.split("notebook usage")[1].splitlines()[0]
+    assert "cost ~$0.0900" in notebook and "in 2 sessions" in notebook
+    assert "Anthropic's, in US dollars, checked 2026-12-01" in info
+    assert "per cell none, per session none" in info

@@ -14,7 +14,7 @@ from IPython.core.error import StdinNotImplementedError, UsageError
 from ...checkpoint.url import redact_url
 from ...errors import LiteAgentError
 from ...tools.mcp import load_servers
-from .. import render, teach
+from .. import budgets, render, teach
 from ..magics import MODEL, LiteAgentMagics
 from ..registry import subcommand
 
@@ -54,6 +54,13 @@ def _info(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
         ),
     ]
     rows += teach.usage_rows(magics, agent)
+    rows.append(budgets.price_table_row())
+    rows.append(
+        (
+            "cost caps",
+            budgets.caps_text(magics.max_turn_cost, magics.max_session_cost, magics.shell),
+        )
+    )
     print(render.key_value_text(rows))
 
 

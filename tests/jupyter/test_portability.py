@@ -1,0 +1,138 @@
+"""Portable sessions and cost budgets in real kernels: ``%agent export`` in one folder and
+``%agent import`` in a fresh kernel elsewhere, on SQLite (the checkpoint listing identical,
+every restore byte for byte, undo); ``%%agent --max-cost`` stopping between two requests;
+a cap set in ``ipython_config.py`` that ``%config`` and ``--max-cost`` cannot raise."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall, tool_reply
+from nbkernel import SETUP, Kernel, StartKernel
+from workdir_helpers import files_in
+
+STORE = ".lite_agent"
+
+
+def no_store(path: Path) -> bool:
+    return STORE in path.parts or path.suffix == ".zip"
+
+
+def checkpoints_text(kernel: Kernel) -> str:
+    return kernel.run("%agent checkpoints --text").check().stream_text
+
+
+def test_a_session_exported_in_one_folder_imports_into_sqlite_elsewhere(
+    start_kernel: StartKernel,
+    fake_env: dict[str, str | None],
+    fake_anthropic: FakeAnthropicServer,
+    tmp_path: Path,
+) -> None:
+    teacher_dir = tmp_path / "teacher"
+    teacher = start_kernel(teacher_dir, fake_env)
+    teacher.run(SETUP).check()
+    fake_anthropic.script(
+        tool_reply("Writing.", "write_file", path="a.txt", content="one\n"),
+        FakeReply("a.txt written."),
+        tool_reply("Editing.", "write_file", path="a.txt", content="one\ntwo\n"),
+        FakeReply("a.txt edited."),
+        FakeReply(
+            "Both.",
+            tool_calls=[
+                FakeToolCall("write_file", {"path": "b.bin", "content": "bee"}),
+                FakeToolCall("delete_file", {"path": "a.txt"}),
+            ],
+        ),
+        FakeReply("b.bin written, a.txt deleted."),
+    )
+    for prompt in ("write a.txt", "add a line", "swap them"):
+        teacher.run(f"%%agent\n{prompt}").check()
+    exported = teacher.run("%agent export lesson.zip").check().stream_text
+    assert "exported session" in exported and "3 file snapshot(s)" in exported
+    listing = checkpoints_text(teacher)
+
+    # the class: a copy of the folder (the notebook and its files), a fresh kernel, SQLite
+    student_dir = tmp_path / "student"
+    shutil.copytree(teacher_dir, student_dir, ignore=shutil.ignore_patterns(STORE))
+    student = start_kernel(student_dir, fake_env)
+    student.run(SETUP).check()
+    student.run(
+        f'%config LiteAgentMagics.checkpointer_url = "sqlite://{tmp_path / "class.db"}"'
+    ).check()
+    imported = student.run("%agent import lesson.zip").check().stream_text
+    assert "imported session" in imported and "current session" in imported
+    assert checkpoints_text(student) == listing
+    assert (tmp_path / "class.db").is_file() and not (student_dir / STORE / "sessions").exists()
+
+    seqs = [int(n) for n in __import__("re").findall(r"%agent restore (\d+)", listing)]
+    assert len(seqs) == 3, listing
+    for seq in seqs:
+        for kernel in (teacher, student):
+            kernel.run(f"%agent restore {seq}").check()
+        assert files_in(student_dir, no_store) == files_in(teacher_dir, no_store), seq
+        for kernel in (teacher, student):
+            kernel.run("%agent undo").check()
+        assert files_in(student_dir, no_store) == files_in(teacher_dir, no_store), seq
+    assert (student_dir / "b.bin").read_bytes() == b"bee"
+
+
+def test_max_cost_stops_between_requests_and_a_higher_cap_continues(
+    agent_kernel: Kernel, fake_anthropic: FakeAnthropicServer
+) -> None:
+    # 20,000 in + 1,000 out on Sonnet: $0.075 a call; a second would pass $0.10
+    fake_anthropic.script(
+        FakeReply(
+            "Reading.",
+            tool_calls=[FakeToolCall("list_files", {"path": "."})],
+            input_tokens=20_000,
+            output_tokens=1_000,
+        ),
+        FakeReply("never sent"),
+    )
+    stopped = agent_kernel.run("%%agent --max-cost 0.10\nlook around").check()
+    assert "stopped: a cost budget (this turn spent $0.0750 of its $0.10)" in stopped.plain
+    assert len(fake_anthropic.message_requests) == 1 and fake_anthropic.pending == 1
+    fake_anthropic.reset()
+    fake_anthropic.script(FakeReply("Carried on.", input_tokens=100, output_tokens=10))
+    follow = agent_kernel.run("%%agent --max-cost 1\ngo on").check()
+    assert "Carried on." in follow.markdown
+    assert fake_anthropic.message_requests[-1].status == 200  # the log the API got was valid
+
+
+def test_a_cap_in_ipython_config_is_a_lock(
+    start_kernel: StartKernel,
+    fake_env: dict[str, str | None],
+    fake_anthropic: FakeAnthropicServer,
+    tmp_path: Path,
+) -> None:
+    profile = tmp_path / "ipython" / "profile_default"
+    profile.mkdir(parents=True)
+    (profile / "ipython_config.py").write_text("c.LiteAgentMagics.max_turn_cost = 0.10\n")
+    kernel = start_kernel(tmp_path / "work", {**fake_env, "IPYTHONDIR": str(tmp_path / "ipython")})
+    kernel.run(SETUP).check()
+    raised = kernel.run("%config LiteAgentMagics.max_turn_cost = 5.0")
+    assert "locked at $0.10" in raised.text
+    removed = kernel.run("%config LiteAgentMagics.max_turn_cost = None")
+    assert "locked at $0.10" in removed.text
+    kernel.run("%unload_ext lite_agent_jupyter\n%load_ext lite_agent_jupyter").check()
+    again = kernel.run("%config LiteAgentMagics.max_turn_cost = 5.0")
+    assert "locked at $0.10" in again.text  # the lock is the configuration's, not the magics'
+    refused = kernel.run("%%agent --max-cost 5\nhello")
+    assert refused.status != "ok" and "caps a cell at $0.10" in refused.text
+    assert fake_anthropic.message_requests == []
+    kernel.run("%config LiteAgentMagics.max_turn_cost = 0.05").check()  # lowering is fine
+    assert "0.05" in kernel.run("%config LiteAgentMagics.max_turn_cost").check().text
+
+    fake_anthropic.script(
+        FakeReply(
+            "Reading.",
+            tool_calls=[FakeToolCall("list_files", {"path": "."})],
+            input_tokens=20_000,
+            output_tokens=1_000,
+        ),
+        FakeReply("never sent"),
+    )
+    stopped = kernel.run("%%agent\nlook around").check()  # the cell's cap: the lowered one
+    assert "of its $0.05" in stopped.plain and len(fake_anthropic.message_requests) == 1
+    assert "locked at $0.10" in kernel.run("%agent info").check().stream_text
