@@ -372,3 +372,40 @@ async def test_the_bundles_own_words_are_checked_before_they_are_shown(crafted: 
         assert result.notebook is None and result.package_version == "unknown"
     finally:
         await close(target)
+
+
+async def test_a_bundle_carries_its_cassette_and_the_lesson_replays_offline(
+    tmp_path: Path,
+) -> None:
+    """Recorded at the teacher's, exported with the cassette, imported elsewhere: the replay
+    (no network, no key) gives the same answers and files in the student's folder."""
+    from lite_agent_jupyter.providers import record, replay
+
+    teacher_dir = tmp_path / "teacher"
+    teacher_dir.mkdir()
+    cassette = tmp_path / "lesson.cassette.jsonl"
+    lesson = scripted(
+        [reply("", [call("write_file", path="hello.py", content="print('hi')\n")]), "Wrote it."]
+    )
+    teacher = open_agent(teacher_dir, tmp_path / "t-store", model=record(lesson, cassette))
+    answer = await teacher.send("write hello.py")
+    info = await export_session(teacher, tmp_path / "lesson.zip", cassette=cassette)
+    await close(teacher)
+    assert info.cassette
+
+    student_dir = tmp_path / "student"
+    student_dir.mkdir()
+    into = tmp_path / "student-copy.cassette.jsonl"
+    importer = open_agent(student_dir, tmp_path / "s-store")
+    imported = await import_session(importer, tmp_path / "lesson.zip", cassette_to=into)
+    await close(importer)
+    assert imported.cassette == cassette.read_bytes() == into.read_bytes()
+
+    player = open_agent(student_dir, tmp_path / "s-store", model=replay(into, speed=0))
+    try:
+        player.clear()  # the lesson again, from an empty conversation, offline
+        again = await player.send("write hello.py")
+        assert again.text == answer.text == "Wrote it."
+        assert (student_dir / "hello.py").read_text() == "print('hi')\n"
+    finally:
+        await close(player)
