@@ -36,6 +36,7 @@ from ..checkpoint.protocol import (
     SupportsBlobs,
     SupportsLocation,
     SupportsTaskLists,
+    SupportsTombstones,
     SupportsTurnClaims,
     TaskLists,
     new_session_id,
@@ -45,6 +46,7 @@ from ..errors import (
     AgentClosedError,
     InvalidPromptError,
     SessionBusyError,
+    SessionDeletedError,
     SessionsDisabledError,
 )
 from ..providers.base import AgentBound, HoldsSecrets, Provider
@@ -682,6 +684,7 @@ class LiteAgent:
     async def preview_restore(self, session_id: str, seq: int) -> RestorePlan:
         """What :meth:`restore` would do now, per file with diffs; changes nothing."""
         sid = self._time_travel("preview_restore", session_id)
+        await self._refuse_deleted(sid)
         return await self._restorer.preview(sid, seq)
 
     async def restore(
@@ -725,6 +728,14 @@ class LiteAgent:
             )
         return self._session_id if session_id is None else validate_session_id(session_id)
 
+    async def _refuse_deleted(self, session_id: str) -> None:
+        """:class:`SessionDeletedError` if the session was deleted (its tombstone, by any
+        agent or process on the store): a restore or undo must never bring it back to life
+        and make it current (nothing is written)."""
+        checkpointer = self.checkpointer
+        if isinstance(checkpointer, SupportsTombstones) and await checkpointer.deleted(session_id):
+            raise SessionDeletedError(session_id, 0)
+
     @contextlib.asynccontextmanager
     async def _idle(self, session_id: str) -> AsyncIterator[None]:
         """Hold the session's turn lock and claim (no turn starts meanwhile, here or in
@@ -739,6 +750,7 @@ class LiteAgent:
         self._ensure_storage()
         session = self._log(session_id)
         async with session.turn_lock, self._claim(session_id, wait=False):
+            await self._refuse_deleted(session_id)
             try:
                 yield
             finally:

@@ -20,7 +20,12 @@ from test_restore import (  # noqa: F401  (fixtures)
     state,
 )
 
-from lite_agent_jupyter import MissingSnapshotError, RestoreConflictError, Storage
+from lite_agent_jupyter import (
+    MissingSnapshotError,
+    RestoreConflictError,
+    SessionDeletedError,
+    Storage,
+)
 from lite_agent_jupyter.checkpoint.events import FileSnapshotEvent
 
 
@@ -119,3 +124,31 @@ async def test_a_missing_snapshot_blob_is_a_typed_error_naming_file_and_snapshot
     with pytest.raises(MissingSnapshotError):
         await agent.restore(sid, seqs[1], force=True)
     assert state(project) == run3.states[3]
+
+
+async def test_a_deleted_session_is_never_restored_or_undone_back_to_life(
+    run3: ThreePrompts,  # noqa: F811
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    project: Path,  # noqa: F811
+) -> None:
+    agent, sid = run3.agent, run3.sid
+    seqs = await run3.seqs()
+    await agent.restore(sid, seqs[2])
+    await agent.undo_restore(sid)
+    before = state(project)
+    other = make_agent(model=claude())  # another agent on the store (a widget, a kernel)
+    await other.delete_session(sid)
+    agent.clear()
+    for attempt in (
+        lambda: agent.restore(sid, seqs[0]),
+        lambda: agent.restore(sid, 0, force=True),
+        lambda: agent.undo_restore(sid),
+        lambda: agent.preview_restore(sid, 0),
+    ):
+        with pytest.raises(SessionDeletedError, match="was deleted"):
+            await attempt()
+    assert agent.session_id != sid  # not made current again
+    assert state(project) == before
+    assert await agent.checkpointer.head(sid) == 0
+    assert sid not in [s.id for s in await agent.list_sessions()]

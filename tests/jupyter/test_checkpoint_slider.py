@@ -179,3 +179,48 @@ def test_the_saved_summary_lists_the_newest_prompts_only(
     # the prompt column is padded, never at a line's end: "question 2" alone, not "question 2x"
     assert re.search(r"question 2\b", summary) is None
     assert "question 3" in summary
+
+
+def test_restore_on_a_slider_whose_session_was_deleted_says_so_and_changes_nothing(
+    runner: AgentRunner, facade: AgentFacade, three_prompts: str, workdir: Path
+) -> None:
+    """#18 defect 1: the session deleted (in the browser beside it) after the slider was
+    drawn; Restore must not bring it back to life nor make it current."""
+    slider = CheckpointSlider(facade)
+    slider.slider.value = 0
+    facade.delete_session(three_prompts)
+    current = runner.agent().session_id
+    assert current != three_prompts
+    slider.restore_button.click()
+    assert "was deleted" in slider.result.value and "Nothing was changed" in slider.result.value
+    assert slider.restore_button.disabled
+    assert runner.agent().session_id == current  # not made current again
+    assert (workdir / "notes.txt").read_text() == "version two\n"
+    assert three_prompts not in [s.id for s in facade.list_sessions()]
+    assert runner.agent().checkpointer is not None
+    send(runner, "a prompt in the current session")
+    assert three_prompts not in [s.id for s in facade.list_sessions()]
+
+
+def test_restore_on_a_stale_slider_redraws_it_and_changes_nothing(
+    runner: AgentRunner,
+    facade: AgentFacade,
+    three_prompts: str,
+    workdir: Path,
+    fake_anthropic: FakeAnthropicServer,
+) -> None:
+    """The session was restored elsewhere and went on with another prompt after the slider
+    was drawn: the selected stop is gone, so the click redraws the slider instead of
+    restoring to whatever that seq means now."""
+    slider = CheckpointSlider(facade)
+    slider.slider.value = 1  # before "Change notes.txt to version two"
+    first = slider.checkpoints[0].seq
+    facade.restore(three_prompts, first)  # another slider or %agent restore
+    write(fake_anthropic, "notes.txt", "version three\n")
+    send(runner, "Write notes.txt with version three")
+    slider.restore_button.click()
+    assert "changed since this slider was drawn" in slider.result.value
+    assert (workdir / "notes.txt").read_text() == "version three\n"
+    assert [c.prompt for c in slider.checkpoints] == ["Write notes.txt with version three"]
+    slider.restore_button.click()  # now up to date: the click restores
+    assert not (workdir / "notes.txt").exists()

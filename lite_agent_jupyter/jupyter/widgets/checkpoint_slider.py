@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 import ipywidgets as w
 
 from ...agent import Checkpoint, RestorePlan, RestoreResult
-from ...errors import RestoreConflictError
+from ...errors import RestoreConflictError, SessionDeletedError
 from .. import render
 from .controls import CheckpointControls
 from .parts import Look, Reporter, batched, fill, relative_time, shorten
@@ -255,6 +255,8 @@ class CheckpointSlider:
             if not (files or conversation):
                 self.report.ok("Nothing to restore: tick files, conversation or both.")
                 return
+            if self._stale(checkpoint):
+                return
             try:
                 result = self.controls.restore(
                     self.session_id,
@@ -263,6 +265,9 @@ class CheckpointSlider:
                     conversation=conversation,
                     force=force,
                 )
+            except SessionDeletedError:
+                self._show_gone()
+                return
             except RestoreConflictError as error:
                 self._show_conflicts(error)
                 return
@@ -273,6 +278,51 @@ class CheckpointSlider:
             self.report.ok(f"Restored session {render.short_id(self.session_id)} to {label}.")
 
         self.report.run("Restore", action)
+
+    def _stale(self, checkpoint: Checkpoint) -> bool:
+        """Whether the selected stop is no longer a checkpoint of the session (the session
+        was deleted, or restored elsewhere and went on with other prompts): then the slider
+        is redrawn as the session is now and nothing is done. A click never acts on a stale
+        target; new prompts after a stop leave it a valid target."""
+        current = list(self.controls.list_checkpoints(self.session_id))
+        key = (checkpoint.seq, checkpoint.prompt, checkpoint.ts)
+        if any((c.seq, c.prompt, c.ts) == key for c in current):
+            return False
+        if not current and self._deleted():
+            self._show_gone()
+            return True
+        self.reload()
+        message = (
+            "The session changed since this slider was drawn (restored elsewhere and "
+            "continued from another cell or kernel): that stop is gone. The slider now shows "
+            "the session as it is; nothing was changed."
+        )
+        self.result.value = f"<b>Not restored</b>: {html.escape(message)}"
+        self.report.ok("Not restored: the session changed meanwhile; the slider is up to date.")
+        return True
+
+    def _deleted(self) -> bool:
+        try:
+            self.controls.preview_restore(self.session_id, 0)
+        except SessionDeletedError:
+            return True
+        return False
+
+    def _show_gone(self) -> None:
+        """The session was deleted: say so, and offer nothing to click."""
+        short = html.escape(render.short_id(self.session_id))
+        self.checkpoints = []
+        self.plan = None
+        with batched(self.title, self.preview, self.restore_button, self.result):
+            self.title.value = f"<b>Checkpoints</b> of session {short}: deleted"
+            self.preview.value = ""
+            self.restore_button.disabled = True
+            self.result.value = (
+                f"<b>Session {short} was deleted</b> (here, in another notebook, kernel or "
+                "process): there is nothing to restore or undo. Nothing was changed."
+            )
+        self._set_buttons(conflicted=False, undoable=False)
+        self.report.ok(f"Session {render.short_id(self.session_id)} is gone: nothing was done.")
 
     def _show_conflicts(self, error: RestoreConflictError) -> None:
         paths = error.paths or (self.plan.conflicts if self.plan else ())
@@ -289,7 +339,11 @@ class CheckpointSlider:
         def action() -> None:
             if self._busy():
                 return
-            result = self.controls.undo_restore(self.session_id)
+            try:
+                result = self.controls.undo_restore(self.session_id)
+            except SessionDeletedError:
+                self._show_gone()
+                return
             self.result.value = _result_html("Undid the last restore", result, undo=True)
             self._set_buttons(undoable=False)
             self.reload()
