@@ -349,22 +349,35 @@ async def import_session(
             sid, renamed = new_session_id(), original
     agent._ensure_storage()
     ref = agent._blob_ref(sid)
-    blobs = agent.blobs
-    if isinstance(blobs, SupportsPutMany):  # one durability barrier for all of them
-        await blobs.put_many(checked.blobs.values(), ref=ref)
-    else:
-        await blobs.add_refs(ref, checked.blobs)
-        for data in checked.blobs.values():
-            await blobs.put(data, ref=ref)
-    if checked.records:
-        folder = ensure_private_dir(agent.storage.archive_dir)
-        for name, data in checked.records:
-            write_private_file(folder / f"{sid}.{name}", _renamed_record(data, sid, name))
-    checkpointer = agent.checkpointer
-    if isinstance(checkpointer, SupportsVerbatimAppend):
-        await checkpointer.append_verbatim(sid, checked.events, expected_head=0)
-    else:  # a third-party backend: the times become the import's
-        await checkpointer.append(sid, checked.events, expected_head=0)
+    written: list[Path] = []
+    try:
+        blobs = agent.blobs
+        if isinstance(blobs, SupportsPutMany):  # one durability barrier for all of them
+            await blobs.put_many(checked.blobs.values(), ref=ref)
+        else:
+            await blobs.add_refs(ref, checked.blobs)
+            for data in checked.blobs.values():
+                await blobs.put(data, ref=ref)
+        if checked.records:
+            folder = ensure_private_dir(agent.storage.archive_dir)
+            for name, data in checked.records:
+                target = folder / f"{sid}.{name}"
+                write_private_file(target, _renamed_record(data, sid, name))
+                written.append(target)
+        checkpointer = agent.checkpointer
+        if isinstance(checkpointer, SupportsVerbatimAppend):
+            await checkpointer.append_verbatim(sid, checked.events, expected_head=0)
+        else:  # a third-party backend: the times become the import's
+            await checkpointer.append(sid, checked.events, expected_head=0)
+    except BaseException:
+        # the log is written last: without it nothing was imported, so take back the
+        # records and the blobs' reference (the blobs go at the next collection)
+        for path in written:
+            with contextlib.suppress(OSError):
+                path.unlink()
+        with contextlib.suppress(Exception):
+            await agent.blobs.drop_refs(ref)
+        raise
     if cassette_to is not None and checked.cassette is not None:
         write_private_file(Path(cassette_to), checked.cassette)
     agent.resume(sid)

@@ -409,3 +409,29 @@ async def test_a_bundle_carries_its_cassette_and_the_lesson_replays_offline(
         assert (student_dir / "hello.py").read_text() == "print('hi')\n"
     finally:
         await close(player)
+
+
+async def test_an_import_that_fails_before_its_log_is_written_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source, bundle, _ = await build_source(tmp_path)
+    await close(source)
+    (tmp_path / "t").mkdir()
+    target = open_agent(tmp_path / "t", tmp_path / "t-store", blob_grace=0)
+    try:
+
+        async def broken(*args: Any, **kwargs: Any) -> int:
+            raise OSError("disk full")
+
+        monkeypatch.setattr(target.checkpointer, "append_verbatim", broken)
+        with pytest.raises(OSError, match="disk full"):
+            await import_session(target, bundle)
+        monkeypatch.undo()
+        assert await target.list_sessions() == []
+        assert not list(target.storage.archive_dir.glob("*.jsonl"))
+        await target.collect_blobs()
+        assert await target.blobs.hashes() == []
+        again = await import_session(target, bundle)  # and the same import then works
+        assert again.renamed_from is None
+    finally:
+        await close(target)
