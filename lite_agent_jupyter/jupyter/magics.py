@@ -514,7 +514,7 @@ class LiteAgentMagics(Magics):
             return []
         latest = sessions[0]
         agent.resume(latest.id)
-        count = "" if latest.turns is None else f" ({latest.turns} prompts)"
+        count = "" if latest.turns is None else f" ({render.plural(latest.turns, 'prompt')})"
         return [
             f"continuing session {render.short_id(latest.id)}…{count}; `%agent new` for a fresh one"
         ]

@@ -55,6 +55,21 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _clip_block(text: str, limit: int) -> str:
+    """``_clip`` for a block shown as is: blank lines around it go, but the first line keeps
+    its leading spaces (``read_file`` right-aligns its line numbers; code is indented)."""
+    lines = text.rstrip().split("\n")
+    while len(lines) > 1 and not lines[0].strip():
+        del lines[0]
+    text = "\n".join(lines)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def plural(count: int, word: str) -> str:
+    """``1 prompt``, ``2 prompts``, ``0 prompts``."""
+    return f"{count:,} {word}{'' if count == 1 else 's'}"
+
+
 def key_argument(name: str, arguments: Mapping[str, Any]) -> str:
     """The one argument that says what a call is about (path, command, pattern...)."""
     key = _KEY_ARGUMENT.get(name)
@@ -79,7 +94,7 @@ def change_summary(name: str, arguments: Mapping[str, Any]) -> str | None:
     if name == "write_file":
         if arguments.get("encoding") == "base64":
             return "binary"
-        return f"+{_lines(arguments.get('content'))} lines"
+        return f"+{plural(_lines(arguments.get('content')), 'line')}"
     if name == "delete_file":
         return "deleted"
     return None
@@ -208,7 +223,7 @@ def _tool_markdown(line: ToolLine) -> str:
     head = html.escape(_tool_head(line))
     if line.output is None:
         return f"\n\n<code>{head}</code>\n\n"
-    body = html.escape(_clip(line.output, RESULT_PREVIEW))
+    body = html.escape(_clip_block(line.output, RESULT_PREVIEW))
     return (
         f"\n\n<details><summary><code>{head}</code></summary>\n\n<pre>{body}</pre>\n\n"
         "</details>\n\n"
@@ -369,7 +384,8 @@ def plan_text(plan: RestorePlan) -> str:
     """What ``%agent restore SEQ`` would do, per file, with diffs."""
     lines = [
         f"Restore of session {short_id(plan.session_id)}… to checkpoint {plan.seq} "
-        f"(head {plan.head}): {plan.events_cut} events would be cut from the conversation."
+        f"(head {plan.head}): {plural(plan.events_cut, 'event')} would be cut from the "
+        "conversation."
     ]
     if not plan.files:
         lines.append("No file would change.")

@@ -50,7 +50,8 @@ def test_starts_on_the_newest_stop_with_its_preview(
     assert slider.slider.value == 2 and not slider.restore_button.disabled
     assert slider.readout.value == "<b>before: Add other.txt</b>"
     assert "Before prompt 3" in slider.preview.value and "Add other.txt" in slider.preview.value
-    assert "<code>other.txt</code>: delete" in slider.preview.value
+    assert "<code>other.txt</code>: delete — " in slider.preview.value
+    assert "delete — delete" not in slider.preview.value  # the action is not said twice
     assert "notes.txt" not in slider.preview.value
     assert NOT_REWOUND in slider.note.value
     summary = slider.summary()

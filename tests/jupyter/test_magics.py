@@ -205,7 +205,7 @@ def test_kernel_restart_continues_the_session(
     agent_kernel.restart()
     agent_kernel.run(SETUP).check()
     after = agent_kernel.run("%%agent\nwhat number?").check()
-    assert "continuing session" in after.markdown and "(1 prompts)" in after.markdown
+    assert "continuing session" in after.markdown and "(1 prompt)" in after.markdown
     assert _session_of(after) == _session_of(before)
     assert len(fake_anthropic.message_requests[1].messages) == 3
 
@@ -444,6 +444,7 @@ def test_checkpoints_restore_preview_and_undo(
     assert f"%agent restore {seq}" in listed and "settings.py" in listed
     preview = agent_kernel.run(f"%agent restore {seq} --preview").check().stream_text
     assert "-DEBUG = True" in preview and "+DEBUG = False" in preview
+    assert "rewrite   settings.py  13 bytes -> 14 bytes" in preview  # not "rewrite ... rewrite"
     assert target.read_text() == "DEBUG = True\n"
     restored = agent_kernel.run(f"%agent restore {seq}").check().stream_text
     assert "Restored checkpoint" in restored and "conversation put back" in restored

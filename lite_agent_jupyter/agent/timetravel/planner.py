@@ -147,17 +147,23 @@ def action_for(new: str | None, disk: bytes | None) -> Action:
     return "recreate" if disk is None else "rewrite"
 
 
+def _size(content: bytes | None) -> str:
+    if content is None:
+        return "absent"
+    return "1 byte" if len(content) == 1 else f"{len(content):,} bytes"
+
+
 def describe(
     path: str, action: Action, disk: bytes | None, new: bytes | None
 ) -> tuple[str | None, str]:
     """A unified diff (text files, size-capped) and a one-line summary."""
-    size = f"{len(disk)} bytes" if disk is not None else "absent"
-    size_new = f"{len(new)} bytes" if new is not None else "absent"
+    size, size_new = _size(disk), _size(new)
+    # The action is shown beside the summary (``delete  a.txt  12 bytes now``): never repeat it.
     summary = {
-        "rewrite": f"rewrite ({size} -> {size_new})",
-        "delete": f"delete ({size})",
-        "recreate": f"recreate ({size_new})",
-        "unchanged": "unchanged",
+        "rewrite": f"{size} -> {size_new}",
+        "delete": f"{size} now",
+        "recreate": f"{size_new}, absent now",
+        "unchanged": "already as at the checkpoint",
         "conflict": f"changed outside the agent ({size}; the restore gives {size_new})",
     }[action]
     if action == "unchanged":

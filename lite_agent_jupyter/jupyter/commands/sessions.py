@@ -71,7 +71,7 @@ def _resume(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
         target = matches[0]
     magics.runner.facade.resume(target.id)
     magics._continued = True
-    turns = "" if target.turns is None else f" ({target.turns} prompts)"
+    turns = "" if target.turns is None else f" ({render.plural(target.turns, 'prompt')})"
     print(f"resumed session {render.short_id(agent.session_id)}…{turns}")
 
 

@@ -233,7 +233,7 @@ class CheckpointSlider:
         """The static text printed under the widget (widget state is not saved)."""
         return (
             f"Checkpoints of session {render.short_id(self.session_id)}… "
-            f"({len(self.checkpoints)} prompts):\n"
+            f"({render.plural(len(self.checkpoints), 'prompt')}):\n"
             + render.checkpoints_text(self.checkpoints, limit=SUMMARY_CHECKPOINTS)
         )
 

@@ -155,7 +155,7 @@ class SessionBrowser:
         self.confirming = None
         self.refresh()
         more = " (and older ones)" if self.has_older else ""
-        self.report.ok(f"{len(self.sessions)} sessions on this page{more}.")
+        self.report.ok(f"{render.plural(len(self.sessions), 'session')} on this page{more}.")
 
     def show_page(self, page: int) -> None:
         self._load(max(0, min(page, self.pages - 1)))
