@@ -136,3 +136,54 @@ def test_a_cap_in_ipython_config_is_a_lock(
     stopped = kernel.run("%%agent\nlook around").check()  # the cell's cap: the lowered one
     assert "of its $0.05" in stopped.plain and len(fake_anthropic.message_requests) == 1
     assert "locked at $0.10" in kernel.run("%agent info").check().stream_text
+
+
+def test_hand_the_session_to_the_class_with_no_key(
+    start_kernel: StartKernel, tmp_path: Path
+) -> None:
+    """docs/teaching.md's "hand the session to your class": a bundle with its cassette,
+    imported in a kernel with no API key, lists the lesson's checkpoints, rewinds them, and
+    the lesson's prompt replays offline."""
+    import asyncio
+
+    from lite_agent_jupyter import Storage, create_lite_agent, export_session
+    from lite_agent_jupyter.providers import call, record, reply, scripted
+
+    teacher_dir = tmp_path / "teacher"
+    teacher_dir.mkdir()
+    cassette = tmp_path / "recorded.jsonl"
+
+    async def lesson() -> None:
+        model = record(
+            scripted(
+                [reply("", [call("write_file", path="hello.py", content="print(1)\n")]), "Done."]
+            ),
+            cassette,
+        )
+        async with create_lite_agent(
+            model=model,
+            workdir=teacher_dir,
+            storage=Storage(tmp_path / "t-store", "lesson"),
+            approvals="allow",
+        ) as agent:
+            await agent.send("write hello.py")
+            await export_session(agent, tmp_path / "class" / "lesson.zip", cassette=cassette)
+
+    (tmp_path / "class").mkdir()
+    asyncio.run(lesson())
+    shutil.copy(teacher_dir / "hello.py", tmp_path / "class")  # the folder, as the lesson left it
+    student = start_kernel(tmp_path / "class", {})  # no ANTHROPIC_* at all
+    student.run(SETUP).check()
+    imported = student.run("%agent import lesson.zip").check().stream_text
+    assert "lesson.cassette.jsonl" in imported
+    student.run("%agent replay lesson.cassette.jsonl").check()
+    listing = student.run("%agent checkpoints --text").check().stream_text
+    assert "write hello.py" in listing, listing
+    student.run("%agent restore 0").check()
+    assert not (tmp_path / "class" / "hello.py").exists()
+    student.run("%agent undo").check()
+    assert (tmp_path / "class" / "hello.py").read_text() == "print(1)\n"
+    replayed = student.run("%%agent\nwrite hello.py").check()
+    assert (
+        "Done." in replayed.markdown and "replayed from lesson.cassette.jsonl" in replayed.markdown
+    )
