@@ -9,13 +9,13 @@ agent's workdir (its default cwd). Tools:
 * ``echo(text)`` returns its text (the benchmark's call);
 * ``crash()`` kills the server process mid-call; ``hang()`` never answers;
 * ``pid()`` returns the server's process id (to check it was stopped);
+* ``authorization()`` returns the HTTP request's ``Authorization`` header (``--http PORT``
+  serves streamable HTTP on 127.0.0.1:PORT, path ``/mcp``, instead of stdio);
 * ``whoami()`` returns the environment variable ``MCP_TEST_TOKEN`` (a secret to redact).
 
 ``MCP_TEST_START_DELAY`` (seconds) makes the server wait that long before it speaks: a slow
 server for "starting it does not delay a turn that does not use it".
 """
-
-from __future__ import annotations
 
 import os
 import sys
@@ -38,7 +38,7 @@ def stdio_entry(**extra: Any) -> dict[str, Any]:
 
 
 def main() -> None:
-    from mcp.server.mcpserver import Image, MCPServer
+    from mcp.server.mcpserver import Context, Image, MCPServer
 
     delay = float(os.environ.get("MCP_TEST_START_DELAY", "0") or 0)
     if delay:
@@ -87,7 +87,15 @@ def main() -> None:
         """The token this server was configured with."""
         return os.environ.get("MCP_TEST_TOKEN", "")
 
-    server.run("stdio")
+    @server.tool()
+    def authorization(ctx: Context) -> str:
+        """The Authorization header of the HTTP request (HTTP transport)."""
+        return (ctx.headers or {}).get("authorization", "(none)")
+
+    if len(sys.argv) > 2 and sys.argv[1] == "--http":
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run("stdio")
 
 
 if __name__ == "__main__":

@@ -259,3 +259,61 @@ def test_config_forms_of_claude_desktop_claude_code_and_vs_code(tmp_path: Path) 
     ):
         with pytest.raises(McpConfigError, match=words):
             load_servers(bad, {})
+
+
+async def test_a_streamable_http_server_with_a_secret_header(
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    tmp_path: Path,
+) -> None:
+    import socket
+    import subprocess
+    import sys
+
+    from mcp_server import SCRIPT
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, str(SCRIPT), "--http", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(600):  # until it listens
+            with socket.socket() as attempt:
+                if attempt.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            await asyncio.sleep(0.1)
+        token = "http-secret-0123456789abcdef"
+        fake_anthropic.script(
+            calls(("web__authorization", {}), ("web__echo", {"text": "hi"})), "Ok."
+        )
+        agent = make_agent(
+            model=claude(),
+            mcp_servers={
+                "servers": {
+                    "web": {
+                        "type": "http",
+                        "url": f"http://127.0.0.1:{port}/mcp",
+                        "headers": {"Authorization": f"Bearer {token}"},
+                    }
+                }
+            },
+            approvals="allow",
+        )
+        await agent.send("Who am I to you?")
+        auth, echo = results(await agent.checkpointer.read(agent.session_id))
+        assert str(auth.content).startswith("[REDACTED]"), auth.content  # "Bearer <token>" whole
+        assert str(echo.content).startswith("hi") and not echo.is_error
+        assert token not in json.dumps([r.body for r in fake_anthropic.message_requests])
+        assert (
+            agent.mcp.status()[0]["where"]
+            == f"http: http://127.0.0.1:{port}/mcp (headers: Authorization)"
+        )
+        await agent.close()
+    finally:
+        server.terminate()
+        server.wait(10)

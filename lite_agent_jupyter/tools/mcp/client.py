@@ -279,11 +279,12 @@ class McpServers:
         return {s.name: s.error for s in self.servers.values() if s.state != "ready"}
 
     def specs(self) -> list[dict[str, Any]]:
-        """The tools of the servers ready now, as the Messages API takes them."""
+        """The tools of every server that has listed them, as the Messages API takes them: a
+        server ready now, or one stopped after a failed call (its next call starts it again,
+        so its tools stay offered and the requests stay the same). A server still starting
+        for the first time offers nothing yet."""
         specs = []
         for server in self.servers.values():
-            if server.state != "ready":
-                continue
             for listed in server.tools:
                 specs.append(
                     {
