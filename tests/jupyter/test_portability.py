@@ -48,7 +48,9 @@ def test_a_session_exported_in_one_folder_imports_into_sqlite_elsewhere(
     )
     for prompt in ("write a.txt", "add a line", "swap them"):
         teacher.run(f"%%agent\n{prompt}").check()
-    exported = teacher.run("%agent export lesson.zip").check().stream_text
+    sid = teacher.run("%agent info").check().stream_text.split("session")[1].split()[0]
+    exported = teacher.run(f"%agent export lesson.zip --session {sid[:8]}").check().stream_text
+    assert sid in exported
     assert "exported session" in exported and "3 file snapshot(s)" in exported
     listing = checkpoints_text(teacher)
 

@@ -19,7 +19,13 @@ from typing import Any, TypeVar
 
 from IPython.core.error import UsageError
 
-from ...agent import LiteAgent, create_lite_agent, export_session, import_session
+from ...agent import (
+    BundleInfo,
+    LiteAgent,
+    create_lite_agent,
+    export_session,
+    import_session,
+)
 from ...checkpoint.url import checkpointer_from_url
 from ...providers import RecordingProvider, ReplayProvider, scripted
 from ..magics import LiteAgentMagics
@@ -105,16 +111,24 @@ def _export(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
             "(%agent record PATH / %agent replay PATH)"
         )
     notebook = magics.location.notebook
-    info = _with_agent(
-        magics,
-        lambda agent: export_session(
+
+    async def export(agent: LiteAgent) -> BundleInfo:
+        session_id = args.session
+        if session_id is not None:  # a prefix, as %agent resume takes it
+            matches = [s.id for s in await agent.list_sessions() if s.id.startswith(session_id)]
+            if len(matches) != 1:
+                found = "no session" if not matches else f"{len(matches)} sessions"
+                raise UsageError(f"%agent export --session {session_id}: {found} start so")
+            session_id = matches[0]
+        return await export_session(
             agent,
             path,
-            session_id=args.session,
+            session_id=session_id,
             cassette=cassette,
             notebook=Path(notebook).name if notebook else None,
-        ),
-    )
+        )
+
+    info = _with_agent(magics, export)
     print(
         f"exported session {info.session_id} to {info.path}: {info.events} events, "
         f"{info.records} undo record(s), {info.blobs} file snapshot(s)"
