@@ -282,7 +282,7 @@ class LiteAgentMagics(Magics):
         if location.notebook is None:
             return storage
         identity = self.notebook_ids.of(location.notebook)
-        return notebook_storage(storage, location.notebook.name, identity)
+        return notebook_storage(storage, location.notebook, identity)
 
     def _workdir(self) -> Path:
         return Path(self.workdir).expanduser() if self.workdir else Path.cwd()

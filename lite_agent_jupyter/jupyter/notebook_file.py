@@ -34,7 +34,13 @@ import json
 import os
 from pathlib import Path
 
-from ..storage import Storage, notebook_namespace, validate_namespace, write_private_file
+from ..storage import (
+    Storage,
+    legacy_notebook_namespace,
+    notebook_namespace,
+    validate_namespace,
+    write_private_file,
+)
 
 RECORD = "notebook.json"
 """The file in a namespace folder naming the notebook file that owns it."""
@@ -86,10 +92,11 @@ def _owner(record: dict[str, object] | None) -> FileId | None:
     return None
 
 
-def namespace_of(root: Path, name: str, identity: FileId | None) -> str:
-    """The namespace under ``root`` of the notebook file ``name`` with ``identity`` (see the
-    module docstring for the rules)."""
-    by_name = notebook_namespace(name)
+def namespace_of(root: Path, notebook: Path, identity: FileId | None) -> str:
+    """The namespace under ``root`` of the notebook file ``notebook`` with ``identity`` (see
+    the module docstring for the rules)."""
+    name = notebook.name
+    by_name = _legacy(root, notebook, identity) or notebook_namespace(name)
     if identity is None:
         return by_name
     owner = _owner(_read_record(root / by_name))
@@ -106,9 +113,32 @@ def namespace_of(root: Path, name: str, identity: FileId | None) -> str:
     return validate_namespace(f"{by_name[:55]}-{digest}")
 
 
-def notebook_storage(storage: Storage, name: str, identity: FileId | None) -> Storage:
+def _legacy(root: Path, notebook: Path, identity: FileId | None) -> str | None:
+    """The namespace an older release gave this notebook, when the mapping has changed for
+    it since (a stem shaped like a hashed name) and its sessions are still there: they are
+    looked up under the old name, never moved (a kernel of the older release may still write
+    there). Not when the old name is another notebook's: its record names another file, or
+    (no record) another notebook in the folder maps to it."""
+    name = notebook.name
+    old = legacy_notebook_namespace(name)
+    if old == notebook_namespace(name) or not (root / old).is_dir():
+        return None
+    if (root / notebook_namespace(name)).is_dir():
+        return None  # already has its own
+    record = _read_record(root / old)
+    if record is not None:
+        owner = _owner(record)
+        return old if owner == identity or record.get("name") == name else None
+    with contextlib.suppress(OSError):
+        for other in notebook.parent.glob("*.ipynb"):
+            if other.name != name and notebook_namespace(other.name) == old:
+                return None
+    return old
+
+
+def notebook_storage(storage: Storage, notebook: Path, identity: FileId | None) -> Storage:
     """``storage`` (from ``Storage.for_notebook``) with the namespace of this notebook file."""
-    namespace = namespace_of(storage.root, name, identity)
+    namespace = namespace_of(storage.root, notebook, identity)
     return storage if namespace == storage.namespace else Storage(storage.root, namespace)
 
 

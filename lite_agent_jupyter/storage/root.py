@@ -37,15 +37,34 @@ def namespace_for(path: str | os.PathLike[str]) -> str:
     return f"{slug}-{digest}"
 
 
+_HASHED = re.compile(r".*-[0-9a-f]{8}")
+"""The shape of a hashed namespace (slug, dash, 8 hex digits)."""
+
+
 def notebook_namespace(file_name: str) -> str:
     """The namespace of a notebook: its file name's stem when that is already a valid
     namespace (``quickstart.ipynb`` -> ``quickstart``), else a slug plus a short hash of the
-    name (``Sales Q1.ipynb`` -> ``sales-q1-3f2a1b9c``), so distinct names never collide."""
+    name (``Sales Q1.ipynb`` -> ``sales-q1-3f2a1b9c``).
+
+    Injective: a stem that itself ends in a dash and 8 hex digits (the shape of a hashed
+    name, e.g. ``sales-report-d7ed0111.ipynb``) is hashed too, so no plain name can equal
+    another notebook's hashed one. (Before, ``Sales Report.ipynb`` and
+    ``sales-report-d7ed0111.ipynb`` shared a namespace. :func:`legacy_notebook_namespace`
+    gives the old mapping, which the Jupyter layer still looks up for existing sessions.)"""
     stem = Path(file_name).stem
-    if NAMESPACE_PATTERN.fullmatch(stem) and stem != "console":
+    if NAMESPACE_PATTERN.fullmatch(stem) and stem != "console" and not _HASHED.fullmatch(stem):
         return stem
     slug = re.sub(r"[^a-z0-9_-]+", "-", stem.lower()).strip("-_")[:40] or "notebook"
     return f"{slug}-{hashlib.sha256(file_name.encode()).hexdigest()[:8]}"
+
+
+def legacy_notebook_namespace(file_name: str) -> str:
+    """The namespace releases before the injective mapping gave ``file_name``: differs from
+    :func:`notebook_namespace` only for a stem shaped like a hashed name."""
+    stem = Path(file_name).stem
+    if NAMESPACE_PATTERN.fullmatch(stem) and stem != "console":
+        return stem
+    return notebook_namespace(file_name)
 
 
 def default_root() -> Path:
