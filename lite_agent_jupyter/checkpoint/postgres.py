@@ -1053,6 +1053,25 @@ class PostgresBlobStore:
         await self._db.run(op, what=f"put of blob {digest}")
         return digest
 
+    async def put_many(self, items: Iterable[bytes], *, ref: BlobRef) -> list[str]:
+        """``storage.SupportsPutMany``: every content recorded as ``ref``'s and stored in one
+        transaction (an import of a whole session: one commit, not one per blob)."""
+        contents = [bytes(data) for data in items]
+        digests = [blob_hash(data) for data in contents]
+        unique = dict(zip(digests, contents, strict=True))
+
+        async def op(conn: Conn, attempt: _Attempt) -> None:
+            async with conn.transaction():
+                await conn.execute(self._sql_shared, (self._key,))
+                await self._record(conn, ref, list(unique))
+                async with conn.cursor() as cur:
+                    await cur.executemany(
+                        self._sql_put, [(d, len(data), data) for d, data in unique.items()]
+                    )
+
+        await self._db.run(op, what=f"put of {len(unique)} blobs")
+        return digests
+
     async def get(self, digest: str) -> bytes:
         self._check(digest)
 

@@ -33,6 +33,7 @@ from lite_agent_jupyter import (
 from lite_agent_jupyter.agent.bundle import read_manifest, referenced_blobs
 from lite_agent_jupyter.checkpoint.events import FileSnapshotEvent
 from lite_agent_jupyter.providers.scripted import call, reply, scripted
+from lite_agent_jupyter.storage import SupportsPutMany
 
 BIN = bytes(range(256)) * 20
 
@@ -105,6 +106,7 @@ async def test_file_session_imports_into_another_backend_and_workdir(
     shutil.copytree(teacher_dir, student_dir)
     target = open_agent(student_dir, tmp_path / "student" / "store", backend_url_for(backend))
     try:
+        assert isinstance(target.blobs, SupportsPutMany)  # both: one commit for every blob
         result = await import_session(target, bundle)
         sid = source.session_id
         assert result.session_id == sid and result.renamed_from is None
