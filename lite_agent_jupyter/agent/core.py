@@ -96,6 +96,7 @@ from .results import (
 )
 from .session import SessionLog
 from .timetravel import Checkpoint, RestorePlan, Restorer, RestoreResult
+from .timetravel.checkpoint_ids import find_checkpoint
 from .tracking import FileTracker
 from .usage import Price, Prices, UsageTotals, usage_totals
 
@@ -680,6 +681,13 @@ class LiteAgent:
         the files changed from there on. Reads the backend's mark index, not the log."""
         sid = self._time_travel("list_checkpoints", session_id)
         return await self._restorer.list_checkpoints(sid)
+
+    async def find_checkpoint(self, ref: str | int, session_id: str | None = None) -> Checkpoint:
+        """The checkpoint ``ref`` names in the session (default: the current one): a prompt
+        number as people see it (``3``: prompt 3 of the timeline now) or a checkpoint id
+        (``"3-k7f2"``: that very prompt, refused with :class:`UnknownCheckpointError` once a
+        restore has cut it). Pass its ``seq`` to :meth:`restore`."""
+        return find_checkpoint(await self.list_checkpoints(session_id), ref)
 
     async def preview_restore(self, session_id: str, seq: int) -> RestorePlan:
         """What :meth:`restore` would do now, per file with diffs; changes nothing."""

@@ -16,7 +16,7 @@ from ..agent import (
     BackgroundTurnStarted,
     LiteAgent,
 )
-from . import render
+from . import answering, render
 from .runner import AgentRunner
 from .sinks import NotebookOutput
 
@@ -48,7 +48,7 @@ class BackgroundTurns:
                 break
         if not notices:
             return
-        real = bool(getattr(agent.model, "is_real_model", True))
+        source = answering.turn_source(agent.model, agent.options.model_name, None)
         changed: dict[str, tuple[render.TurnView, Any]] = {}
         for notice in notices:
             job = notice.job_id
@@ -63,9 +63,7 @@ class BackgroundTurns:
             elif isinstance(notice, BackgroundTurnFinished):
                 view, out = self._view(job, rich, f"background job {job}")
                 if notice.result is not None:
-                    view.finish(
-                        notice.result, agent.options.model_name, real_model=real, background=True
-                    )
+                    view.finish(notice.result, source.label, tokens=source.tokens, background=True)
                 else:
                     view.status = f"the background turn ended early: {notice.error}"
                 changed[job] = (view, out)

@@ -20,6 +20,7 @@ from typing import Any, Generic, TypeVar, cast
 
 from ..agent import (
     ApprovalRequest,
+    Checkpoint,
     LiteAgent,
     LiteAgentResult,
     TextDelta,
@@ -31,7 +32,7 @@ from ..agent import (
 )
 from ..agent.budget import Budget
 from ..errors import LiteAgentError, MissingAPIKeyError
-from . import budgets, render, teach
+from . import answering, budgets, render
 from .background import BackgroundTurns
 from .runner import AgentRunner, ApprovalAsk, TurnError, TurnStream
 from .sinks import NotebookOutput, TerminalOutput
@@ -157,8 +158,7 @@ def run_turn(
     :func:`drive_async` (awaiting)."""
     view = render.TurnView(notes=list(notes))
     out = NotebookOutput(view) if rich else TerminalOutput(view)
-    real = bool(getattr(agent.model, "is_real_model", True))
-    before = teach.mark(agent.model)
+    before = answering.mark(agent.model)
     interval = max(0.0, float(interval))
     result: LiteAgentResult | None = None
     error: BaseException | None = None
@@ -222,11 +222,9 @@ def run_turn(
         out.final()
         raise AgentInterrupted("the agent's turn was stopped; the session is intact") from None
     if result is not None:
+        source = answering.turn_source(agent.model, agent.options.model_name, before)
         view.finish(
-            result,
-            agent.options.model_name,
-            real_model=real,
-            source=teach.source_note(agent.model, before),
+            result, source.label, tokens=source.tokens, checkpoint=checkpoint_of(runner, result)
         )
         view.status = budgets.budget_status(result, budget) or view.status
     elif error is not None:
@@ -235,6 +233,18 @@ def run_turn(
     if error is not None and not isinstance(error, LiteAgentError | KeyboardInterrupt):
         raise error
     return result
+
+
+def checkpoint_of(runner: AgentRunner, result: LiteAgentResult) -> Checkpoint | None:
+    """The checkpoint a finished turn's prompt made (its number and stable id, for the
+    footer); ``None`` without sessions (nothing to rewind to) or when it cannot be read."""
+    if result.origin != "user":
+        return None
+    try:
+        checkpoints = runner.facade.list_checkpoints(result.session_id)
+    except LiteAgentError:
+        return None
+    return next((c for c in checkpoints if c.seq == result.checkpoint_seq), None)
 
 
 def error_text(error: BaseException) -> str:

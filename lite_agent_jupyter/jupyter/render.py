@@ -150,14 +150,17 @@ class TurnView:
     def finish(
         self,
         result: LiteAgentResult,
-        model_name: str,
+        model: str,
         *,
-        real_model: bool,
-        source: str | None = None,
+        tokens: bool = True,
         background: bool = False,
+        checkpoint: Checkpoint | None = None,
     ) -> None:
+        """Set the footer: ``model`` names who answered (``jupyter/answering.py``); ``tokens``
+        whether to show token counts (only a live model's are real); ``checkpoint`` the
+        prompt's checkpoint (its number and the command that rewinds to it)."""
         self.footer = footer_text(
-            result, model_name, real_model=real_model, source=source, background=background
+            result, model, tokens=tokens, background=background, checkpoint=checkpoint
         )
 
     def apply(self, event: object) -> bool:
@@ -240,29 +243,32 @@ def tool_plain(line: ToolLine) -> str:
 
 def footer_text(
     result: LiteAgentResult,
-    model_name: str,
+    model: str,
     *,
-    real_model: bool,
-    source: str | None = None,
+    tokens: bool = True,
     background: bool = False,
+    checkpoint: Checkpoint | None = None,
 ) -> str:
     """``tokens in 1,234 · out 56 · cache read 0 / write 0 · $0.0123 this cell, $0.0456 this
-    session · claude-… · session 3f2a1b9c · checkpoint 12: %agent restore 12``."""
+    session · claude-… · session 3f2a1b9c · prompt 3: %agent restore 3-k7f2``. Without
+    ``tokens`` (a stand-in or a replay answered: its counts are estimates or were paid at
+    recording time) it starts with the model: no tokens, no cost. The restore command names
+    the prompt by its stable id, so in a saved notebook it keeps meaning this prompt (or is
+    refused once a restore has cut it); without ``checkpoint`` (memory-only sessions) there
+    is nothing to rewind to."""
     u = result.usage
-    model = model_name if real_model else f"{model_name} (scripted, not a real model)"
-    if source is not None:  # a cassette: "replayed from lesson.jsonl, not a live model"
-        model = f"{model_name} ({source})"
-    parts = [
-        f"tokens in {u.input_tokens:,} · out {u.output_tokens:,} · cache read "
-        f"{u.cache_read_input_tokens:,} / write {u.cache_creation_input_tokens:,}",
-        cost_text(result.cost, result.session_cost),
-        model,
-        f"session {short_id(result.session_id)}",
-        # a background completion turn is never a checkpoint to rewind to (SPEC §7)
-        "background turn"
-        if background
-        else f"checkpoint {result.checkpoint_seq}: %agent restore {result.checkpoint_seq}",
-    ]
+    parts: list[str] = []
+    if tokens:
+        parts.append(
+            f"tokens in {u.input_tokens:,} · out {u.output_tokens:,} · cache read "
+            f"{u.cache_read_input_tokens:,} / write {u.cache_creation_input_tokens:,}"
+        )
+        parts.append(cost_text(result.cost, result.session_cost))
+    parts += [model, f"session {short_id(result.session_id)}"]
+    if background:  # a background completion turn is never a checkpoint to rewind to (§7)
+        parts.append("background turn")
+    elif checkpoint is not None:
+        parts.append(f"prompt {checkpoint.number}: %agent restore {checkpoint.id}")
     if result.stop_reason not in (None, "end_turn", "tool_use"):
         parts.append(f"stopped: {result.stop_reason}")
     return " · ".join(parts)
@@ -363,16 +369,16 @@ def checkpoints_text(checkpoints: Sequence[Checkpoint], *, limit: int | None = N
     if not checkpoints:
         return "No checkpoints yet: each %%agent prompt makes one."
     shown = checkpoints if limit is None else checkpoints[-limit:]
-    rows = [("seq", "when", "prompt", "files changed after it", "rewind with")]
+    rows = [("#", "when", "prompt", "files changed after it", "rewind to before it")]
     for cp in shown:
         files = ", ".join(cp.files[:4]) + (f" (+{len(cp.files) - 4})" if len(cp.files) > 4 else "")
         rows.append(
             (
-                str(cp.seq),
+                str(cp.number),
                 _when(cp.ts),
                 _clip(cp.prompt.replace("\n", " "), 50),
                 files or "-",
-                f"%agent restore {cp.seq}",
+                f"%agent restore {cp.id}",
             )
         )
     older = len(checkpoints) - len(shown)
@@ -380,12 +386,12 @@ def checkpoints_text(checkpoints: Sequence[Checkpoint], *, limit: int | None = N
     return head + _table(rows)
 
 
-def plan_text(plan: RestorePlan) -> str:
-    """What ``%agent restore SEQ`` would do, per file, with diffs."""
+def plan_text(plan: RestorePlan, checkpoint: Checkpoint) -> str:
+    """What ``%agent restore N`` would do, per file, with diffs."""
     lines = [
-        f"Restore of session {short_id(plan.session_id)}… to checkpoint {plan.seq} "
-        f"(head {plan.head}): {plural(plan.events_cut, 'event')} would be cut from the "
-        "conversation."
+        f"Restore of session {short_id(plan.session_id)}… to before prompt "
+        f"{checkpoint.number} ({checkpoint.id}: {_clip(checkpoint.prompt.strip(), 50)!r}): "
+        f"{plural(plan.events_cut, 'event')} would be cut from the conversation."
     ]
     if not plan.files:
         lines.append("No file would change.")
@@ -402,13 +408,30 @@ def plan_text(plan: RestorePlan) -> str:
     return "\n".join(lines)
 
 
-def restore_text(result: RestoreResult, seq: int | None) -> str:
-    what = "Undid the last restore" if seq is None else f"Restored checkpoint {seq}"
+def restore_text(result: RestoreResult, checkpoint: Checkpoint | None) -> str:
+    """What a restore to before ``checkpoint`` (``None``: an undo) did, in words that tell a
+    rewind from an undo: only a restore rewinds the conversation; an undo puts it back as it
+    was before that restore (the prompts it cut come back, or, after a files-only restore,
+    the note that told the model its files were rewound is withdrawn)."""
+    if checkpoint is None:
+        what = "Undid the last restore"
+        said = (
+            "conversation as it was before that restore"
+            if result.conversation_restored
+            else "conversation unchanged"
+        )
+    else:
+        what = f"Restored to before prompt {checkpoint.number} ({checkpoint.id})"
+        said = (
+            "conversation rewound to before that prompt"
+            if result.conversation_restored
+            else "conversation kept (the model is told its files were rewound)"
+        )
     parts = [
         f"{len(result.restored)} file(s) rewritten" if result.restored else "",
         f"{len(result.deleted)} deleted" if result.deleted else "",
         f"{len(result.skipped)} skipped" if result.skipped else "",
-        "conversation put back" if result.conversation_restored else "conversation kept",
+        said,
     ]
     text = f"{what}: " + ", ".join(p for p in parts if p) + "."
     for path in (*result.restored, *result.deleted):
@@ -417,7 +440,7 @@ def restore_text(result: RestoreResult, seq: int | None) -> str:
         text += "\nOverwritten although changed outside the agent (--force): " + ", ".join(
             result.conflicts
         )
-    if seq is not None:
+    if checkpoint is not None:
         text += "\n`%agent undo` puts everything back as it was before this restore."
     return text
 

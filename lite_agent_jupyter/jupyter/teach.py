@@ -25,6 +25,7 @@ from IPython.core.error import UsageError
 from ..agent import LiteAgent, Price, UsageTotals
 from ..providers import RecordingProvider, ReplayProvider, record, replay
 from ..providers.base import Provider
+from . import answering
 from .context import NotebookLocation
 from .runner import AgentRunner
 
@@ -108,35 +109,6 @@ def choose_model(magics: TeachSettings, live: Provider | None) -> Provider | Non
     return live
 
 
-@dataclass(frozen=True)
-class ReplayMark:
-    """A replay's counters before a turn, to tell afterwards where its answers came from."""
-
-    served: int
-    fallback_calls: int
-
-
-def mark(model: Provider) -> ReplayMark | None:
-    if isinstance(model, ReplayProvider):
-        return ReplayMark(model.served, model.fallback_calls)
-    return None
-
-
-def source_note(model: Provider, before: ReplayMark | None) -> str | None:
-    """What the footer says about where a turn's answers came from (``None``: the default)."""
-    if isinstance(model, ReplayProvider):
-        name = model.path.name
-        live = model.fallback_calls - (before.fallback_calls if before else 0)
-        if live:
-            replayed = model.served - (before.served if before else 0)
-            return f"{replayed} answers replayed from {name}, {live} from the live model"
-        return f"replayed from {name}, not a live model"
-    if isinstance(model, RecordingProvider):
-        scripted = "" if model.is_real_model else "scripted, not a real model; "
-        return f"{scripted}recording to {model.path.name}"
-    return None
-
-
 def top_note(model: Provider) -> str | None:
     """The note shown above a turn's answer, if any."""
     if isinstance(model, ReplayProvider):
@@ -180,9 +152,10 @@ def usage_rows(magics: TeachSettings, agent: LiteAgent | None) -> list[tuple[str
             f"{model.served}, live {model.fallback_calls}; speed {model.speed:g})"
         )
     elif isinstance(model, RecordingProvider):
-        source = f"recording to {model.path} ({model.calls} calls so far)"
+        inner = answering.describe(model.inner, agent.options.model_name if agent else "")
+        source = f"{inner}, recording to {model.path} ({model.calls} calls so far)"
     else:
-        source = "live model"
+        source = answering.describe(model, agent.options.model_name if agent else "")
     rows.append(("answers", source))
     if agent is None:
         return rows

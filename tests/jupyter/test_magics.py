@@ -33,13 +33,13 @@ def test_streams_tool_calls_and_footer(
     assert "Done: **notes.md** has two lines." in md
     assert "write_file notes.md (+2 lines)" in md
     assert "<details>" in md
-    assert "%agent restore 0" in md
+    assert re.search(r"prompt 1: %agent restore 1-[a-z2-7]{4}", md)
     assert "claude-sonnet-4-6" in md
     assert "cache read 7" in md
     # the plain-text twin says the same
     assert "Done: **notes.md** has two lines." in cell.plain
     assert "[✓ write_file notes.md (+2 lines)]" in cell.plain
-    assert "%agent restore 0" in cell.plain
+    assert re.search(r"prompt 1: %agent restore 1-[a-z2-7]{4}", cell.plain)
     # streamed: more than one display message for this one display
     assert len(cell.displays) == 1
     assert cell.display_messages >= 2
@@ -438,22 +438,31 @@ def test_checkpoints_restore_preview_and_undo(
     agent_kernel.run("%%agent\ncreate settings").check()
     second = agent_kernel.run("%%agent\nturn debug on").check()
     assert target.read_text() == "DEBUG = True\n"
-    seq = int(re.search(r"%agent restore (\d+)", second.plain).group(1))  # type: ignore[union-attr]
+    found = re.search(r"prompt 2: %agent restore (2-[a-z2-7]{4})", second.plain)
+    assert found is not None  # prompts are numbered 1..N, the command names the prompt's id
+    cp = found.group(1)
     listed = agent_kernel.run("%agent checkpoints").check().stream_text
     assert "create settings" in listed and "turn debug on" in listed
-    assert f"%agent restore {seq}" in listed and "settings.py" in listed
-    preview = agent_kernel.run(f"%agent restore {seq} --preview").check().stream_text
+    assert f"%agent restore {cp}" in listed and "settings.py" in listed
+    preview = agent_kernel.run(f"%agent restore {cp} --preview").check().stream_text
     assert "-DEBUG = True" in preview and "+DEBUG = False" in preview
     assert "rewrite   settings.py  13 bytes -> 14 bytes" in preview  # not "rewrite ... rewrite"
+    assert "before prompt 2" in preview
     assert target.read_text() == "DEBUG = True\n"
-    restored = agent_kernel.run(f"%agent restore {seq}").check().stream_text
-    assert "Restored checkpoint" in restored and "conversation put back" in restored
+    restored = agent_kernel.run(f"%agent restore {cp}").check().stream_text
+    assert f"Restored to before prompt 2 ({cp})" in restored
+    assert "conversation rewound to before that prompt" in restored
     assert target.read_text() == "DEBUG = False\n"
-    agent_kernel.run("%agent undo").check()
+    undone = agent_kernel.run("%agent undo").check().stream_text
+    assert "conversation as it was before that restore" in undone
     assert target.read_text() == "DEBUG = True\n"
-    agent_kernel.run(f"%agent restore {seq}").check()
+    agent_kernel.run("%agent restore 2").check()  # a prompt number of the timeline now
     agent_kernel.run("%%agent\nwhere are we?").check()
     messages = fake_anthropic.message_requests[-1].messages
     assert "turn debug on" not in json.dumps(messages)
-    both = agent_kernel.run(f"%agent restore {seq} --files-only --conversation-only")
+    # the saved command of the cut prompt no longer rewinds anything: prompt 2 is another one
+    stale = agent_kernel.run(f"%agent restore {cp}")
+    assert "no longer in this session's timeline" in stale.text
+    assert target.read_text() == "DEBUG = False\n"
+    both = agent_kernel.run("%agent restore 1 --files-only --conversation-only")
     assert both.status == "error" and "exclude each other" in both.text

@@ -31,3 +31,40 @@ def test_use_model_twice_on_one_session_keeps_tool_use_ids_unique(
     assert "ProviderError" not in first.text + second.text
     assert "Done." in second.markdown
     assert (tmp_path / "work" / "a.txt").read_text() == "two"
+
+
+def test_every_status_names_the_model_that_answers(
+    start_kernel: StartKernel, tmp_path: Path
+) -> None:
+    """Offline, nothing claims a live model: ``%agent info`` said "answers live model", the
+    footer showed ``claude-sonnet-4-6`` and token counts for the stand-in, ``%agent record``
+    said "no API key yet" while the scripted model was there to record."""
+    kernel = start_kernel(tmp_path / "work", {})
+    kernel.run(SETUP).check()
+    kernel.run(SCRIPT.format(text="one")).check()
+    turn = kernel.run("%%agent\nWrite a.txt.").check()
+    footer = turn.text.rsplit("-- ", 1)[1]
+    assert "scripted model, not a real model" in footer
+    assert "claude" not in footer and "tokens" not in footer
+    assert "prompt 1: %agent restore 1-" in footer
+    info = kernel.run("%agent info").check().stream_text
+    assert "scripted model (a stand-in" in info
+    assert "live" not in info and "claude" not in info
+    kernel.run("import os; os.environ['ANTHROPIC_API_KEY'] = 'sk-ant-not-used-0123456789'")
+    info = kernel.run("%agent info").check().stream_text  # use_model wins over a key
+    assert "scripted model (a stand-in" in info and "(live)" not in info
+    recording = kernel.run("%agent record lesson.jsonl").check().stream_text
+    assert "answers of the scripted model" in recording and "no API key" not in recording
+    kernel.run(SCRIPT.format(text="two")).check()
+    kernel.run("%%agent\nWrite it again.").check()
+    kernel.run("%agent replay lesson.jsonl").check()
+    replayed = kernel.run("%%agent\nWrite it again.").check()
+    footer = replayed.text.rsplit("-- ", 1)[1]
+    assert "replayed from lesson.jsonl, not a live model" in footer
+    assert "claude" not in footer and "tokens" not in footer
+    info = kernel.run("%agent info").check().stream_text
+    assert "replay of lesson.jsonl" in info and "(live)" not in info
+    kernel.run("lite_agent_jupyter.use_model(None)").check()
+    kernel.run("%agent live").check()
+    info = kernel.run("%agent info").check().stream_text
+    assert "claude-sonnet-4-6 (live)" in info

@@ -64,7 +64,7 @@ def test_terminal_output_is_plain_text_and_asks_with_input(
     assert "Allow write_file hello.txt? [y/N]" in out
     assert "Writing it." in out and "Done: hello.txt says hi." in out
     assert "[✓ write_file hello.txt (+1 line)]" in out
-    assert "-- tokens in" in out and "%agent restore 0" in out
+    assert "-- tokens in" in out and "prompt 1: %agent restore 1-" in out
     assert "write hello.txt" in out  # %agent sessions
     for rich in ("<details>", "<code>", "<sub>", "text/markdown"):
         assert rich not in out

@@ -14,6 +14,7 @@ from datetime import datetime
 
 from ...checkpoint.events import Event, FileSnapshotEvent, UserEvent, is_checkpoint, prompt_text
 from ...checkpoint.protocol import Checkpointer, read_marks
+from .checkpoint_ids import checkpoint_id
 from .model import Checkpoint
 
 
@@ -84,23 +85,31 @@ class Listings:
 
 def _checkpoints(marks: Sequence[Event]) -> list[Checkpoint]:
     """One :class:`Checkpoint` per prompt in ``marks`` (checkpoint and snapshot marks, seq
-    order), each with the files snapshotted from it on."""
+    order), each with the files snapshotted from it on, its number (1..N) and its id."""
     changed: set[str] = set()
     ordered: list[str] = []  # ``changed``, sorted as it grows (no sort per checkpoint)
-    out: list[Checkpoint] = []
+    found: list[tuple[UserEvent, tuple[str, ...]]] = []
     for event in reversed(marks):
         if isinstance(event, FileSnapshotEvent):
             if event.path not in changed:
                 changed.add(event.path)
                 bisect.insort(ordered, event.path)
         elif isinstance(event, UserEvent) and is_checkpoint(event):
-            out.append(
-                Checkpoint(
-                    seq=event.seq - 1,
-                    prompt=prompt_text(event),
-                    ts=datetime.fromisoformat(event.ts),
-                    files=tuple(ordered),
-                )
+            found.append((event, tuple(ordered)))
+    found.reverse()
+    out: list[Checkpoint] = []
+    previous = ""
+    for number, (event, files) in enumerate(found, 1):
+        prompt = prompt_text(event)
+        previous = checkpoint_id(number, event.seq, prompt, previous)
+        out.append(
+            Checkpoint(
+                seq=event.seq - 1,
+                prompt=prompt,
+                ts=datetime.fromisoformat(event.ts),
+                files=files,
+                number=number,
+                id=previous,
             )
-    out.reverse()
+        )
     return out

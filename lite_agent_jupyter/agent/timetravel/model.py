@@ -21,13 +21,17 @@ class Checkpoint:
     """A point a session can be rewound to: the state just before one user prompt.
 
     ``seq`` is what :meth:`LiteAgent.restore` takes (the log's head before the prompt);
-    ``files`` are the paths the agent changed from there on (sorted).
+    ``files`` are the paths the agent changed from there on (sorted). ``number`` is the
+    prompt's place in the timeline (1..N), what people see; ``id`` (``3-k7f2``) names that
+    very prompt for as long as it is in the timeline (``agent/timetravel/checkpoint_ids.py``).
     """
 
     seq: int
     prompt: str
     ts: datetime
     files: tuple[str, ...]
+    number: int = 0
+    id: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ from IPython.core.error import StdinNotImplementedError, UsageError
 from ...checkpoint.url import redact_url
 from ...errors import LiteAgentError
 from ...tools.mcp import load_servers
-from .. import budgets, render, teach
+from .. import answering, budgets, render, teach
 from ..magics import MODEL, LiteAgentMagics
 from ..registry import subcommand
 
@@ -30,13 +30,7 @@ def _info(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
         backend = redact_url(magics.checkpointer_url)
     else:
         backend = f"files in {storage.base / 'sessions'}"
-    model = "none (no API key; see %agent key)"
-    if agent is not None:
-        real = getattr(agent.model, "is_real_model", True)
-        name = agent.options.model_name
-        model = name if real else f"{name} (scripted, not a real model)"
-        if teach.top_note(agent.model) is not None:
-            model = f"{name} (replayed from a cassette, not a live model)"
+    model = answering.describe(agent.model if agent is not None else None, magics.model_name)
     u = magics.usage
     rows: list[tuple[str, object]] = [
         ("model", model),

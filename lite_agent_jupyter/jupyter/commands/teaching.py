@@ -11,6 +11,7 @@ import argparse
 from IPython.core.error import UsageError
 
 from ...providers import ReplayProvider
+from .. import answering
 from ..magics import LiteAgentMagics
 from ..registry import arg, subcommand
 from ..teach import cassette_path, choose_model
@@ -26,7 +27,11 @@ def _record(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
     magics.teach.record_path = path
     magics.teach.fresh = True
     magics.replay = ""
-    note = "" if magics.key_source() else " (no API key yet: %agent key, or set one)"
+    live = magics.live_model()
+    if live is None:
+        note = " (no model to record yet: %agent key, or lite_agent_jupyter.use_model(...))"
+    else:
+        note = f" (answers of the {answering.describe(live, magics.model_name)})"
     print(
         f"recording: each model answer of the next %%agent cells is appended to {path}{note}. "
         "No API key or header is saved. `%agent live` stops; "

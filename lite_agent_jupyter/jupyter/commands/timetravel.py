@@ -11,6 +11,7 @@ import argparse
 
 from IPython.core.error import UsageError
 
+from ...agent.timetravel.checkpoint_ids import find_checkpoint
 from .. import render, widgets
 from ..magics import LiteAgentMagics
 from ..registry import arg, subcommand
@@ -29,8 +30,12 @@ def _checkpoints(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
 
 @subcommand(
     "restore",
-    "Rewind files and conversation to checkpoint SEQ (see %agent checkpoints).",
-    arg("seq", type=int, help="the checkpoint (the number in a footer's %agent restore N)"),
+    "Rewind files and conversation to before prompt N (see %agent checkpoints).",
+    arg(
+        "checkpoint",
+        help="a prompt number of the timeline now (2), or a checkpoint id from a footer (2-k7f2)"
+        " that keeps naming that very prompt",
+    ),
     arg("--files-only", action="store_true", help="rewind the files, keep the conversation"),
     arg("--conversation-only", action="store_true", help="rewind the conversation only"),
     arg(
@@ -44,17 +49,18 @@ def _restore(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
     magics.require_agent()
     facade = magics.runner.facade
     sid = facade.session_id
+    checkpoint = find_checkpoint(facade.list_checkpoints(sid), args.checkpoint)
     if args.preview:
-        print(render.plan_text(facade.preview_restore(sid, args.seq)))
+        print(render.plan_text(facade.preview_restore(sid, checkpoint.seq), checkpoint))
         return
     result = facade.restore(
         sid,
-        args.seq,
+        checkpoint.seq,
         files=not args.conversation_only,
         conversation=not args.files_only,
         force=args.force,
     )
-    print(render.restore_text(result, args.seq))
+    print(render.restore_text(result, checkpoint))
 
 
 @subcommand("undo", "Undo the last restore of the current session (files and conversation).")

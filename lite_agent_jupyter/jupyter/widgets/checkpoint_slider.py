@@ -39,8 +39,9 @@ def first_words(text: str, count: int = 6, width: int = 40) -> str:
 
 
 def stop_label(checkpoint: Checkpoint) -> str:
-    """The slider readout of a stop: the state just before that prompt."""
-    return f"before: {first_words(checkpoint.prompt)}"
+    """The slider readout of a stop: the state just before that prompt (numbered 1..N, as
+    in ``%agent checkpoints`` and the footers)."""
+    return f"before prompt {checkpoint.number}: {first_words(checkpoint.prompt)}"
 
 
 def _when(ts: datetime, now: datetime | None = None) -> str:
@@ -140,6 +141,10 @@ class CheckpointSlider:
         if load:
             self.reload()
 
+    # After a restore the newest stop is the prompt before the one rewound to: Restore stays
+    # off until the slider moves, so a second click cannot rewind again unasked (#19).
+    _armed = True
+
     # -- reading ------------------------------------------------------------------------
 
     @property
@@ -195,11 +200,13 @@ class CheckpointSlider:
                 self._moving = False
             # One stop: a slider cannot move; the readout still names the prompt.
             self.slider.disabled = count < 2
-            self.restore_button.disabled = count == 0
+            self.restore_button.disabled = count == 0 or not self._armed
         self._show_preview()
 
     def _moved(self, _change: object) -> None:
         if not self._moving:
+            self._armed = True
+            self.restore_button.disabled = not self.checkpoints
             self.report.run("Preview", self._show_preview)
 
     def _show_preview(self) -> None:
@@ -215,7 +222,7 @@ class CheckpointSlider:
         self.plan = self.controls.preview_restore(self.session_id, checkpoint.seq)
         with batched(self.readout, self.preview):
             self.readout.value = f"<b>{html.escape(stop_label(checkpoint))}</b>"
-            self.preview.value = _preview_html(checkpoint, int(self.slider.value) + 1, self.plan)
+            self.preview.value = _preview_html(checkpoint, self.plan)
         self._draw_diffs()
 
     def _draw_diffs(self) -> None:
@@ -271,11 +278,12 @@ class CheckpointSlider:
             except RestoreConflictError as error:
                 self._show_conflicts(error)
                 return
-            label = stop_label(checkpoint)
-            self.result.value = _result_html(f"Restored to {label}", result)
+            what = f"Restored to before prompt {checkpoint.number} ({checkpoint.id})"
+            self._armed = False
             self._set_buttons(undoable=True)
-            self.reload()
-            self.report.ok(f"Restored session {render.short_id(self.session_id)} to {label}.")
+            self.reload()  # the new timeline: that prompt and the ones after it are gone
+            self.result.value = _result_html(what, result)
+            self.report.ok("")  # the result above is the one account of what happened
 
         self.report.run("Restore", action)
 
@@ -344,20 +352,21 @@ class CheckpointSlider:
             except SessionDeletedError:
                 self._show_gone()
                 return
-            self.result.value = _result_html("Undid the last restore", result, undo=True)
+            self._armed = True
             self._set_buttons(undoable=False)
             self.reload()
-            self.report.ok(f"Undid the last restore of session {render.short_id(self.session_id)}.")
+            self.result.value = _result_html("Undid the last restore", result, undo=True)
+            self.report.ok("")
 
         self.report.run("Undo restore", action)
 
 
-def _preview_html(checkpoint: Checkpoint, number: int, plan: RestorePlan) -> str:
+def _preview_html(checkpoint: Checkpoint, plan: RestorePlan) -> str:
     """The preview of one stop: its prompt and time, the files a restore would change, how
     much of the conversation it cuts, files edited outside the agent."""
     parts = [
-        f"<div><b>Before prompt {number}</b> · {html.escape(_when(checkpoint.ts))} · "
-        f"seq {checkpoint.seq}</div>",
+        f"<div><b>Before prompt {checkpoint.number}</b> · {html.escape(_when(checkpoint.ts))} · "
+        f"<code>%agent restore {html.escape(checkpoint.id)}</code></div>",
         "<div style='white-space:pre-wrap;border-left:3px solid "
         "var(--jp-border-color1,#ccc);padding-left:6px;margin:4px 0'>"
         f"{html.escape(shorten(checkpoint.prompt, 400))}</div>",
@@ -399,8 +408,16 @@ def _result_html(what: str, result: RestoreResult, *, undo: bool = False) -> str
     ]
     if result.skipped:
         parts.append(f"Skipped: {paths(result.skipped)}.")
-    if result.conversation_restored:
-        parts.append("Conversation put back." if undo else "Conversation rewound.")
+    if undo:
+        parts.append(
+            "Conversation as it was before that restore."
+            if result.conversation_restored
+            else "Conversation unchanged."
+        )
     else:
-        parts.append("Conversation unchanged." if undo else "Conversation kept.")
+        parts.append(
+            "Conversation rewound to before that prompt."
+            if result.conversation_restored
+            else "Conversation kept (the model is told its files were rewound)."
+        )
     return " ".join(parts)

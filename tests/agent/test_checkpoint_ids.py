@@ -1,0 +1,75 @@
+"""Checkpoint numbers and ids: prompts are numbered 1..N, and an id (``2-k7f2``) names one
+prompt for as long as it is in the timeline, refused once a restore has cut it (a footer's
+``%agent restore 5`` in a saved notebook used to rewind to whatever prompt held seq 5 now)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from lite_agent_jupyter import LiteAgent, UnknownCheckpointError
+from lite_agent_jupyter.providers import call, reply, scripted
+
+MakeAgent = Callable[..., LiteAgent]
+
+
+async def test_prompts_are_numbered_and_ids_outlive_nothing_they_should_not(
+    make_agent: MakeAgent, workdir: Path
+) -> None:
+    agent = make_agent(
+        model=scripted(
+            [
+                reply("One.", [call("write_file", path="a.txt", content="1")]),
+                "ok",
+                reply("Two.", [call("write_file", path="a.txt", content="2")]),
+                "ok",
+                "Three.",
+                "Another second prompt.",
+            ]
+        ),
+        on_approval=lambda request, signal: True,
+    )
+    for prompt in ("first", "second", "third"):
+        await agent.send(prompt)
+    before = await agent.list_checkpoints()
+    assert [c.number for c in before] == [1, 2, 3]
+    assert [c.seq for c in before] != [1, 2, 3]  # log positions, not what people see
+    assert all(re.fullmatch(rf"{c.number}-[a-z2-7]{{4}}", c.id) for c in before)
+    assert await agent.find_checkpoint(2) == before[1]
+    assert await agent.find_checkpoint(before[1].id) == before[1]
+    assert await agent.list_checkpoints() == before  # ids are stable across reads
+
+    await agent.restore(agent.session_id, before[1].seq)  # back to before "second"
+    await agent.send("a new second prompt")
+    after = await agent.list_checkpoints()
+    assert [c.prompt for c in after] == ["first", "a new second prompt"]
+    assert after[0].id == before[0].id  # prompt 1 is still the same prompt
+    assert after[1].number == 2 and after[1].id != before[1].id
+    with pytest.raises(UnknownCheckpointError, match="no longer in this session's timeline"):
+        await agent.find_checkpoint(before[1].id)
+    with pytest.raises(UnknownCheckpointError, match="no longer in this session's timeline"):
+        await agent.find_checkpoint(before[2].id)
+    with pytest.raises(UnknownCheckpointError, match="no prompt 3"):
+        await agent.find_checkpoint("3")
+    with pytest.raises(UnknownCheckpointError, match="not a checkpoint"):
+        await agent.find_checkpoint("second")
+    assert (workdir / "a.txt").read_text() == "1"
+
+
+async def test_an_undone_restore_brings_the_same_ids_back(make_agent: MakeAgent) -> None:
+    agent = make_agent(model=scripted(["One.", "Two.", "Three."]))
+    for prompt in ("first", "second", "third"):
+        await agent.send(prompt)
+    before = await agent.list_checkpoints()
+    await agent.restore(agent.session_id, before[1].seq)
+    with pytest.raises(UnknownCheckpointError):
+        await agent.find_checkpoint(before[2].id)
+    await agent.undo_restore(agent.session_id)
+    again = await agent.list_checkpoints()
+    assert [(c.number, c.id, c.prompt) for c in again] == [
+        (c.number, c.id, c.prompt) for c in before
+    ]
+    assert (await agent.find_checkpoint(before[2].id)).prompt == "third"
