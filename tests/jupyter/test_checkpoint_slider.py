@@ -43,12 +43,12 @@ def test_starts_on_the_newest_stop_with_its_preview(
     slider = CheckpointSlider(facade)
     labels = [label for label, _ in slider.slider.options]
     assert labels == [
-        "before: Write notes.txt with version one",
-        "before: Change notes.txt to version two",
-        "before: Add other.txt",
+        "before prompt 1: Write notes.txt with version one",
+        "before prompt 2: Change notes.txt to version two",
+        "before prompt 3: Add other.txt",
     ]
     assert slider.slider.value == 2 and not slider.restore_button.disabled
-    assert slider.readout.value == "<b>before: Add other.txt</b>"
+    assert slider.readout.value == "<b>before prompt 3: Add other.txt</b>"
     assert "Before prompt 3" in slider.preview.value and "Add other.txt" in slider.preview.value
     assert "<code>other.txt</code>: delete — " in slider.preview.value
     assert "delete — delete" not in slider.preview.value  # the action is not said twice
@@ -56,8 +56,9 @@ def test_starts_on_the_newest_stop_with_its_preview(
     assert NOT_REWOUND in slider.note.value
     summary = slider.summary()
     assert "(3 prompts)" in summary and "older" not in summary
-    seqs = [cp.seq for cp in slider.checkpoints]
-    assert all(f"%agent restore {seq}" in summary for seq in seqs)
+    ids = [cp.id for cp in slider.checkpoints]
+    assert ids[0].startswith("1-") and ids[2].startswith("3-")
+    assert all(f"%agent restore {cp_id}" in summary for cp_id in ids)
     assert "Change notes.txt to version two" in summary
 
 
@@ -66,7 +67,7 @@ def test_moving_the_slider_previews_that_stop_with_diffs_on_demand(
 ) -> None:
     slider = CheckpointSlider(facade)
     slider.slider.value = 1
-    assert slider.readout.value == "<b>before: Change notes.txt to version two</b>"
+    assert slider.readout.value == "<b>before prompt 2: Change notes.txt to version two</b>"
     assert "Before prompt 2" in slider.preview.value
     assert "<code>notes.txt</code>: restore" in slider.preview.value
     assert slider.diffs.value == ""
@@ -88,17 +89,23 @@ def test_restore_then_undo_restore(
     assert (workdir / "notes.txt").read_text() == "version one\n"
     assert not (workdir / "other.txt").exists()
     assert logged_prompts(storage, sid) == ["Write notes.txt with version one"]
-    assert "Restored to before: Change notes.txt" in slider.result.value
-    assert "Conversation rewound" in slider.result.value
+    assert "Restored to before prompt 2 (2-" in slider.result.value
+    assert "Conversation rewound to before that prompt" in slider.result.value
+    assert slider.report.status.value == "<span></span>"  # one account of it, not two
     assert slider.shows(slider.undo_button)
     assert len(slider.slider.options) == 1  # the stops after it are gone with the conversation
+    # the slider now stands on prompt 1: a second click must not rewind again unasked
+    assert slider.restore_button.disabled
+    slider.restore_button.click()
+    assert logged_prompts(storage, sid) == ["Write notes.txt with version one"]
 
     slider.undo_button.click()
     assert (workdir / "notes.txt").read_text() == "version two\n"
     assert (workdir / "other.txt").read_text() == "other\n"
     assert len(logged_prompts(storage, sid)) == 3
     assert "Undid the last restore" in slider.result.value
-    assert "Conversation put back" in slider.result.value
+    assert "Conversation as it was before that restore" in slider.result.value
+    assert not slider.restore_button.disabled
     assert not slider.shows(slider.undo_button)
     assert len(slider.slider.options) == 3 and slider.slider.value == 2
     assert facade.session_id == sid
@@ -113,7 +120,17 @@ def test_files_only_keeps_the_conversation(
     slider.restore_button.click()
     assert not (workdir / "notes.txt").exists() and not (workdir / "other.txt").exists()
     assert len(logged_prompts(storage, three_prompts)) == 3
-    assert "Conversation kept" in slider.result.value
+    assert "Conversation kept (the model is told its files were rewound)" in slider.result.value
+    # on the new timeline (three prompts still) Restore waits until the slider moves
+    assert slider.restore_button.disabled and slider.slider.value == 2
+    slider.slider.value = 1
+    assert not slider.restore_button.disabled
+    slider.undo_button.click()
+    assert (workdir / "notes.txt").read_text() == "version two\n"
+    # the undo of a files-only restore does not claim a conversation was put back
+    assert "Undid the last restore" in slider.result.value
+    assert "Conversation as it was before that restore" in slider.result.value
+    assert "rewound" not in slider.result.value
 
 
 def test_a_file_edited_outside_the_agent_is_a_conflict_then_restore_anyway(

@@ -48,7 +48,7 @@ def test_a_saved_notebook_keeps_a_text_summary_and_reopened_rebuilds_live_widget
     # ...and the summary a reader of the saved file sees instead
     assert f"*  {session[:8]}" in text and "Write notes.txt" in text
     assert "Checkpoints of session" in text and "(2 prompts)" in text
-    assert "%agent restore 0" in text and "Change notes.txt" in text
+    assert "%agent restore 1-" in text and "Change notes.txt" in text
     assert "Error" not in text
 
     # Reopened in a new kernel: the setup and %agent ui run again, nothing else.

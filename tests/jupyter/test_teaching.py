@@ -77,12 +77,12 @@ def run_notebook(folder: Path, first: str, env: dict[str, str | None]) -> list[s
 
 def comparable(text: str, folder: Path) -> str:
     """A turn's output without what differs by design: the folder, the session id, and the
-    notes and footer parts that say where the answers came from."""
+    notes and footer parts that say where the answers came from (a replay's footer names
+    no model and shows no tokens)."""
     text = text.replace(str(folder), "<folder>")
     text = re.sub(r"session [0-9a-f]{8}", "session <id>", text)
-    text = re.sub(
-        r"\((scripted, not a real model; )?(recording to|replayed from)[^)]*\)", "(<source>)", text
-    )
+    # the footer up to the session: who answered (a live model's tokens and cost, or none)
+    text = re.sub(r"(-- |<sub>)[^\n]*? · (session <id>)", r"\1<source> · \2", text)
     text = re.sub(r"(?m)^\*?(scripted model|replaying) .*\n+", "", text)
     return text
 

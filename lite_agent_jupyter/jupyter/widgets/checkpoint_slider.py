@@ -257,6 +257,9 @@ class CheckpointSlider:
             checkpoint = self.selected
             if checkpoint is None or self._busy():
                 return
+            if not self._armed and not force:  # a click delivered before the redraw landed
+                self.report.ok("Restore is off until you move the slider to a point to rewind to.")
+                return
             files = bool(self.files_toggle.value)
             conversation = bool(self.conversation_toggle.value)
             if not (files or conversation):
