@@ -49,7 +49,7 @@ def test_every_status_names_the_model_that_answers(
     assert "prompt 1: %agent restore 1-" in footer
     info = kernel.run("%agent info").check().stream_text
     assert "scripted model (a stand-in" in info
-    assert "live" not in info and "claude" not in info
+    assert "(live)" not in info and "claude-sonnet" not in info and "live model" not in info
     kernel.run("import os; os.environ['ANTHROPIC_API_KEY'] = 'sk-ant-not-used-0123456789'")
     info = kernel.run("%agent info").check().stream_text  # use_model wins over a key
     assert "scripted model (a stand-in" in info and "(live)" not in info
