@@ -16,9 +16,12 @@ from .. import render
 from .controls import SessionControls
 from .parts import Look, Reporter, batched, fill, relative_time, shorten
 
+# A row longer than the list is as wide as it is cut with "…" (Chromium would clip it at the
+# right edge mid-word and let the list's content run wider than its box).
 _SESSIONS_CSS = (
     "<style>.lite-agent-sessions select{font-family:var(--jp-code-font-family,monospace);"
-    "font-size:var(--jp-code-font-size,13px)}</style>"
+    "font-size:var(--jp-code-font-size,13px)}"
+    ".lite-agent-sessions option{overflow:hidden;text-overflow:ellipsis}</style>"
 )
 
 
