@@ -26,7 +26,14 @@ from .results import (
     TurnStarted,
     UsageUpdate,
 )
-from .timetravel import Checkpoint, FileAction, RestorePlan, RestoreResult
+from .timetravel import (
+    Checkpoint,
+    FileAction,
+    FileChange,
+    PromptChanges,
+    RestorePlan,
+    RestoreResult,
+)
 from .usage import Price, Prices, UsageTotals
 
 __all__ = [
@@ -47,6 +54,7 @@ __all__ = [
     "Compaction",
     "Decision",
     "FileAction",
+    "FileChange",
     "FileChanged",
     "ImportResult",
     "InputRequest",
@@ -54,6 +62,7 @@ __all__ = [
     "LiteAgentResult",
     "Price",
     "Prices",
+    "PromptChanges",
     "RestorePlan",
     "RestoreResult",
     "Subscription",

@@ -95,7 +95,7 @@ from .results import (
     TurnFinished,
 )
 from .session import SessionLog
-from .timetravel import Checkpoint, RestorePlan, Restorer, RestoreResult
+from .timetravel import Checkpoint, PromptChanges, RestorePlan, Restorer, RestoreResult
 from .timetravel.checkpoint_ids import find_checkpoint
 from .tracking import FileTracker
 from .usage import Price, Prices, UsageTotals, usage_totals
@@ -725,6 +725,31 @@ class LiteAgent:
             result = await self._restorer.undo(sid, force=force)
         self._session_id = sid
         return result
+
+    async def changes(
+        self, session_id: str | None = None, checkpoint: int | None = None
+    ) -> PromptChanges:
+        """Every file the prompt at ``checkpoint`` (default: the session's last prompt)
+        changed, through the file tools and shell commands, with diffs; changes nothing."""
+        sid = self._time_travel("changes", session_id)
+        await self._restorer.recover(sid)
+        return await self._restorer.changes(sid, checkpoint)
+
+    async def revert_file(
+        self,
+        session_id: str | None,
+        path: str,
+        *,
+        checkpoint: int | None = None,
+        force: bool = False,
+    ) -> RestoreResult:
+        """Put ``path`` back to its content before the prompt at ``checkpoint`` (default: the
+        last prompt), keeping every other file and the conversation; the model is told at the
+        next request. Refuses with :class:`RestoreConflictError` if the file changed after
+        that prompt (unless ``force=True``); journaled, undone by :meth:`undo_restore`."""
+        sid = self._time_travel("revert_file", session_id)
+        async with self._idle(sid):
+            return await self._restorer.revert(sid, path, checkpoint, force=force)
 
     def _time_travel(self, what: str, session_id: str | None) -> str:
         self._check_open()

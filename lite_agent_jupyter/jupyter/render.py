@@ -22,6 +22,7 @@ from ..agent import (
     Checkpoint,
     CompactResult,
     LiteAgentResult,
+    PromptChanges,
     RestorePlan,
     RestoreResult,
     TextDelta,
@@ -443,6 +444,39 @@ def restore_text(result: RestoreResult, checkpoint: Checkpoint | None) -> str:
     if checkpoint is not None:
         text += "\n`%agent undo` puts everything back as it was before this restore."
     return text
+
+
+def changes_text(changes: PromptChanges) -> str:
+    """``%agent review``'s plain text: every file a prompt changed, how, by which tools, with
+    its diff (the widget's twin). Paths, prompt and diffs are untrusted: control characters
+    are shown as ``?``."""
+    prompt = _clip(changes.prompt.replace("\n", " "), 60)
+    lines = [f"Prompt {changes.number} (checkpoint {changes.checkpoint}): {prompt}"]
+    if not changes.files:
+        lines.append("It changed no file.")
+    for change in changes.files:
+        lines.append(f"  {change.path}  {change.summary}  by {', '.join(change.tools)}")
+        if change.diff:
+            lines.extend("      " + line for line in change.diff.rstrip().splitlines()[:40])
+    if changes.files:
+        lines.append(
+            f"`%agent revert PATH --prompt {changes.number}` puts one file back to before this "
+            "prompt (`%agent undo` takes the revert back)."
+        )
+    return _printable("\n".join(lines))
+
+
+def revert_text(result: RestoreResult, path: str, number: int) -> str:
+    """What ``%agent revert`` did."""
+    if not result.restored and not result.deleted:
+        return _printable(f"{path} already holds its content from before prompt {number}.")
+    how = "deleted (it did not exist before)" if result.deleted else "put back"
+    text = (
+        f"Reverted {path} to before prompt {number}: {how}; the model is told at the next prompt."
+    )
+    if result.conflicts:
+        text += " It had been changed after that prompt; overwritten (--force)."
+    return _printable(text + "\n`%agent undo` takes the revert back.")
 
 
 def mcp_text(servers: Sequence[Mapping[str, Any]]) -> str:

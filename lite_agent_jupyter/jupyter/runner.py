@@ -44,6 +44,7 @@ from ..agent import (
     CompactResult,
     LiteAgent,
     LiteAgentResult,
+    PromptChanges,
     RestorePlan,
     RestoreResult,
 )
@@ -464,6 +465,19 @@ class AgentFacade(_Facade):
         with self._runner.lock:
             self._idle(session_id)
             return self.call(lambda a: a.undo_restore(session_id, force=force))
+
+    def changes(self, session_id: str, checkpoint: int | None = None) -> PromptChanges:
+        return self.call(lambda a: a.changes(session_id, checkpoint))
+
+    def revert_file(
+        self, session_id: str, path: str, *, checkpoint: int | None = None, force: bool = False
+    ) -> RestoreResult:
+        """Put ``path`` back to before the prompt at ``checkpoint`` (see LiteAgent)."""
+        with self._runner.lock:
+            self._idle(session_id)
+            return self.call(
+                lambda a: a.revert_file(session_id, path, checkpoint=checkpoint, force=force)
+            )
 
     def compact(
         self,

@@ -53,19 +53,22 @@ The package, one module per job (review, revert and branches join it and reuse t
 copy them): ``model.py`` the shared types; ``workdir.py`` file access through the tools'
 confinement; ``planner.py`` the plan, the three-way conflict check and the preview;
 ``journal.py`` the lock, the journal, undo records, apply, rollback and recovery;
-``listing.py`` the checkpoints; ``restorer.py`` restore and undo. Imports go
+``listing.py`` the checkpoints; ``restorer.py`` restore and undo; ``reviewer.py`` a
+prompt's changes and the revert of one file (a one-file, files-only restore). Imports go
 model <- workdir <- planner, listing <- journal <- restorer. Nothing here knows Jupyter;
 ``LiteAgent`` exposes it.
 """
 
 from __future__ import annotations
 
-from .model import Checkpoint, FileAction, RestorePlan, RestoreResult
+from .model import Checkpoint, FileAction, FileChange, PromptChanges, RestorePlan, RestoreResult
 from .restorer import Restorer
 
 __all__ = [
     "Checkpoint",
     "FileAction",
+    "FileChange",
+    "PromptChanges",
     "RestorePlan",
     "RestoreResult",
     "Restorer",

@@ -96,3 +96,33 @@ class FilePlan:
     blocked: str | None = None
     """Why no operation may touch this path, even forced (a folder, a link or a special
     file stands where the file was): the conflict's message, naming what is there."""
+
+
+@dataclass(frozen=True, slots=True)
+class FileChange:
+    """What one prompt did to one file: its content before the prompt (``before``, a blob
+    hash, ``None``: absent) and after it (``after``), the tools that changed it (``write_file``,
+    ``bash``...), a unified diff from before to after for text files (size-capped; ``None``
+    for binary or large files) and a one-line ``summary`` (``created``, ``deleted``,
+    ``changed (10 -> 12 bytes)``)."""
+
+    path: str
+    before: str | None
+    after: str | None
+    tools: tuple[str, ...]
+    diff: str | None
+    summary: str
+
+
+@dataclass(frozen=True, slots=True)
+class PromptChanges:
+    """Every file one prompt changed (:meth:`LiteAgent.changes`), through the file tools and
+    through shell commands, in path order. ``checkpoint`` is the prompt's checkpoint (what
+    :meth:`LiteAgent.restore` takes), ``number`` its place among the session's prompts
+    (1 = the first)."""
+
+    session_id: str
+    checkpoint: int
+    number: int
+    prompt: str
+    files: tuple[FileChange, ...]

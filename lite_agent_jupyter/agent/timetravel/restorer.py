@@ -18,10 +18,10 @@ from ...checkpoint.events import Event, FileSnapshotEvent, UnknownEvent, UserEve
 from ...checkpoint.protocol import Checkpointer, validate_session_id
 from ...errors import RestoreConflictError, UnknownCheckpointError
 from ...storage import BlobRef, Blobs, Storage, blob_hash
-from . import planner
+from . import planner, reviewer
 from .journal import Journal
 from .listing import Listings
-from .model import Checkpoint, FilePlan, RestorePlan, RestoreResult
+from .model import Checkpoint, FilePlan, PromptChanges, RestorePlan, RestoreResult
 from .workdir import WorkdirFiles, holds
 
 RESTORED = "restore"
@@ -61,6 +61,26 @@ class Restorer:
         """Finish or roll back an operation a killed process left on ``session_id``; True if
         there was one. Cheap when there is none (one ``stat``)."""
         return await self.journal.recover(session_id)
+
+    # -- review and revert (reviewer.py) ----------------------------------------------------
+
+    async def changes(self, session_id: str, seq: int | None) -> PromptChanges:
+        return await reviewer.changes(self.checkpointer, self.blobs, session_id, seq)
+
+    async def revert(
+        self, session_id: str, path: str, seq: int | None, *, force: bool
+    ) -> RestoreResult:
+        return await reviewer.revert_file(
+            self.checkpointer,
+            self.blobs,
+            self.files,
+            self.journal,
+            self.blob_ref(session_id),
+            session_id,
+            path,
+            seq,
+            force=force,
+        )
 
     # -- restore ---------------------------------------------------------------------------
 

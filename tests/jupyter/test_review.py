@@ -1,0 +1,89 @@
+"""``%agent review`` and ``%agent revert`` in a real kernel, against the fake Messages API
+server: a prompt's changes through the file tools and ``bash``, one file put back, the model
+told, ``%agent undo``, and a hand edit made a conflict."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
+from nbkernel import Kernel
+
+BEFORE_CSV = b"x,y\n1,2\n"
+
+
+def _three_file_turn(fake_anthropic: FakeAnthropicServer) -> None:
+    fake_anthropic.script(
+        FakeReply(
+            "Writing three files.",
+            tool_calls=[
+                FakeToolCall("write_file", {"path": "a.py", "content": "A = 1\n"}),
+                FakeToolCall("bash", {"command": "printf '3,4\\n' >> b.csv"}),
+                FakeToolCall("write_file", {"path": "c.md", "content": "# C\n"}),
+            ],
+        ),
+        "Done.",
+    )
+
+
+def test_review_then_revert_one_file_undo_and_conflict(
+    agent_kernel: Kernel, fake_anthropic: FakeAnthropicServer, tmp_path: Path
+) -> None:
+    work = tmp_path / "work"
+    (work / "b.csv").write_bytes(BEFORE_CSV)
+    agent_kernel.run("%%agent\nsay hello").check()  # prompt 1 changes nothing
+    _three_file_turn(fake_anthropic)
+    agent_kernel.run("%%agent\nwrite a, b and c").check()
+    agent_b = (work / "b.csv").read_bytes()
+    assert agent_b == BEFORE_CSV + b"3,4\n"
+
+    review = agent_kernel.run("%agent review").check().stream_text
+    assert "Prompt 2" in review and "write a, b and c" in review
+    assert "a.py  created" in review and "by write_file" in review
+    assert "b.csv  changed" in review and "by bash" in review and "+3,4" in review
+    assert "c.md  created" in review
+    first = agent_kernel.run("%agent review 1").check().stream_text
+    assert "Prompt 1" in first and "It changed no file." in first
+
+    # revert b.csv only: its pre-turn bytes; a.py and c.md as the agent left them
+    reverted = agent_kernel.run("%agent revert b.csv").check().stream_text
+    assert "Reverted b.csv to before prompt 2" in reverted
+    assert (work / "b.csv").read_bytes() == BEFORE_CSV
+    assert (work / "a.py").read_text() == "A = 1\n" and (work / "c.md").read_text() == "# C\n"
+
+    # %agent undo brings the agent's b.csv back
+    agent_kernel.run("%agent undo").check()
+    assert (work / "b.csv").read_bytes() == agent_b
+
+    # a hand edit before the revert is a conflict: nothing changed
+    (work / "b.csv").write_bytes(b"hand,edit\n")
+    refused = agent_kernel.run("%agent revert b.csv --prompt 2")
+    assert "changed after prompt 2" in refused.text
+    assert (work / "b.csv").read_bytes() == b"hand,edit\n"
+    assert (work / "a.py").read_text() == "A = 1\n"
+
+    # forced, then the model is told at the next request
+    agent_kernel.run("%agent revert b.csv --prompt 2 --force").check()
+    assert (work / "b.csv").read_bytes() == BEFORE_CSV
+    agent_kernel.run("%%agent\nwhat changed?").check()
+    sent = json.dumps(fake_anthropic.message_requests[-1].messages)
+    assert "reverted b.csv to its content before prompt 2" in sent
+    assert (work / "b.csv").read_bytes() == BEFORE_CSV
+
+
+def test_revert_a_file_the_prompt_did_not_change_is_a_clear_error(
+    agent_kernel: Kernel, fake_anthropic: FakeAnthropicServer, tmp_path: Path
+) -> None:
+    (tmp_path / "work" / "b.csv").write_bytes(BEFORE_CSV)
+    _three_file_turn(fake_anthropic)
+    agent_kernel.run("%%agent\nwrite a, b and c").check()
+    refused = agent_kernel.run("%agent revert other.txt")
+    assert "did not change 'other.txt'" in refused.text and "a.py" in refused.text
+    missing = agent_kernel.run("%agent review 7")
+    assert "prompt 7 does not exist" in missing.text
+    # a created file reverted is deleted, and undo brings it back
+    agent_kernel.run("%agent revert a.py").check()
+    assert not (tmp_path / "work" / "a.py").exists()
+    agent_kernel.run("%agent undo").check()
+    assert (tmp_path / "work" / "a.py").read_text() == "A = 1\n"
