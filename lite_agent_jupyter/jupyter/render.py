@@ -451,7 +451,7 @@ def changes_text(changes: PromptChanges) -> str:
     its diff (the widget's twin). Paths, prompt and diffs are untrusted: control characters
     are shown as ``?``."""
     prompt = _clip(changes.prompt.replace("\n", " "), 60)
-    lines = [f"Prompt {changes.number} (checkpoint {changes.checkpoint}): {prompt}"]
+    lines = [f"Prompt {changes.number}: {prompt}"]
     if not changes.files:
         lines.append("It changed no file.")
     for change in changes.files:

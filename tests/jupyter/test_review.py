@@ -81,7 +81,7 @@ def test_revert_a_file_the_prompt_did_not_change_is_a_clear_error(
     refused = agent_kernel.run("%agent revert other.txt")
     assert "did not change 'other.txt'" in refused.text and "a.py" in refused.text
     missing = agent_kernel.run("%agent review 7")
-    assert "prompt 7 does not exist" in missing.text
+    assert "no prompt 7" in missing.text
     # a created file reverted is deleted, and undo brings it back
     agent_kernel.run("%agent revert a.py").check()
     assert not (tmp_path / "work" / "a.py").exists()
