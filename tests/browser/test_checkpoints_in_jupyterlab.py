@@ -50,14 +50,14 @@ def test_slider_restore_undo_and_session_browser_new_in_chromium(
     preview = slider.locator(".lite-agent-preview")
     readout.wait_for(state="visible")
     no_widget_errors(page)
-    assert readout.inner_text() == "before: Change notes.txt"
+    assert readout.inner_text() == "before prompt 2: Change notes.txt"
     assert "Before prompt 2" in preview.inner_text()
     assert "notes.txt: restore" in preview.inner_text()
 
     slider.locator(".noUi-handle").focus()
     page.keyboard.press("ArrowLeft")
     wait_for(lambda: "Before prompt 1" in preview.inner_text(), "the preview of prompt 1")
-    assert readout.inner_text() == "before: Write notes.txt"
+    assert readout.inner_text() == "before prompt 1: Write notes.txt"
     assert "notes.txt: delete" in preview.inner_text()
     page.keyboard.press("ArrowRight")
     wait_for(lambda: "Before prompt 2" in preview.inner_text(), "the preview of prompt 2")
@@ -65,12 +65,19 @@ def test_slider_restore_undo_and_session_browser_new_in_chromium(
     slider.locator(".lite-agent-restore").click()
     wait_for(lambda: notes.read_text() == "version one\n", "the restore of notes.txt")
     result = slider.locator(".lite-agent-result")
-    wait_for(lambda: "Restored to before: Change notes.txt" in result.inner_text(), "result")
+    wait_for(lambda: "Restored to before prompt 2 (2-" in result.inner_text(), "result")
+    # one account of it, on the new timeline, and no second rewind from the same click spot
+    restore = slider.locator(".lite-agent-restore")
+    wait_for(lambda: restore.is_disabled(), "Restore off after the restore")
+    assert readout.inner_text() == "before prompt 1: Write notes.txt"
     undo = slider.locator(".lite-agent-undo")
     undo.click()
     wait_for(lambda: notes.read_text() == "version two\n", "the undo of the restore")
     wait_for(lambda: "Undid the last restore" in result.inner_text(), "the undo result")
-    wait_for(lambda: readout.inner_text() == "before: Change notes.txt", "the slider reloaded")
+    wait_for(
+        lambda: readout.inner_text() == "before prompt 2: Change notes.txt", "the slider reloaded"
+    )
+    assert not restore.is_disabled()
 
     nb.run_cell(5)
     sessions = page.locator(".lite-agent-sessions")

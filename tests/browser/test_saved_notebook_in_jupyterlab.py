@@ -52,7 +52,7 @@ def test_reopened_notebook_shows_the_summary_and_rebuilds_live_widgets(
     readout = slider.locator(".lite-agent-readout")
     readout.wait_for(state="visible")
     no_widget_errors(page)
-    assert readout.inner_text() == "before: Change notes.txt"
+    assert readout.inner_text() == "before prompt 2: Change notes.txt"
     rows = nb.cell(3).locator(".lite-agent-session-rows option")
     assert rows.count() == 1 and rows.first.inner_text().startswith("●")  # continued
 
