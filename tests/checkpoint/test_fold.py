@@ -10,6 +10,7 @@ from lite_agent_jupyter.checkpoint.events import (
     CompactionEvent,
     Event,
     FileSnapshotEvent,
+    HookEvent,
     InterruptedEvent,
     ToolResultEvent,
     UnknownEvent,
@@ -171,6 +172,28 @@ def test_records_for_people_are_invisible_to_the_model() -> None:
     ]
 
 
+def test_hook_context_joins_its_prompt_and_decisions_stay_records() -> None:
+    log = numbered(
+        HookEvent(hook="session_start", decision="context", context="a demo project"),
+        UserEvent(content="run it", checkpoint=True),
+        HookEvent(hook="prompt_submit", decision="context", context="today is Tuesday"),
+        calls("t1"),
+        HookEvent(hook="pre_tool", decision="deny", reason="no", tool_use_id="t1"),
+        result("t1", "no", error=True),
+        HookEvent(hook="pre_tool", decision="rewrite", input={"path": "b"}),
+        said("ok"),
+    )
+    assert fold(log) == [
+        {
+            "role": "user",
+            "content": [text("a demo project"), text("run it"), text("today is Tuesday")],
+        },
+        {"role": "assistant", "content": [tool_use("t1")]},
+        {"role": "user", "content": [answer("t1", "no", error=True)]},
+        {"role": "assistant", "content": [text("ok")]},
+    ]
+
+
 def test_origin_does_not_hide_input() -> None:
     """Background completions and internal notices are input the model must see."""
     log = numbered(
@@ -283,6 +306,8 @@ def _logs(draw: st.DrawFn) -> list[Event]:
         elif kind == "compaction":
             through = draw(st.integers(0, seq - 1))
             events.append(CompactionEvent(seq=seq, summary=f"s{seq}", through_seq=through))
+        elif draw(st.booleans()):
+            events.append(HookEvent(seq=seq, hook="prompt_submit", context=f"c{seq}"))
         else:
             events.append(InterruptedEvent(seq=seq, reason="x"))
     return events

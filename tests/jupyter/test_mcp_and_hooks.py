@@ -28,8 +28,11 @@ def test_mcp_tools_in_a_kernel_rewound_by_restore_and_undo(
     agent_kernel: Kernel, fake_anthropic: FakeAnthropicServer, tmp_path: Path
 ) -> None:
     note = tmp_path / "work" / "mcp-note.txt"
-    servers = {"mcpServers": {"t": stdio_entry()}}
+    secret = "kernel-mcp-secret-0123456789"
+    servers = {"mcpServers": {"t": stdio_entry(env={"MCP_TEST_TOKEN": secret})}}
     agent_kernel.run(f"%config LiteAgentMagics.mcp_servers = {servers!r}").check()
+    shown = agent_kernel.run("%agent config").check().stream_text
+    assert "(env: MCP_TEST_TOKEN)" in shown and secret not in shown
     fake_anthropic.script(
         FakeReply(
             "Using the server.",
