@@ -2,7 +2,8 @@
 
 A setting is text, so a hook is named: ``"package.module:function"`` (or
 ``"package.module.function"``) is imported; a bare ``"function"`` is looked up among the
-notebook's variables, so a hook defined in a cell works. A point takes one name or a list.
+notebook's variables at each call, so a hook defined in a cell works and redefining it takes
+effect at once. A point takes one name or a list.
 A name that does not resolve to a callable is a ``UsageError`` naming it, raised when the
 agent is (re)built - before any prompt runs.
 """
@@ -56,6 +57,24 @@ def _resolve(point: str, name: str, user_ns: Mapping[str, Any]) -> Callable[...,
             found = getattr(found, part, None)
     else:
         found = user_ns.get(name)
+        if callable(found):
+            return _by_name(name, user_ns)
     if not callable(found):
         raise UsageError(f"{where} is not a function (define it, or give module:function)")
     return found  # type: ignore[no-any-return]
+
+
+def _by_name(name: str, user_ns: Mapping[str, Any]) -> Callable[..., Any]:
+    """A notebook function, looked up at each call: redefining it in a cell takes effect at
+    the next call, without touching the setting. Sync on purpose (the agent runs it in a
+    worker thread and awaits what an ``async def`` returns)."""
+
+    def hook(arg: Any) -> Any:
+        found = user_ns.get(name)
+        if not callable(found):
+            raise LookupError(f"the notebook no longer defines the hook function {name!r}")
+        return found(arg)
+
+    hook.__module__ = "__main__"
+    hook.__qualname__ = hook.__name__ = name
+    return hook

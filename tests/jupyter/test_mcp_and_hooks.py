@@ -109,6 +109,17 @@ def test_hooks_from_config_notebook_function_and_import_path(
     assert first.messages[0]["content"][-1]["text"] == "It is Tuesday."
     assert second.messages[-1]["content"][0]["content"] == "Use the file tools here."
 
+    # a notebook function is looked up at each call: redefining it takes effect at once
+    agent_kernel.run(
+        "def no_shell(call):\n"
+        "    if call.tool_name == 'bash':\n"
+        "        return deny('Still no shell, and I mean it.')"
+    ).check()
+    fake_anthropic.script(tool_reply("", "bash", command="touch ran.txt"), "Fine.")
+    agent_kernel.run("%%agent\ntouch it again").check()
+    last = fake_anthropic.message_requests[-1].messages[-1]["content"][0]
+    assert last["content"] == "Still no shell, and I mean it."
+
     agent_kernel.run("%config LiteAgentMagics.hooks = {'pre_tool': 'nope'}").check()
     bad = agent_kernel.run("%%agent\nhi")
     assert bad.status == "error" and "'nope' is not a function" in bad.text
