@@ -61,6 +61,7 @@ from .checkpoint import (
 from .errors import (
     AgentClosedError,
     AuthenticationError,
+    BackgroundJobsRunningError,
     BudgetError,
     BundleChecksumError,
     BundleError,
@@ -149,6 +150,7 @@ __all__ = [
     "ApprovalRequested",
     "AuthenticationError",
     "BackgroundEvent",
+    "BackgroundJobsRunningError",
     "BackgroundNotice",
     "BackgroundTurnFinished",
     "BackgroundTurnStarted",

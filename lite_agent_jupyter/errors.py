@@ -136,6 +136,23 @@ class SessionBusyError(LiteAgentError):
     claim in another agent, process or machine); nothing was written."""
 
 
+class BackgroundJobsRunningError(SessionBusyError):
+    """A restore or undo was refused because background jobs of the session are still
+    running: one could change files after the rewind, and its completion turn would land in
+    the rewound timeline. ``jobs`` maps each job id to its command; nothing was changed.
+    Pass ``stop_jobs=True`` (``%agent restore N --stop-jobs``) to stop them first."""
+
+    def __init__(self, session_id: str, jobs: dict[str, str]) -> None:
+        self.session_id = session_id
+        self.jobs = dict(jobs)
+        listed = "; ".join(f"{job_id} ({command})" for job_id, command in self.jobs.items())
+        super().__init__(
+            f"session {session_id!r} has {len(self.jobs)} background job(s) running: {listed}. "
+            "Nothing was changed: wait for them, or stop them first with stop_jobs=True "
+            "(%agent restore N --stop-jobs)"
+        )
+
+
 class AgentClosedError(LiteAgentError):
     """The agent was closed; create a new one."""
 

@@ -28,6 +28,7 @@ from ..checkpoint.events import (
     BackgroundCompletedEvent,
     Event,
     UserEvent,
+    to_dict,
 )
 from ..checkpoint.memory import memory_checkpointer
 from ..checkpoint.protocol import (
@@ -44,7 +45,9 @@ from ..checkpoint.protocol import (
 )
 from ..errors import (
     AgentClosedError,
+    BackgroundJobsRunningError,
     InvalidPromptError,
+    LiteAgentError,
     SessionBusyError,
     SessionDeletedError,
     SessionsDisabledError,
@@ -129,6 +132,9 @@ class _BackgroundJob:
     description: str
     controller: AbortController
     task: asyncio.Task[None] | None = None
+    origin: Event | None = None
+    """The session's last event when the job started: its completion turn runs only while
+    the log still holds it (a restore rewound under the job drops the turn)."""
 
 
 class LiteAgent:
@@ -357,8 +363,10 @@ class LiteAgent:
         *,
         task_list: str | None = None,
         budget: Budget | None = None,
+        origin: Event | None = None,
     ) -> _Turn:
-        """Start a turn; its events go to ``emit``, else to the turn's queue (for ``run``)."""
+        """Start a turn; its events go to ``emit``, else to the turn's queue (for ``run``).
+        ``origin``: run only if the log still holds that event (else :class:`_Rewound`)."""
         self._ensure_storage()
         session = self._log(session_id)
         turn = _Turn(session_id, AbortController())
@@ -370,6 +378,8 @@ class LiteAgent:
                     turn.controller.signal.raise_if_aborted()
                     if self.sessions_enabled and await self._restorer.recover(session_id):
                         session.invalidate()
+                    if origin is not None and not await self._still_holds(session_id, origin):
+                        raise _Rewound(session_id)
                     result = await run_turn(
                         self._settings,
                         session,
@@ -423,6 +433,7 @@ class LiteAgent:
         self._check_open()
         job_id = f"bg-{uuid.uuid4().hex[:8]}"
         record = _BackgroundJob(job_id, session.session_id, description, AbortController())
+        record.origin = session.events[-1] if session.events else None
         record.task = asyncio.ensure_future(self._run_background(record, job))
         self._jobs[job_id] = record
         return job_id
@@ -456,6 +467,7 @@ class LiteAgent:
                 prompt,
                 lambda event: publish(BackgroundEvent(sid, job_id, event)),
                 task_list=self.options.task_list,
+                origin=record.origin,
             )
             assert turn.task is not None
             try:
@@ -464,6 +476,10 @@ class LiteAgent:
                 await self._stop_turn(turn, "cancelled")
                 publish(BackgroundTurnFinished(sid, job_id, error="cancelled"))
                 raise
+            except _Rewound as exc:
+                log.warning("background job %s: %s", record.job_id, exc)
+                publish(BackgroundTurnFinished(sid, job_id, error=str(exc)))
+                return
             except Exception as exc:
                 log.exception("background completion turn of %s failed", record.job_id)
                 publish(BackgroundTurnFinished(sid, job_id, error=f"{type(exc).__name__}: {exc}"))
@@ -474,6 +490,11 @@ class LiteAgent:
                 self.on_background(result)
         finally:
             self._jobs.pop(record.job_id, None)
+
+    async def _still_holds(self, session_id: str, event: Event) -> bool:
+        """Whether the session's log still holds ``event`` (not rewound below it)."""
+        tail = await self.checkpointer.read(session_id, after=event.seq - 1)
+        return bool(tail) and to_dict(tail[0], ts="") == to_dict(event, ts="")
 
     def subscribe(self) -> Subscription:
         """Background completion turns as they happen: an async iterator of
@@ -703,13 +724,17 @@ class LiteAgent:
         files: bool = True,
         conversation: bool = True,
         force: bool = False,
+        stop_jobs: bool = False,
     ) -> RestoreResult:
         """Rewind the session to checkpoint ``seq`` (0: before its first prompt): the files
         the agent changed since, and (``conversation=True``) the conversation. Refuses with
         :class:`RestoreConflictError` if a file was changed outside the agent (unless
-        ``force=True``) or the log moved meanwhile; undoable with :meth:`undo_restore`.
+        ``force=True``) or the log moved meanwhile, and with
+        :class:`BackgroundJobsRunningError` while background jobs of the session run (unless
+        ``stop_jobs=True``, which stops them first); undoable with :meth:`undo_restore`.
         Makes ``session_id`` current."""
         sid = self._time_travel("restore", session_id)
+        await self._settle_jobs(sid, stop_jobs)
         async with self._idle(sid):
             result = await self._restorer.restore(
                 sid, seq, files=files, conversation=conversation, force=force
@@ -717,10 +742,14 @@ class LiteAgent:
         self._session_id = sid
         return result
 
-    async def undo_restore(self, session_id: str, *, force: bool = False) -> RestoreResult:
+    async def undo_restore(
+        self, session_id: str, *, force: bool = False, stop_jobs: bool = False
+    ) -> RestoreResult:
         """Undo the newest restore of the session still undoable: files and conversation
-        exactly as before it. Several restores undo newest first."""
+        exactly as before it. Several restores undo newest first. Background jobs of the
+        session refuse it as they refuse :meth:`restore`."""
         sid = self._time_travel("undo_restore", session_id)
+        await self._settle_jobs(sid, stop_jobs)
         async with self._idle(sid):
             result = await self._restorer.undo(sid, force=force)
         self._session_id = sid
@@ -760,6 +789,22 @@ class LiteAgent:
                 "there is nothing to list or restore"
             )
         return self._session_id if session_id is None else validate_session_id(session_id)
+
+    async def _settle_jobs(self, session_id: str, stop: bool) -> None:
+        """Refuse (:class:`BackgroundJobsRunningError`, naming them) while background jobs of
+        the session run, or with ``stop`` stop them and wait until they have ended."""
+        jobs = [j for j in self._jobs.values() if j.session_id == session_id]
+        if not jobs:
+            return
+        if not stop:
+            raise BackgroundJobsRunningError(
+                session_id, {job.job_id: job.description for job in jobs}
+            )
+        for job in jobs:
+            job.controller.abort("stopped for a restore")
+            if job.task is not None:
+                job.task.cancel()
+                await _wait_cancelled(job.task)
 
     async def _refuse_deleted(self, session_id: str) -> None:
         """:class:`SessionDeletedError` if the session was deleted (its tombstone, by any
@@ -908,6 +953,17 @@ class LiteAgent:
             return str(answer)
 
         return tool(ask_user, name="ask_user", kind="read")
+
+
+class _Rewound(LiteAgentError):
+    """A background job's completion turn found its session rewound below the job's start:
+    the turn is dropped, never appended to a timeline that no longer holds the job."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(
+            f"session {session_id!r} was rewound below this job's start; its completion turn "
+            "was dropped"
+        )
 
 
 def _prompt_content(input: object) -> str | list[dict[str, Any]]:

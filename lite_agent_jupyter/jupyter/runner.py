@@ -451,20 +451,28 @@ class AgentFacade(_Facade):
         files: bool = True,
         conversation: bool = True,
         force: bool = False,
+        stop_jobs: bool = False,
     ) -> RestoreResult:
         """Rewind ``session_id`` to checkpoint ``seq`` (and make it current)."""
         with self._runner.lock:
             self._idle(session_id)
             return self.call(
                 lambda a: a.restore(
-                    session_id, seq, files=files, conversation=conversation, force=force
+                    session_id,
+                    seq,
+                    files=files,
+                    conversation=conversation,
+                    force=force,
+                    stop_jobs=stop_jobs,
                 )
             )
 
-    def undo_restore(self, session_id: str, *, force: bool = False) -> RestoreResult:
+    def undo_restore(
+        self, session_id: str, *, force: bool = False, stop_jobs: bool = False
+    ) -> RestoreResult:
         with self._runner.lock:
             self._idle(session_id)
-            return self.call(lambda a: a.undo_restore(session_id, force=force))
+            return self.call(lambda a: a.undo_restore(session_id, force=force, stop_jobs=stop_jobs))
 
     def changes(self, session_id: str, checkpoint: int | None = None) -> PromptChanges:
         return self.call(lambda a: a.changes(session_id, checkpoint))

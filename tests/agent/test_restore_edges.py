@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_anthropic import FakeAnthropicServer
+from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
 from test_restore import (  # noqa: F401  (fixtures)
     MakeAgent,
     ThreePrompts,
@@ -21,6 +21,8 @@ from test_restore import (  # noqa: F401  (fixtures)
 )
 
 from lite_agent_jupyter import (
+    BackgroundJobsRunningError,
+    BackgroundTurnFinished,
     MissingSnapshotError,
     RestoreConflictError,
     SessionDeletedError,
@@ -152,3 +154,78 @@ async def test_a_deleted_session_is_never_restored_or_undone_back_to_life(
     assert state(project) == before
     assert await agent.checkpointer.head(sid) == 0
     assert sid not in [s.id for s in await agent.list_sessions()]
+
+
+def _background(command: str) -> FakeReply:
+    return FakeReply(
+        "", tool_calls=[FakeToolCall("bash", {"command": command, "background": True})]
+    )
+
+
+async def test_restore_refuses_while_a_background_job_runs_and_can_stop_it(
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    workdir: Path,
+) -> None:
+    (workdir / "data.txt").write_text("v0\n")
+    fake_anthropic.script(
+        FakeReply(
+            "", tool_calls=[FakeToolCall("write_file", {"path": "data.txt", "content": "v1\n"})]
+        ),
+        "Wrote v1.",
+        _background("sleep 30; echo late > data.txt"),
+        "Started.",
+    )
+    agent = make_agent(model=claude(), approvals="allow")
+    await agent.send("write v1")
+    await agent.send("start the slow job")
+    [job_id] = list(agent._jobs)
+    with pytest.raises(BackgroundJobsRunningError, match=job_id) as caught:
+        await agent.restore(agent.session_id, 0)
+    assert "sleep 30" in str(caught.value) and "--stop-jobs" in str(caught.value)
+    assert caught.value.jobs == {job_id: "bash: sleep 30; echo late > data.txt"}
+    assert (workdir / "data.txt").read_text() == "v1\n"  # nothing changed
+    with pytest.raises(BackgroundJobsRunningError):
+        await agent.undo_restore(agent.session_id)
+    result = await agent.restore(agent.session_id, 0, stop_jobs=True)
+    assert result.restored == ("data.txt",)
+    assert not agent._jobs
+    assert (workdir / "data.txt").read_text() == "v0\n"
+    await agent.wait_background()
+    assert await agent.checkpointer.head(agent.session_id) == 0
+    await agent.undo_restore(agent.session_id)
+    assert (workdir / "data.txt").read_text() == "v1\n"
+
+
+async def test_a_completion_turn_never_lands_in_a_timeline_rewound_under_it(
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    workdir: Path,
+    tmp_path: Path,
+) -> None:
+    """The job runs in one agent (a kernel); another agent (another kernel, a script)
+    restores the session before the job ends. The finished job's turn is dropped: the
+    rewound log gets nothing appended, and the restore stays undoable."""
+    go = tmp_path / "go"
+    fake_anthropic.script(
+        _background(f"while [ ! -e {go} ]; do sleep 0.05; done; echo done"), "Started."
+    )
+    runner = make_agent(model=claude(), approvals="allow")
+    await runner.send("start the job")
+    sid = runner.session_id
+    other = make_agent(model=claude(), session_id=sid)
+    await other.restore(sid, 0)
+    assert await other.checkpointer.head(sid) == 0
+    notices = runner.subscribe()
+    go.touch()
+    await runner.wait_background()
+    notices.close()
+    finished = [n async for n in notices if isinstance(n, BackgroundTurnFinished)]
+    assert finished and "rewound" in (finished[0].error or "")
+    assert await other.checkpointer.head(sid) == 0  # nothing landed in the rewound log
+    requests = len(fake_anthropic.message_requests)
+    await other.undo_restore(sid)
+    assert await other.checkpointer.head(sid) > 0
+    assert len(fake_anthropic.message_requests) == requests

@@ -42,6 +42,11 @@ def _checkpoints(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
         "--preview", action="store_true", help="show what would change (with diffs); change nothing"
     ),
     arg("--force", action="store_true", help="overwrite files changed outside the agent"),
+    arg(
+        "--stop-jobs",
+        action="store_true",
+        help="stop the session's running background jobs first (else the restore refuses)",
+    ),
 )
 def _restore(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
     if args.files_only and args.conversation_only:
@@ -59,13 +64,22 @@ def _restore(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
         files=not args.conversation_only,
         conversation=not args.files_only,
         force=args.force,
+        stop_jobs=args.stop_jobs,
     )
     print(render.restore_text(result, checkpoint))
 
 
-@subcommand("undo", "Undo the last restore of the current session (files and conversation).")
+@subcommand(
+    "undo",
+    "Undo the last restore of the current session (files and conversation).",
+    arg(
+        "--stop-jobs",
+        action="store_true",
+        help="stop the session's running background jobs first (else the undo refuses)",
+    ),
+)
 def _undo(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
     magics.require_agent()
     facade = magics.runner.facade
-    result = facade.undo_restore(facade.session_id)
+    result = facade.undo_restore(facade.session_id, stop_jobs=args.stop_jobs)
     print(render.restore_text(result, None))
