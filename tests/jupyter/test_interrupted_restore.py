@@ -53,5 +53,5 @@ def test_an_interrupted_restore_returns_after_its_rollback(
     assert "interrupted: 0 journals, 0 files at v1" in cell.stream_text, cell.text
     assert {p.read_text() for p in paths} == {"v2\n"}
     after = agent_kernel.run(f"%agent restore {seq}").check()
-    assert "Restored checkpoint" in after.stream_text
+    assert "Restored to before prompt 1" in after.stream_text
     assert {p.read_text() for p in paths} == {"v1\n"}

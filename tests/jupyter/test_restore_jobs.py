@@ -22,10 +22,10 @@ def test_restore_names_the_running_job_and_stop_jobs_stops_it(
     )
     agent_kernel.run("%%agent\nwrite data.txt").check()
     agent_kernel.run("%%agent\nstart the slow job").check()
-    refused = agent_kernel.run("%agent restore 0")
+    refused = agent_kernel.run("%agent restore 1")
     assert "BackgroundJobsRunningError" in refused.text and "sleep 60" in refused.text
     assert "--stop-jobs" in refused.text
     assert target.read_text() == "v1\n"
-    restored = agent_kernel.run("%agent restore 0 --stop-jobs").check()
-    assert "Restored checkpoint" in restored.stream_text
+    restored = agent_kernel.run("%agent restore 1 --stop-jobs").check()
+    assert "Restored to before prompt 1" in restored.stream_text
     assert not target.exists()
