@@ -302,6 +302,68 @@ def test_ipython_blocks_use_real_magics_and_settings(block: Block, shell: Any) -
             assert lines[0].startswith("%%agent") or not line.strip(), f"{block.where}: {line}"
 
 
+def _subcommands(shell: Any) -> set[str]:
+    return set(re.findall(r"^  (\w+)  ", _help(shell, "help"), re.M))
+
+
+def _flags(text: str) -> list[str]:
+    return re.findall(r"(?<![\w-])--[a-z][\w-]*", text)
+
+
+def test_the_commands_table_has_every_subcommand(shell: Any) -> None:
+    """docs/notebook.md's table of ``%agent`` commands names every registered subcommand,
+    and every option it shows is one the subcommand takes."""
+    page = (DOCS / "notebook.md").read_text()
+    table = page[page.index("| command | what |") :].split("\n\n", 1)[0]
+    rows = re.findall(r"^\| `(\w+)([^`]*)`", table, re.M)
+    listed = {name for name, _ in rows}
+    subcommands = _subcommands(shell)
+    assert subcommands <= listed, f"docs/notebook.md misses {sorted(subcommands - listed)}"
+    assert listed <= subcommands, f"no such subcommands: {sorted(listed - subcommands)}"
+    for name, usage in rows:
+        options = _help(shell, f"{name} -h")
+        for flag in _flags(usage):
+            assert flag in options, f"%agent {name} has no {flag}"
+
+
+def test_inline_magics_are_real(shell: Any) -> None:
+    """Every ``%agent ...``, ``%%agent ...`` and ``%config LiteAgentMagics....`` written in the
+    prose of the README and docs names a real subcommand, option or setting."""
+    subcommands = _subcommands(shell) | {"help", "SUB", "SUBCOMMAND"}
+    traits = set(shell.magics_manager.registry["LiteAgentMagics"].trait_names())
+    cell_help = _help(shell, "-h", cell=True)
+    wrong = []
+    for page in PAGES:
+        prose = re.sub(r"^\s*```.*?^\s*```", "", page.read_text(), flags=re.S | re.M)
+        for span in re.findall(r"`([^`\n]+)`", prose):
+            words = span.split()
+            where = f"{page.relative_to(ROOT)}: `{span}`"
+            if words[0] == "%agent" and len(words) > 1:
+                if words[1] not in subcommands:
+                    wrong.append(where)
+                elif words[1] in _subcommands(shell):
+                    options = _help(shell, f"{words[1]} -h")
+                    wrong += [where for flag in _flags(span) if flag not in options]
+            elif words[0] == "%%agent":
+                wrong += [where for flag in _flags(span) if flag not in cell_help]
+            elif span.startswith("%config LiteAgentMagics.") and "<" not in span:
+                name = re.split(r"[\s=]", span.removeprefix("%config LiteAgentMagics."))[0]
+                if name not in traits:
+                    wrong.append(where)
+    assert not wrong, wrong
+
+
+def test_every_setting_is_documented(shell: Any) -> None:
+    magics = type(shell.magics_manager.registry["LiteAgentMagics"])
+    text = "\n".join(page.read_text() for page in PAGES)
+    missing = [
+        name
+        for name in magics.class_traits(config=True)
+        if f"`{name}`" not in text and f"LiteAgentMagics.{name}" not in text
+    ]
+    assert not missing, f"settings no page documents: {missing}"
+
+
 # -- shell commands
 
 
