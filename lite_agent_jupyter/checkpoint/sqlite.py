@@ -335,13 +335,23 @@ class SQLiteCheckpointer:
             raise
 
     def _open(self, busy_ms: int) -> sqlite3.Connection:
+        wal = False
         if self.file != MEMORY:
             path = Path(self.file)
-            if not path.parent.is_dir():
+            flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+            try:
+                fd = os.open(path, flags, FILE_MODE)
+            except FileNotFoundError:  # its folder first (private), then the file
                 ensure_private_dir(path.parent)
-            # Create the file ourselves so that it is private from the start; SQLite gives
-            # its -wal and -shm files the same mode.
-            os.close(os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), FILE_MODE))
+                fd = os.open(path, flags, FILE_MODE)
+            # Created by us so that it is private from the start (SQLite gives its -wal and
+            # -shm files the same mode). Its header says whether it is in WAL mode already
+            # (bytes 18-19: 2, 2), which a WAL database stays: a fresh object opening it
+            # then skips the journal_mode statement (part of a listing's cost, #24).
+            try:
+                wal = os.pread(fd, 2, 18) == b"\x02\x02"
+            finally:
+                os.close(fd)
         conn = sqlite3.connect(
             self.file,
             timeout=busy_ms / 1000,
@@ -352,7 +362,7 @@ class SQLiteCheckpointer:
         try:
             self._busy_ms = busy_ms
             version = self._user_version(conn)  # refuse a newer one before changing anything
-            if self.file != MEMORY:
+            if self.file != MEMORY and not wal:
                 mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
                 if str(mode).lower() != "wal":
                     logger.warning("SQLite database %s is in %s mode, not WAL", self.file, mode)

@@ -6,6 +6,7 @@ import sqlite3
 import stat
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from checkpoint_kit import spawn_holder
@@ -340,3 +341,36 @@ async def test_the_one_statement_append_never_trusts_a_stale_head(db: Path) -> N
     finally:
         await mine.close()
         await other.close()
+
+
+async def test_a_fresh_object_on_a_wal_database_does_not_set_its_mode_again(
+    db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """WAL mode stays with the file, so opening a database already in it skips the
+    ``journal_mode`` statement (read from the file's header instead: part of what a fresh
+    ``list()`` costs, #24); a database in another mode is still switched to WAL."""
+    db.parent.mkdir()
+    conn = raw(db)
+    conn.execute("PRAGMA journal_mode = DELETE")
+    conn.close()
+    statements: list[str] = []
+    connect = sqlite3.connect
+
+    def traced(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        conn = connect(*args, **kwargs)
+        conn.set_trace_callback(statements.append)
+        return conn
+
+    monkeypatch.setattr(sqlite_module.sqlite3, "connect", traced)
+    first = sqlite_checkpointer(db)
+    await first.append(S, [prompt("hi")])
+    await first.close()
+    assert any("journal_mode" in s for s in statements)
+    statements.clear()
+    again = sqlite_checkpointer(db)
+    assert [info.id for info in await again.list()] == [S]
+    await again.close()
+    assert statements and not any("journal_mode" in s for s in statements)
+    conn = raw(db)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    conn.close()
