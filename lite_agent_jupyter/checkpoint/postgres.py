@@ -599,13 +599,15 @@ class PostgresCheckpointer:
         )
         # The listing order (protocol.page_key): mtime, then id, both descending; a page
         # walks sessions_mtime_idx from the newest (or from the cursor) and stops at LIMIT.
+        # Rows in SessionInfo's layout; the title stays JSON until here (it may hold what
+        # PostgreSQL text cannot, see title_json).
         self._sql_list = q(
-            "SELECT id, extract(epoch FROM mtime)::float8, title_json, turns, head"
-            " FROM {schema}.sessions WHERE head > 0 ORDER BY mtime DESC, id DESC LIMIT %s"
+            "SELECT id, extract(epoch FROM mtime)::float8, title_json, turns,"
+            " head FROM {schema}.sessions WHERE head > 0 ORDER BY mtime DESC, id DESC LIMIT %s"
         )
         self._sql_page = q(
-            "SELECT id, extract(epoch FROM mtime)::float8, title_json, turns, head"
-            " FROM {schema}.sessions WHERE head > 0 AND (mtime, id) < (to_timestamp(%s), %s)"
+            "SELECT id, extract(epoch FROM mtime)::float8, title_json, turns,"
+            " head FROM {schema}.sessions WHERE head > 0 AND (mtime, id) < (to_timestamp(%s), %s)"
             " ORDER BY mtime DESC, id DESC LIMIT %s"
         )
         self._sql_delete_session = q("DELETE FROM {schema}.sessions WHERE id = %s")
