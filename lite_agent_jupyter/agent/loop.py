@@ -306,9 +306,10 @@ async def _run_tool(
                     session.session_id, name, tool.kind, arguments, tool_use_id
                 )
             except HookError as exc:
+                if failures is None:
+                    raise
                 denied = f"Not run: {exc}"
-                if failures is not None:
-                    failures.append(exc)
+                failures.append(exc)
             else:
                 if outcome.events:
                     await session.append(outcome.events)
