@@ -36,6 +36,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from .swap import RENAME_EXCHANGE, SwapUnsupported, renameat2
+
 __all__ = [
     "STALE_SECONDS",
     "PreparedWrite",
@@ -169,11 +171,25 @@ class PreparedWrite:
     tmp: str
     fd: int
     st: os.stat_result
+    rename_flags: int = 0
+    """``swap.RENAME_EXCHANGE`` or ``swap.RENAME_NOREPLACE`` for :meth:`commit` to use
+    (where supported; else a plain rename): see ``swap.py``."""
+    swapped: bool = False
+    """Set by :meth:`commit`: the exchange was done, the old file is now at ``tmp``."""
 
     def commit(self) -> os.stat_result:
-        """Rename the temp file over the target; return the new file's stat."""
+        """Rename the temp file over the target; return the new file's stat. With
+        ``rename_flags``: swap it with the target, or create the target only if absent
+        (``FileExistsError`` otherwise, the temp file removed)."""
         try:
-            os.rename(self.tmp, self.name, src_dir_fd=self.dir_fd, dst_dir_fd=self.dir_fd)
+            if self.rename_flags:
+                try:
+                    renameat2(self.dir_fd, self.tmp, self.name, self.rename_flags)
+                    self.swapped = self.rename_flags == RENAME_EXCHANGE
+                except SwapUnsupported:
+                    os.rename(self.tmp, self.name, src_dir_fd=self.dir_fd, dst_dir_fd=self.dir_fd)
+            else:
+                os.rename(self.tmp, self.name, src_dir_fd=self.dir_fd, dst_dir_fd=self.dir_fd)
         except BaseException:
             self.abort()
             raise

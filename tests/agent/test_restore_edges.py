@@ -28,6 +28,7 @@ from lite_agent_jupyter import (
     SessionDeletedError,
     Storage,
 )
+from lite_agent_jupyter.agent.timetravel import journal as journal_module
 from lite_agent_jupyter.checkpoint.events import FileSnapshotEvent
 
 
@@ -229,3 +230,41 @@ async def test_a_completion_turn_never_lands_in_a_timeline_rewound_under_it(
     await other.undo_restore(sid)
     assert await other.checkpointer.head(sid) > 0
     assert len(fake_anthropic.message_requests) == requests
+
+
+@pytest.mark.parametrize(
+    ("file", "stop"),
+    [("b.txt", 2), ("b.txt", 1), ("src/a.txt", 2)],
+    ids=["rewritten", "deleted", "recreated"],
+)
+async def test_a_save_between_the_re_check_and_the_rename_is_never_lost(
+    run3: ThreePrompts,  # noqa: F811
+    project: Path,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+    file: str,
+    stop: int,
+) -> None:
+    """Another program saves ``file`` right after the restore re-checked it and before its
+    new content is put in place (the test wraps the re-check, as restore_child.py wraps the
+    commit: the library has no hook), for a file the restore rewrites, deletes or creates."""
+    agent, sid = run3.agent, run3.sid
+    seqs = await run3.seqs()
+    saved = b"saved by the editor\n"
+    real = journal_module.read_entry
+
+    def check_then_save(target: Any, path: str) -> bytes | None:
+        found = real(target, path)
+        if path == file:
+            (project / file).write_bytes(saved)  # the editor's save, just after the check
+        return found
+
+    monkeypatch.setattr(journal_module, "read_entry", check_then_save)
+    target = seqs[stop]
+    with pytest.raises(RestoreConflictError, match="saved by another program") as caught:
+        await agent.restore(sid, target)
+    assert caught.value.paths == (file,)
+    monkeypatch.undo()
+    assert (project / file).read_bytes() == saved  # the save is there
+    expected = {**run3.states[3], file: saved}
+    assert state(project) == expected  # every other file put back, no temp left
+    assert len(await agent.list_checkpoints(sid)) == 3  # the log untouched

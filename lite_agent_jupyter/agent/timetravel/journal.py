@@ -27,11 +27,12 @@ from typing import Any
 
 from filelock import FileLock
 
-from ...atomic import PreparedWrite, remove_dead_temps
+from ...atomic import PreparedWrite, remove_dead_temps, temp_name
 from ...checkpoint.events import Event, FileSnapshotEvent, UnknownEvent, decode
 from ...checkpoint.protocol import Checkpointer, validate_session_id
 from ...errors import CheckpointConflictError, CorruptLogError, RestoreConflictError
 from ...storage import FILE_MODE, Blobs, Storage, write_private_file
+from ...swap import RENAME_EXCHANGE, RENAME_NOREPLACE, SwapUnsupported, renameat2
 from ...tools.paths import Target
 from .listing import Listings
 from .model import FilePlan, RestoreResult
@@ -253,9 +254,9 @@ class Journal:
                             paths=(plan.path,),
                         )
                     if target is not None and data is not None:
-                        writes.pop(target.dir_fd).commit()
+                        _commit_checked(writes.pop(target.dir_fd), plan, journal["op"])
                     elif target is not None and disk is not None:
-                        target.unlink(sync=False)
+                        _unlink_checked(target, plan, journal["op"])
 
                 # the renames in threads too: on a busy disk one can take milliseconds
                 done = await asyncio.gather(
@@ -387,3 +388,72 @@ class Journal:
         with contextlib.suppress(FileNotFoundError):
             self.path(session_id).unlink()
         return []
+
+
+def _raced(plan: FilePlan, op: str, kept: str | None = None) -> RestoreConflictError:
+    where = f" (the {op}'s version is kept beside it as {kept})" if kept else ""
+    return RestoreConflictError(
+        f"{plan.path} was saved by another program while the {op} ran; that save is kept"
+        f"{where}, every other file was put back and nothing was changed",
+        paths=(plan.path,),
+    )
+
+
+def _read_at(dir_fd: int, name: str) -> bytes | None:
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return None
+    with open(fd, "rb", closefd=True) as f:
+        return f.read()
+
+
+def _commit_checked(write: PreparedWrite, plan: FilePlan, op: str) -> None:
+    """Put the prepared new content in place so that a save another program makes after
+    the re-check is never lost (issue #18): a new file is created only if nothing appeared
+    there (``RENAME_NOREPLACE``); an existing one is swapped with the new content in one step
+    (``RENAME_EXCHANGE``) and what came out is checked: not what the plan read means a save
+    slipped in, so the two are swapped back and the operation fails as a conflict (the
+    rollback then leaves the save alone). Where the swap is unsupported: a plain rename."""
+    dir_fd, tmp, name = write.dir_fd, write.tmp, write.name
+    write.rename_flags = RENAME_NOREPLACE if plan.disk is None else RENAME_EXCHANGE
+    try:
+        write.commit()
+    except FileExistsError:
+        raise _raced(plan, op) from None
+    if not write.swapped:
+        return
+    swapped = _read_at(dir_fd, tmp)  # what was at the name the instant of the swap
+    if holds(swapped, plan.disk_hash):
+        os.unlink(tmp, dir_fd=dir_fd)
+        return
+    renameat2(dir_fd, tmp, name, RENAME_EXCHANGE)  # the save back in place
+    back = _read_at(dir_fd, tmp)
+    if back is not None and holds(back, plan.new):
+        os.unlink(tmp, dir_fd=dir_fd)
+        raise _raced(plan, op)
+    kept = f"{name}.{op}-conflict"  # yet another save came: lose neither
+    os.rename(tmp, kept, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    raise _raced(plan, op, kept)
+
+
+def _unlink_checked(target: Target, plan: FilePlan, op: str) -> None:
+    """Delete the file only if it still holds what the plan read: moved aside first (one
+    atomic rename), checked there, and put back if a save slipped in."""
+    dir_fd, name = target.dir_fd, target.name
+    aside = temp_name(name)
+    try:
+        renameat2(dir_fd, name, aside, RENAME_NOREPLACE)
+    except SwapUnsupported:
+        target.unlink(sync=False)
+        return
+    if holds(_read_at(dir_fd, aside), plan.disk_hash):
+        os.unlink(aside, dir_fd=dir_fd)
+        return
+    try:
+        renameat2(dir_fd, aside, name, RENAME_NOREPLACE)
+    except FileExistsError:  # and a new file appeared at the name: keep both
+        kept = f"{name}.{op}-conflict"
+        os.rename(aside, kept, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        raise _raced(plan, op) from None
+    raise _raced(plan, op)
