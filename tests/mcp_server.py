@@ -71,9 +71,10 @@ def main() -> None:
 
     @server.tool()
     async def hang() -> str:
-        """Never answer."""
+        """Never answer (after writing ``hang.started``, so a test knows the call runs)."""
         import anyio
 
+        Path("hang.started").write_text(str(os.getpid()))
         await anyio.sleep(3600)
         return "never"
 

@@ -85,6 +85,32 @@ def test_mcp_tools_in_a_kernel_rewound_by_restore_and_undo(
     assert not _alive(pid), "the MCP server outlived its kernel"
 
 
+def test_interrupting_a_cell_stops_the_server_of_the_call_in_flight(
+    agent_kernel: Kernel, fake_anthropic: FakeAnthropicServer, tmp_path: Path
+) -> None:
+    started = tmp_path / "work" / "hang.started"
+    servers = {"t": stdio_entry()}
+    agent_kernel.run(f"%config LiteAgentMagics.mcp_servers = {servers!r}").check()
+    fake_anthropic.script(
+        FakeReply("Hanging.", tool_calls=[FakeToolCall("t__hang", {})]),
+        "After the interrupt.",
+    )
+    msg_id = agent_kernel.submit("%%agent\nhang the server")
+    deadline = time.monotonic() + 90
+    while not started.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    pid = int(started.read_text())
+    agent_kernel.interrupt()
+    (cell,) = agent_kernel.collect([msg_id], timeout=60)
+    assert cell.status == "error"
+    deadline = time.monotonic() + 30
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(pid), "the server of the interrupted call still runs"
+    after = agent_kernel.run("%%agent\ngo on").check()
+    assert "After the interrupt." in after.markdown
+
+
 def test_hooks_from_config_notebook_function_and_import_path(
     agent_kernel: Kernel, fake_anthropic: FakeAnthropicServer, tmp_path: Path
 ) -> None:
