@@ -509,10 +509,15 @@ class LiteAgentMagics(Magics):
         self._continued = True
         if not agent.sessions_enabled:
             return []
-        sessions = self.runner.facade.list_sessions()
-        if not sessions or any(s.id == agent.session_id for s in sessions):
+        # The newest session only, and the current one's head: a page, not the whole
+        # listing (a notebook with 10,000 sessions pays for one row on its first cell).
+        facade = self.runner.facade
+        newest = facade.list_sessions(limit=1)
+        if not newest or newest[0].id == agent.session_id:
             return []
-        latest = sessions[0]
+        if facade.call(lambda a: a.checkpointer.head(a.session_id)) > 0:
+            return []  # the current session has a log: keep it
+        latest = newest[0]
         agent.resume(latest.id)
         count = "" if latest.turns is None else f" ({render.plural(latest.turns, 'prompt')})"
         return [
