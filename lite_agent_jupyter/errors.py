@@ -121,6 +121,11 @@ class UnknownCheckpointError(LiteAgentError, LookupError):
     """A ``seq`` passed to ``restore`` is neither 0 nor a checkpoint of the session."""
 
 
+class UnknownBranchError(UnknownCheckpointError):
+    """A branch name that is not one of the session's branches (or not a valid name), or a
+    branch that cannot be switched to now (its fork point was cut by a later restore)."""
+
+
 class InvalidPromptError(LiteAgentError, ValueError):
     """A prompt cannot be stored or sent: empty, not JSON, or holding text that is not valid
     Unicode (a lone surrogate, which ``os.listdir`` returns for a file name that is not

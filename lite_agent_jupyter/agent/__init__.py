@@ -27,12 +27,14 @@ from .results import (
     UsageUpdate,
 )
 from .timetravel import (
+    Branch,
     Checkpoint,
     FileAction,
     FileChange,
     PromptChanges,
     RestorePlan,
     RestoreResult,
+    SwitchResult,
 )
 from .usage import Price, Prices, UsageTotals
 
@@ -47,6 +49,7 @@ __all__ = [
     "BackgroundNotice",
     "BackgroundTurnFinished",
     "BackgroundTurnStarted",
+    "Branch",
     "BundleInfo",
     "Checkpoint",
     "CompactProgress",
@@ -66,6 +69,7 @@ __all__ = [
     "RestorePlan",
     "RestoreResult",
     "Subscription",
+    "SwitchResult",
     "TextDelta",
     "ToolCallFinished",
     "ToolCallInput",

@@ -98,7 +98,15 @@ from .results import (
     TurnFinished,
 )
 from .session import SessionLog
-from .timetravel import Checkpoint, PromptChanges, RestorePlan, Restorer, RestoreResult
+from .timetravel import (
+    Branch,
+    Checkpoint,
+    PromptChanges,
+    RestorePlan,
+    Restorer,
+    RestoreResult,
+    SwitchResult,
+)
 from .timetravel.checkpoint_ids import find_checkpoint
 from .tracking import FileTracker
 from .usage import Price, Prices, UsageTotals, usage_totals
@@ -779,6 +787,35 @@ class LiteAgent:
         sid = self._time_travel("revert_file", session_id)
         async with self._idle(sid):
             return await self._restorer.revert(sid, path, checkpoint, force=force)
+
+    async def list_branches(self, session_id: str | None = None) -> list[Branch]:
+        """The futures the session's restores (and switches) left behind, oldest first: each
+        :class:`Branch` with its name, fork point, prompts and files."""
+        sid = self._time_travel("list_branches", session_id)
+        return await self._restorer.list_branches(sid)
+
+    async def preview_switch(self, session_id: str | None, name: str) -> RestorePlan:
+        """What :meth:`switch_branch` would do now, per file with diffs; changes nothing."""
+        sid = self._time_travel("preview_switch", session_id)
+        await self._refuse_deleted(sid)
+        return await self._restorer.preview_switch(sid, name)
+
+    async def switch_branch(
+        self, session_id: str | None, name: str, *, force: bool = False
+    ) -> SwitchResult:
+        """Move the session's files and conversation to branch ``name``'s tip; the future
+        left behind becomes a branch (switch to it to come back). Conflict-checked and
+        journaled as :meth:`restore` is. Makes the session current."""
+        sid = self._time_travel("switch_branch", session_id)
+        async with self._idle(sid):
+            result = await self._restorer.switch(sid, name, force=force)
+        self._session_id = sid
+        return result
+
+    async def delete_branch(self, session_id: str | None, name: str) -> None:
+        """Forget branch ``name`` (its blobs are freed with the session)."""
+        sid = self._time_travel("delete_branch", session_id)
+        await self._restorer.delete_branch(sid, name)
 
     def _time_travel(self, what: str, session_id: str | None) -> str:
         self._check_open()

@@ -19,12 +19,14 @@ from datetime import datetime
 from typing import Any
 
 from ..agent import (
+    Branch,
     Checkpoint,
     CompactResult,
     LiteAgentResult,
     PromptChanges,
     RestorePlan,
     RestoreResult,
+    SwitchResult,
     TextDelta,
     ToolCallFinished,
     ToolCallInput,
@@ -394,6 +396,20 @@ def plan_text(plan: RestorePlan, checkpoint: Checkpoint) -> str:
         f"{checkpoint.number} ({checkpoint.id}: {_clip(checkpoint.prompt.strip(), 50)!r}): "
         f"{plural(plan.events_cut, 'event')} would be cut from the conversation."
     ]
+    return "\n".join(lines + _plan_files(plan, "restore"))
+
+
+def switch_plan_text(plan: RestorePlan, name: str) -> str:
+    """What ``%agent switch NAME`` would do, per file, with diffs."""
+    head = (
+        f"Switch of session {short_id(plan.session_id)}… to branch {name}: the "
+        f"{plural(plan.events_cut, 'event')} after its fork would be kept as a new branch."
+    )
+    return _printable("\n".join([head, *_plan_files(plan, "switch")]))
+
+
+def _plan_files(plan: RestorePlan, what: str) -> list[str]:
+    lines = []
     if not plan.files:
         lines.append("No file would change.")
     for action in plan.files:
@@ -402,11 +418,11 @@ def plan_text(plan: RestorePlan, checkpoint: Checkpoint) -> str:
             lines.extend("      " + line for line in action.diff.rstrip().splitlines()[:40])
     if plan.conflicts:
         lines.append(
-            "Changed outside the agent since (restore refuses unless --force): "
+            f"Changed outside the agent since ({what} refuses unless --force): "
             + ", ".join(plan.conflicts)
         )
     lines.append("Nothing was changed (preview).")
-    return "\n".join(lines)
+    return lines
 
 
 def restore_text(result: RestoreResult, checkpoint: Checkpoint | None) -> str:
@@ -477,6 +493,52 @@ def revert_text(result: RestoreResult, path: str, number: int) -> str:
     if result.conflicts:
         text += " It had been changed after that prompt; overwritten (--force)."
     return _printable(text + "\n`%agent undo` takes the revert back.")
+
+
+def branches_text(
+    branches: Sequence[Branch], checkpoints: Sequence[Checkpoint], current_prompts: int
+) -> str:
+    """``%agent branches``: the live timeline, then each kept branch with its fork point (the
+    prompt of the live timeline it forks before), its prompts and files. Prompt texts are
+    untrusted: control characters are shown as ``?``."""
+    forks = {cp.seq: cp.number for cp in checkpoints}
+    rows = [("branch", "forks before", "prompts", "files", "first prompt", "switch with")]
+    rows.append(("(current)", "-", str(current_prompts), "-", "-", "-"))
+    for branch in branches:
+        number = forks.get(branch.fork, 1 if branch.fork == 0 else None)
+        rows.append(
+            (
+                branch.name,
+                f"prompt {number}" if number is not None else "a cut prompt",
+                str(branch.prompts),
+                str(branch.files),
+                _clip(branch.first_prompt.replace("\n", " "), 40),
+                f"%agent switch {branch.name}",
+            )
+        )
+    text = _table(rows)
+    if not branches:
+        text += "\nNo other branch yet: a restore keeps the future it leaves as one."
+    return _printable(text)
+
+
+def switch_text(switched: SwitchResult) -> str:
+    """What ``%agent switch NAME`` did."""
+    result = switched.result
+    text = (
+        f"Switched to branch {switched.branch}: {len(result.restored)} file(s) written, "
+        f"{len(result.deleted)} deleted, conversation moved to its tip."
+    )
+    if switched.kept:
+        text += (
+            f"\nThe future you left is kept as branch {switched.kept} "
+            f"(`%agent switch {switched.kept}` comes back)."
+        )
+    if result.conflicts:
+        text += "\nOverwritten although changed outside the agent (--force): " + ", ".join(
+            result.conflicts
+        )
+    return _printable(text)
 
 
 def mcp_text(servers: Sequence[Mapping[str, Any]]) -> str:

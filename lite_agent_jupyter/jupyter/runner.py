@@ -44,13 +44,13 @@ from ..agent import (
     CompactResult,
     LiteAgent,
     LiteAgentResult,
-    PromptChanges,
     RestorePlan,
     RestoreResult,
 )
 from ..agent.budget import Budget
 from ..checkpoint.protocol import SessionInfo
 from ..errors import AgentClosedError, SessionBusyError
+from .review_calls import ReviewCalls
 
 T = TypeVar("T")
 
@@ -395,7 +395,7 @@ class _Facade:
             return self._runner.agent().clear()
 
 
-class AgentFacade(_Facade):
+class AgentFacade(_Facade, ReviewCalls):
     """Blocking, thread-safe access to the kernel's agent: for magics and widget callbacks.
 
     Methods that act on a session raise :class:`SessionBusyError` while a turn of that
@@ -473,19 +473,6 @@ class AgentFacade(_Facade):
         with self._runner.lock:
             self._idle(session_id)
             return self.call(lambda a: a.undo_restore(session_id, force=force, stop_jobs=stop_jobs))
-
-    def changes(self, session_id: str, checkpoint: int | None = None) -> PromptChanges:
-        return self.call(lambda a: a.changes(session_id, checkpoint))
-
-    def revert_file(
-        self, session_id: str, path: str, *, checkpoint: int | None = None, force: bool = False
-    ) -> RestoreResult:
-        """Put ``path`` back to before the prompt at ``checkpoint`` (see LiteAgent)."""
-        with self._runner.lock:
-            self._idle(session_id)
-            return self.call(
-                lambda a: a.revert_file(session_id, path, checkpoint=checkpoint, force=force)
-            )
 
     def compact(
         self,

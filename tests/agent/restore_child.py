@@ -4,9 +4,11 @@ SIGKILL: a real process killed mid-restore.
     python restore_child.py CONFIG_JSON
 
 CONFIG_JSON: {"workdir", "root", "namespace", "session_id", "seq", "stop_after": "file" |
-"log"}. ``file``: stop after the first file was replaced (the other files and the log not
-yet); ``log``: stop right after the log was truncated (before the journal is cleared). The
-stop is this test program wrapping the functions the restore calls; the library has no hook.
+"log"}; with "branch": NAME, a switch to that branch instead of a restore. ``file``: stop
+after the first workdir file was replaced (the other files and the log not yet); ``log``:
+stop right after the log was truncated (before the journal is cleared; a switch has not
+appended the branch yet). The stop is this test program wrapping the functions the restore
+calls; the library has no hook.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import sys
 import threading
@@ -22,6 +25,9 @@ from typing import Any
 from lite_agent_jupyter import Storage, create_lite_agent
 from lite_agent_jupyter.atomic import PreparedWrite
 from lite_agent_jupyter.providers import scripted
+
+BLOB = re.compile(r"[0-9a-f]{62}")
+"""A blob's file name in the file blob store (its hash after the 2-character folder)."""
 
 
 def stop() -> None:
@@ -39,8 +45,8 @@ async def main(config: dict[str, Any]) -> None:
         first = threading.Lock()
 
         def commit_then_stop(self: PreparedWrite) -> os.stat_result:
-            if self.name.endswith(".journal.json"):
-                return real_commit(self)
+            if self.name.endswith(".journal.json") or BLOB.fullmatch(self.name):
+                return real_commit(self)  # bookkeeping and blobs: not a workdir file
             if not first.acquire(blocking=False):  # files are replaced at once: only the
                 threading.Event().wait()  # first one is, the others wait for the SIGKILL
             st = real_commit(self)
@@ -58,7 +64,10 @@ async def main(config: dict[str, Any]) -> None:
 
         checkpointer.truncate = truncate_then_stop  # type: ignore[method-assign]
     async with agent:
-        await agent.restore(config["session_id"], config["seq"])
+        if "branch" in config:  # a branch switch (same journal, same stops)
+            await agent.switch_branch(config["session_id"], config["branch"])
+        else:
+            await agent.restore(config["session_id"], config["seq"])
     sys.exit("the restore finished without being stopped")
 
 

@@ -87,3 +87,44 @@ def test_revert_a_file_the_prompt_did_not_change_is_a_clear_error(
     assert not (tmp_path / "work" / "a.py").exists()
     agent_kernel.run("%agent undo").check()
     assert (tmp_path / "work" / "a.py").read_text() == "A = 1\n"
+
+
+def test_branches_and_switch_in_the_kernel(
+    agent_kernel: Kernel, fake_anthropic: FakeAnthropicServer, tmp_path: Path
+) -> None:
+    work = tmp_path / "work"
+    fake_anthropic.script(
+        FakeReply("", tool_calls=[FakeToolCall("write_file", {"path": "p.txt", "content": "1"})]),
+        "one",
+        FakeReply("", tool_calls=[FakeToolCall("write_file", {"path": "p.txt", "content": "2"})]),
+        "two",
+        FakeReply("", tool_calls=[FakeToolCall("bash", {"command": "echo 3 > q.txt"})]),
+        "three",
+    )
+    for prompt in ("first prompt", "second prompt", "third prompt"):
+        agent_kernel.run(f"%%agent\n{prompt}").check()
+    three = {p.name: p.read_bytes() for p in work.iterdir() if p.suffix == ".txt"}
+    agent_kernel.run("%agent restore 2").check()  # back to after prompt 1
+    fake_anthropic.script(
+        FakeReply("", tool_calls=[FakeToolCall("write_file", {"path": "n.txt", "content": "n"})]),
+        "new",
+    )
+    agent_kernel.run("%%agent\na new second prompt").check()
+    new = {p.name: p.read_bytes() for p in work.iterdir() if p.suffix == ".txt"}
+    assert new == {"p.txt": b"1", "n.txt": b"n"}
+
+    listed = agent_kernel.run("%agent branches").check().stream_text
+    assert "(current)" in listed and "b1" in listed and "second prompt" in listed
+    assert "prompt 2" in listed and "%agent switch b1" in listed
+    preview = agent_kernel.run("%agent switch b1 --preview").check().stream_text
+    assert "n.txt" in preview and "Nothing was changed" in preview
+    switched = agent_kernel.run("%agent switch b1").check().stream_text
+    assert "Switched to branch b1" in switched and "kept as branch b2" in switched
+    assert {p.name: p.read_bytes() for p in work.iterdir() if p.suffix == ".txt"} == three
+    agent_kernel.run("%agent switch b2").check()
+    assert {p.name: p.read_bytes() for p in work.iterdir() if p.suffix == ".txt"} == new
+    agent_kernel.run("%%agent\nwhere are we?").check()
+    sent = json.dumps(fake_anthropic.message_requests[-1].messages)
+    assert "a new second prompt" in sent and "third prompt" not in sent
+    agent_kernel.run("%agent branches --delete b3").check()
+    assert "b3" not in agent_kernel.run("%agent branches").check().stream_text

@@ -54,17 +54,28 @@ copy them): ``model.py`` the shared types; ``workdir.py`` file access through th
 confinement; ``planner.py`` the plan, the three-way conflict check and the preview;
 ``journal.py`` the lock, the journal, undo records, apply, rollback and recovery;
 ``listing.py`` the checkpoints; ``restorer.py`` restore and undo; ``reviewer.py`` a
-prompt's changes and the revert of one file (a one-file, files-only restore). Imports go
+prompt's changes and the revert of one file (a one-file, files-only restore); ``branches.py``
+the futures restores abandon, and switching to them. Imports go
 model <- workdir <- planner, listing <- journal <- restorer. Nothing here knows Jupyter;
 ``LiteAgent`` exposes it.
 """
 
 from __future__ import annotations
 
-from .model import Checkpoint, FileAction, FileChange, PromptChanges, RestorePlan, RestoreResult
+from .branches import Branch
+from .model import (
+    Checkpoint,
+    FileAction,
+    FileChange,
+    PromptChanges,
+    RestorePlan,
+    RestoreResult,
+    SwitchResult,
+)
 from .restorer import Restorer
 
 __all__ = [
+    "Branch",
     "Checkpoint",
     "FileAction",
     "FileChange",
@@ -72,4 +83,5 @@ __all__ = [
     "RestorePlan",
     "RestoreResult",
     "Restorer",
+    "SwitchResult",
 ]

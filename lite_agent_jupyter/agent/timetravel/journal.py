@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import hashlib
 import json
 import logging
 import os
@@ -28,7 +29,7 @@ from typing import Any
 from filelock import FileLock
 
 from ...atomic import PreparedWrite, remove_dead_temps, temp_name
-from ...checkpoint.events import Event, FileSnapshotEvent, UnknownEvent, decode
+from ...checkpoint.events import Event, FileSnapshotEvent, UnknownEvent, decode, encode
 from ...checkpoint.protocol import Checkpointer, validate_session_id
 from ...errors import CheckpointConflictError, CorruptLogError, RestoreConflictError
 from ...storage import FILE_MODE, Blobs, Storage, write_private_file
@@ -284,6 +285,11 @@ class Journal:
         place (no fsync: if a power loss undoes the rename, the journal is found again and the
         restore, its log change made, finished again). An undo's record goes with it."""
         path = self.path(session_id)
+        for name, text in journal.get("write_on_finish", {}).items():  # a branch kept
+            write_private_file(self.archive() / name, text.encode("utf-8"))
+        for name in journal.get("drop_on_finish", ()):  # a branch switched to (or back to)
+            with contextlib.suppress(FileNotFoundError):
+                (self.archive() / name).unlink()
         if journal.get("in_record"):
             os.rename(path, self.archive() / journal["record"])
             return
@@ -305,6 +311,31 @@ class Journal:
         elif op == "reappend":
             tail = self.record_tail(self.archive() / journal["record"])
             await self.checkpointer.append(session_id, tail, expected_head=before)
+        elif op == "replace":  # a branch switch: the log cut to the fork, the branch appended
+            fork = journal["seq"]
+            if before > fork:
+                await self.checkpointer.truncate(session_id, fork, expected_head=before)
+                self.listings.trim(session_id, fork)
+            await self._append_branch(session_id, journal)
+
+    async def _append_branch(self, session_id: str, journal: dict[str, Any]) -> None:
+        data = await self.blobs.get(journal["events"])
+        events = [decode(line) for line in data.splitlines() if line.strip()]
+        await self.checkpointer.append(session_id, events, expected_head=journal["seq"])
+
+    async def _replaced(self, session_id: str, journal: dict[str, Any], head: int) -> bool:
+        """Whether a switch's log change is done (finishing it first if the kill came
+        between the cut and the append). Compared by content: the tail after the fork is the
+        branch's (done), or the old one (not done)."""
+        fork = journal["seq"]
+        tail = await self.checkpointer.read(session_id, after=fork)
+        digest = tail_digest(tail)
+        if head == journal["head_before"] and digest == journal["old_tail"]:
+            return False
+        if head == fork and journal["head_before"] > fork:
+            await self._append_branch(session_id, journal)
+            return True
+        return bool(head == journal["head_after"] and digest == journal["new_tail"])
 
     # -- crash recovery --------------------------------------------------------------------
 
@@ -325,6 +356,8 @@ class Journal:
         head = await self.checkpointer.head(session_id)
         before, after, op = journal["head_before"], journal["head_after"], journal["log"]
         done = op != "none" and before != after and head == after
+        if op == "replace":
+            done = await self._replaced(session_id, journal, head)
         if done and op == "notice":
             last = await self.checkpointer.read(session_id, after=head - 1)
             done = bool(last) and last[-1].extra.get("restore") == journal["record"]
@@ -457,3 +490,12 @@ def _unlink_checked(target: Target, plan: FilePlan, op: str) -> None:
         os.rename(aside, kept, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         raise _raced(plan, op) from None
     raise _raced(plan, op)
+
+
+def tail_digest(events: Sequence[Event]) -> str:
+    """A digest of a log tail's content without its time stamps (an undo or a switch appends
+    events again with new ones): what recovery compares to know which tail the log holds."""
+    digest = hashlib.sha256()
+    for event in events:
+        digest.update(encode(event, ts="").encode("utf-8") + b"\n")
+    return digest.hexdigest()

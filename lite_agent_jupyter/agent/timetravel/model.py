@@ -126,3 +126,14 @@ class PromptChanges:
     number: int
     prompt: str
     files: tuple[FileChange, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SwitchResult:
+    """What :meth:`LiteAgent.switch_branch` did: the files (``result``, as a restore's), the
+    branch now live (``branch``; no longer listed) and the branch the future left behind was
+    kept as (``kept``; ``None`` when there was none after the fork)."""
+
+    branch: str
+    kept: str | None
+    result: RestoreResult

@@ -19,9 +19,17 @@ from ...checkpoint.protocol import Checkpointer, validate_session_id
 from ...errors import RestoreConflictError, UnknownCheckpointError
 from ...storage import BlobRef, Blobs, Storage, blob_hash
 from . import planner, reviewer
+from .branches import Branch, Branches
 from .journal import Journal
 from .listing import Listings
-from .model import Checkpoint, FilePlan, PromptChanges, RestorePlan, RestoreResult
+from .model import (
+    Checkpoint,
+    FilePlan,
+    PromptChanges,
+    RestorePlan,
+    RestoreResult,
+    SwitchResult,
+)
 from .workdir import WorkdirFiles, holds
 
 RESTORED = "restore"
@@ -48,6 +56,7 @@ class Restorer:
         self.workdir = self.files.workdir
         self.listings = Listings(checkpointer)
         self.journal = Journal(checkpointer, blobs, self.files, storage, self.listings)
+        self.branches = Branches(checkpointer, blobs, self.files, storage, self.journal)
 
     async def list_checkpoints(self, session_id: str) -> list[Checkpoint]:
         await self.recover(session_id)
@@ -82,6 +91,24 @@ class Restorer:
             force=force,
         )
 
+    # -- branches (branches.py) --------------------------------------------------------------
+
+    async def list_branches(self, session_id: str) -> list[Branch]:
+        await self.recover(session_id)
+        return self.branches.kept(session_id)
+
+    async def preview_switch(self, session_id: str, name: str) -> RestorePlan:
+        await self.recover(session_id)
+        return await self.branches.preview(session_id, name)
+
+    async def switch(self, session_id: str, name: str, *, force: bool) -> SwitchResult:
+        return await self.branches.switch(session_id, name, self.blob_ref(session_id), force=force)
+
+    async def delete_branch(self, session_id: str, name: str) -> None:
+        async with self.journal.locked(session_id):
+            await self.journal.recover_locked(session_id)
+            self.branches.delete(session_id, name)
+
     # -- restore ---------------------------------------------------------------------------
 
     async def restore(
@@ -91,6 +118,7 @@ class Restorer:
         async with self.journal.locked(session_id):
             await self.journal.recover_locked(session_id)
             head, plans, tail = await planner.plan(self.checkpointer, self.files, session_id, seq)
+            every = plans
             if not files:
                 plans = []
             planner.refuse_blocked(plans)
@@ -132,6 +160,17 @@ class Restorer:
                     (), (), tuple(p.path for p in plans), (), conversation_restored=conversation
                 )
             record = self.journal.next_record(session_id)
+            kept: dict[str, str] = {}
+            if log_op == "truncate":  # the future cut is kept as a branch (see branches.py)
+                contents = {p.path: p.disk_hash for p in every if p.blocked is None}
+                stored = set(old_hashes.values())
+                for p in every:  # a tip content no snapshot holds (a hand edit): stored once
+                    fresh = p.disk is not None and p.disk_hash not in stored
+                    if fresh and p.disk is not None and not await self.blobs.has(p.disk_hash or ""):
+                        await self.blobs.put(p.disk, ref=ref)
+                kept = await self.branches.prepare(
+                    session_id, seq, tail, contents, ref, record=record.name
+                )
             journal = {
                 "op": "restore",
                 "record": record.name,
@@ -142,6 +181,7 @@ class Restorer:
                 "log": log_op,
                 "files": [{"path": p.path, "old": old_hashes[p.path], "new": p.new} for p in todo],
                 "in_record": True,
+                "write_on_finish": kept,
             }
             header = UnknownEvent(
                 unknown_type="restore",
@@ -233,6 +273,8 @@ class Restorer:
                 "head_after": header["head_before"],
                 "log": log_op,
                 "files": [{"path": p.path, "old": p.disk_hash, "new": p.new} for p in todo],
+                # undoing a restore is the switch back: the branch it kept is live again
+                "drop_on_finish": self.branches.made_by(session_id, record.name),
             }
             ref = self.blob_ref(session_id)  # the current content may be new (an outside
             await self.blobs.add_refs(ref, {p.disk_hash for p in todo if p.disk_hash})  # edit)

@@ -1,0 +1,51 @@
+"""``%agent branches [--delete NAME]`` and ``%agent switch NAME``: the futures restores left
+behind, and moving to one.
+
+Owns these subcommands; what a branch holds, the conflict check, the journal and the switch
+are the agent's (``agent/timetravel/branches.py``). Must not know the other domains'
+commands.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from .. import render
+from ..magics import LiteAgentMagics
+from ..registry import arg, subcommand
+
+
+@subcommand(
+    "branches",
+    "The futures restores left behind (name, fork point, prompts, files).",
+    arg("--delete", metavar="NAME", help="forget branch NAME"),
+)
+def _branches(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
+    magics.require_agent()
+    facade = magics.runner.facade
+    sid = facade.session_id
+    if args.delete:
+        facade.delete_branch(sid, args.delete)
+        print(render.key_value_text([("deleted branch", args.delete)]))
+        return
+    checkpoints = facade.list_checkpoints(sid)
+    print(render.branches_text(facade.list_branches(sid), checkpoints, len(checkpoints)))
+
+
+@subcommand(
+    "switch",
+    "Move files and conversation to branch NAME's tip (the future left becomes a branch).",
+    arg("name", help="a branch of %agent branches"),
+    arg(
+        "--preview", action="store_true", help="show what would change (with diffs); change nothing"
+    ),
+    arg("--force", action="store_true", help="overwrite files changed outside the agent"),
+)
+def _switch(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
+    magics.require_agent()
+    facade = magics.runner.facade
+    sid = facade.session_id
+    if args.preview:
+        print(render.switch_plan_text(facade.preview_switch(sid, args.name), args.name))
+        return
+    print(render.switch_text(facade.switch_branch(sid, args.name, force=args.force)))

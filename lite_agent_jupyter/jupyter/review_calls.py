@@ -1,0 +1,57 @@
+"""The kernel facade's review, revert and branch calls (a part of ``AgentFacade``).
+
+Owns the blocking, thread-safe wrappers of ``LiteAgent.changes / revert_file /
+list_branches / preview_switch / switch_branch / delete_branch`` for magics and widgets;
+``AgentFacade`` (``runner.py``) mixes them in and provides ``call``, the runner's lock and
+the busy check. Must not know magics or widgets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from ..agent import Branch, LiteAgent, PromptChanges, RestorePlan, RestoreResult, SwitchResult
+
+T = TypeVar("T")
+
+
+class ReviewCalls:
+    """Mixed into ``AgentFacade``: review, revert and branches, blocking."""
+
+    _runner: Any
+
+    def call(self, fn: Callable[[LiteAgent], Awaitable[T]]) -> T:  # AgentFacade's
+        raise NotImplementedError
+
+    def _idle(self, session_id: str) -> None:  # AgentFacade's
+        raise NotImplementedError
+
+    def changes(self, session_id: str, checkpoint: int | None = None) -> PromptChanges:
+        return self.call(lambda a: a.changes(session_id, checkpoint))
+
+    def revert_file(
+        self, session_id: str, path: str, *, checkpoint: int | None = None, force: bool = False
+    ) -> RestoreResult:
+        """Put ``path`` back to before the prompt at ``checkpoint`` (see LiteAgent)."""
+        with self._runner.lock:
+            self._idle(session_id)
+            return self.call(
+                lambda a: a.revert_file(session_id, path, checkpoint=checkpoint, force=force)
+            )
+
+    def list_branches(self, session_id: str) -> list[Branch]:
+        return self.call(lambda a: a.list_branches(session_id))
+
+    def preview_switch(self, session_id: str, name: str) -> RestorePlan:
+        return self.call(lambda a: a.preview_switch(session_id, name))
+
+    def switch_branch(self, session_id: str, name: str, *, force: bool = False) -> SwitchResult:
+        with self._runner.lock:
+            self._idle(session_id)
+            return self.call(lambda a: a.switch_branch(session_id, name, force=force))
+
+    def delete_branch(self, session_id: str, name: str) -> None:
+        with self._runner.lock:
+            self._idle(session_id)
+            self.call(lambda a: a.delete_branch(session_id, name))
