@@ -28,6 +28,7 @@ LAYERS = {
     "abort": 0,
     "atomic": 0,
     "redact": 0,
+    "swap": 0,
     "storage": 1,
     "checkpoint": 2,
     "tools": 3,
