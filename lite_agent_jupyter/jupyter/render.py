@@ -13,6 +13,7 @@ Pure string building: no IPython, no agent; the magic decides where the strings 
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -187,7 +188,7 @@ class TurnView:
             lambda note: f"*{note}*\n\n",
             _tool_markdown,
             lambda status: f"\n\n*{status}*",
-            lambda footer: f"\n\n---\n<sub>{html.escape(footer)}</sub>\n",
+            lambda footer: f"\n\n---\n<sub>{_no_math(html.escape(footer))}</sub>\n",
         )
 
     def plain(self) -> str:
@@ -213,6 +214,23 @@ class TurnView:
         if self.footer:
             out.append(footer(self.footer))
         return "".join(out)
+
+
+def _no_math(text: str) -> str:
+    """Dollar amounts as ``0.0120 USD``: two ``$`` in one Markdown line (``$0.01 this cell,
+    $0.02 this session``) are typeset as LaTeX by the notebook, which finds them in the source
+    (so ``<code>`` around them is shown literally) and again in the rendered text (so an HTML
+    entity does not help either)."""
+    return _DOLLARS.sub(r"\1 USD", text).replace("$", "USD ")
+
+
+_DOLLARS = re.compile(r"\$(\d[\d,]*(?:\.\d+)?)")
+
+
+def static_html(text: str) -> str:
+    """A plain-text summary as HTML, escaped: the static twin a saved notebook keeps of a
+    widget (shown where the widget's model is gone)."""
+    return f"<pre class='lite-agent-static'>{html.escape(text)}</pre>"
 
 
 def _tool_head(line: ToolLine) -> str:

@@ -44,6 +44,11 @@ def test_reopened_notebook_shows_the_summary_and_rebuilds_live_widgets(
     wait_for(lambda: "Checkpoints of session" in saved.inner_text(), "the saved summary")
     text = saved.inner_text()
     assert "Write notes.txt" in text and "Change notes.txt" in text and "(2 prompts)" in text
+    assert "VBox(" not in text  # the widget's output shows its static twin, not its repr
+    no_widget_errors(page)
+    footer = nb.cell(1).locator(".jp-OutputArea").inner_text()
+    assert " USD this cell" in footer and "prompt 1: %agent restore 1-" in footer
+    assert page.locator("mjx-container").count() == 0  # no dollar amount typeset as LaTeX
     page.screenshot(path=str(artifacts / "reopened-before-rerun.png"), full_page=True)
 
     nb.run_cell(0)

@@ -34,6 +34,8 @@ def test_streams_tool_calls_and_footer(
     assert "write_file notes.md (+2 lines)" in md
     assert "<details>" in md
     assert re.search(r"prompt 1: %agent restore 1-[a-z2-7]{4}", md)
+    footer = md.rsplit("<sub>", 1)[1]
+    assert "USD this cell" in footer and "$" not in footer  # "$a ... $b" would be LaTeX
     assert "claude-sonnet-4-6" in md
     assert "cache read 7" in md
     # the plain-text twin says the same

@@ -7,6 +7,7 @@ is what a saved notebook keeps). With ``text=True`` only the table is printed.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -19,18 +20,36 @@ from .controls import CheckpointControls, SessionControls
 from .session_browser import SessionBrowser
 
 display: Callable[..., Any] = _ipython_display.display  # untyped in IPython
+update_display: Callable[..., Any] = _ipython_display.update_display
+
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def _bundle(widget: w.Widget, summary: str) -> dict[str, Any]:
+    """The widget's view with a readable static twin instead of its ``repr``: a front end
+    that cannot draw the widget (an untrusted or reopened notebook, nbviewer, GitHub, a
+    terminal) shows the summary, escaped, in place of ``VBox(children=(...``."""
+    view = widget._repr_mimebundle_()[WIDGET_VIEW]
+    return {WIDGET_VIEW: view, "text/plain": summary, "text/html": render.static_html(summary)}
 
 
 def _show(*views: SessionBrowser | CheckpointSlider) -> None:
     """Display the empty frames first (the front end draws them while the kernel reads),
-    fill them, then print one static summary under them (what a saved notebook keeps)."""
+    fill them, then put the static summary in the widget's output (its twin where the widget
+    cannot be drawn) and print it under it (what a reopened JupyterLab notebook shows, where
+    the widget's model is gone)."""
     frames: list[w.Widget] = []
     for view in views:
         frames += [w.HTML("<hr>"), view.widget] if frames else [view.widget]
-    display(frames[0] if len(frames) == 1 else w.VBox(frames))
+    root = frames[0] if len(frames) == 1 else w.VBox(frames)
+    display_id = f"lite-agent-widget-{uuid.uuid4().hex}"
+    display(_bundle(root, "(reading…)"), raw=True, display_id=display_id)
     for view in views:
         view.fill()
-    print("\n\n".join(view.summary() for view in views))
+    summary = "\n\n".join(view.summary() for view in views)
+    update_display(_bundle(root, summary), raw=True, display_id=display_id)
+    print(summary)
 
 
 _View = TypeVar("_View", bound=SessionBrowser | CheckpointSlider)
