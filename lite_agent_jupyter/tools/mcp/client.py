@@ -89,6 +89,8 @@ class McpServer:
     async def ready(self) -> None:
         """Start the server if needed and wait until it is ready; :class:`ToolError` if it
         failed to start within its ``startup_timeout``."""
+        if self.state == "ready" and self._stopping is None:  # the common case: no task, no wait
+            return
         stopping = self._stopping
         if stopping is not None:  # a stop after a failed call: let it finish, then start anew
             await asyncio.wait({stopping})
@@ -222,7 +224,8 @@ class McpServer:
         session = self._session
         self.calls += 1
         try:
-            result = await asyncio.wait_for(session.call_tool(own, arguments), self.config.timeout)
+            async with asyncio.timeout(self.config.timeout):  # no extra task, unlike wait_for
+                result = await session.call_tool(own, arguments)
         except TimeoutError:
             self.restart_later("a call timed out")
             raise ToolError(
