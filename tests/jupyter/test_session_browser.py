@@ -289,3 +289,20 @@ def test_show_sessions_reports_a_failed_listing_in_the_cell(
     break_listing(storage)
     with pytest.raises(OSError):
         show_sessions(facade)
+
+
+def test_resume_of_a_row_deleted_elsewhere_says_it_is_gone_and_does_nothing(
+    runner: AgentRunner, facade: AgentFacade, storage: Storage
+) -> None:
+    """#18 defect 1: the browser was drawn, then another cell (or kernel) deleted a session;
+    Resume on its row must not begin it again under the old id."""
+    ids = make_sessions(runner, ["first question", "second question"])
+    browser = SessionBrowser(facade)
+    browser.rows.value = ids[0]
+    facade.delete_session(ids[0])  # elsewhere, after the browser was drawn
+    browser.resume_button.click()
+    assert "is gone" in browser.report.status.value
+    assert facade.session_id == ids[1]
+    assert [value for _, value in browser.rows.options] == [ids[1]]  # the list is redrawn
+    send(runner, "a follow-up")
+    assert not log_path(storage, ids[0]).exists()

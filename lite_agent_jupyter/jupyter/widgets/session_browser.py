@@ -238,13 +238,29 @@ class SessionBrowser:
                 return False
         return True
 
+    def _gone(self, session_id: str) -> bool:
+        """Re-read the list before acting on a row: a session deleted meanwhile (another
+        cell, notebook, kernel or process) is said to be gone, and nothing is done (resuming
+        it would begin it again, empty, under the old id)."""
+        self.refresh()
+        try:
+            self.select(session_id)
+        except KeyError:
+            self.refresh()
+            self.report.ok(
+                f"Session {render.short_id(session_id)} is gone (deleted elsewhere); the list "
+                "is up to date and nothing was done."
+            )
+            return True
+        return False
+
     def resume(self, session_id: str | None) -> None:
         def action() -> None:
             self.confirming = None
             if session_id is None:
                 self.report.ok("Select a session first.")
                 return
-            if not self._guard(self.controls.session_id, session_id):
+            if not self._guard(self.controls.session_id, session_id) or self._gone(session_id):
                 return
             self.controls.resume(session_id)
             self.refresh()
