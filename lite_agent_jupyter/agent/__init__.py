@@ -34,6 +34,7 @@ from .timetravel import (
     PromptChanges,
     RestorePlan,
     RestoreResult,
+    RewindPoint,
     SwitchResult,
 )
 from .usage import Price, Prices, UsageTotals
@@ -68,6 +69,7 @@ __all__ = [
     "PromptChanges",
     "RestorePlan",
     "RestoreResult",
+    "RewindPoint",
     "Subscription",
     "SwitchResult",
     "TextDelta",

@@ -105,6 +105,7 @@ from .timetravel import (
     RestorePlan,
     Restorer,
     RestoreResult,
+    RewindPoint,
     SwitchResult,
 )
 from .timetravel.checkpoint_ids import find_checkpoint
@@ -787,6 +788,13 @@ class LiteAgent:
         sid = self._time_travel("revert_file", session_id)
         async with self._idle(sid):
             return await self._restorer.revert(sid, path, checkpoint, force=force)
+
+    async def list_rewind_points(self, session_id: str | None = None) -> list[RewindPoint]:
+        """Every tool call of the session that changed files, oldest first: each
+        :class:`RewindPoint`'s ``seq`` is a point :meth:`restore` accepts (just after that
+        call, mid-turn; the conversation stays valid for the API)."""
+        sid = self._time_travel("list_rewind_points", session_id)
+        return await self._restorer.rewind_points(sid)
 
     async def list_branches(self, session_id: str | None = None) -> list[Branch]:
         """The futures the session's restores (and switches) left behind, oldest first: each

@@ -27,6 +27,7 @@ from ..agent import (
     PromptChanges,
     RestorePlan,
     RestoreResult,
+    RewindPoint,
     SwitchResult,
     TextDelta,
     ToolCallFinished,
@@ -456,7 +457,11 @@ def restore_text(result: RestoreResult, checkpoint: Checkpoint | None) -> str:
             else "conversation unchanged"
         )
     else:
-        what = f"Restored to before prompt {checkpoint.number} ({checkpoint.id})"
+        what = (
+            f"Restored to just after tool call {checkpoint.id} (in prompt {checkpoint.number})"
+            if "." in checkpoint.id  # a rewind point inside a turn (%agent checkpoints --all)
+            else f"Restored to before prompt {checkpoint.number} ({checkpoint.id})"
+        )
         said = (
             "conversation rewound to before that prompt"
             if result.conversation_restored
@@ -557,6 +562,29 @@ def switch_text(switched: SwitchResult) -> str:
             result.conflicts
         )
     return _printable(text)
+
+
+def points_text(checkpoints: Sequence[Checkpoint], points: Sequence[RewindPoint]) -> str:
+    """``%agent checkpoints --all``: each prompt, and under it every tool call that changed
+    files as a rewind point (``%agent restore 2.3``: just after prompt 2's third such call).
+    Prompt texts and paths are untrusted: control characters are shown as ``?``."""
+    if not checkpoints:
+        return "No checkpoints yet: each %%agent prompt makes one."
+    under: dict[int, list[RewindPoint]] = {}
+    for point in points:
+        under.setdefault(point.prompt, []).append(point)
+    lines = []
+    for cp in checkpoints:
+        prompt = _clip(cp.prompt.replace("\n", " "), 50)
+        lines.append(f"{cp.number}  {prompt}  (before it: %agent restore {cp.id})")
+        for point in under.get(cp.number, ()):
+            files = ", ".join(point.files[:4]) + (
+                f" (+{len(point.files) - 4})" if len(point.files) > 4 else ""
+            )
+            lines.append(
+                f"    {point.name}  after {point.tool}: {files}  (%agent restore {point.name})"
+            )
+    return _printable("\n".join(lines))
 
 
 def mcp_text(servers: Sequence[Mapping[str, Any]]) -> str:

@@ -11,7 +11,15 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from ..agent import Branch, LiteAgent, PromptChanges, RestorePlan, RestoreResult, SwitchResult
+from ..agent import (
+    Branch,
+    LiteAgent,
+    PromptChanges,
+    RestorePlan,
+    RestoreResult,
+    RewindPoint,
+    SwitchResult,
+)
 
 T = TypeVar("T")
 
@@ -55,3 +63,6 @@ class ReviewCalls:
         with self._runner.lock:
             self._idle(session_id)
             self.call(lambda a: a.delete_branch(session_id, name))
+
+    def list_rewind_points(self, session_id: str) -> list[RewindPoint]:
+        return self.call(lambda a: a.list_rewind_points(session_id))

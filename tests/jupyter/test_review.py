@@ -128,3 +128,35 @@ def test_branches_and_switch_in_the_kernel(
     assert "a new second prompt" in sent and "third prompt" not in sent
     agent_kernel.run("%agent branches --delete b3").check()
     assert "b3" not in agent_kernel.run("%agent branches").check().stream_text
+
+
+def test_rewind_to_the_second_of_three_tool_calls(
+    agent_kernel: Kernel, fake_anthropic: FakeAnthropicServer, tmp_path: Path
+) -> None:
+    work = tmp_path / "work"
+
+    def write(path: str, content: str) -> FakeReply:
+        call = FakeToolCall("write_file", {"path": path, "content": content})
+        return FakeReply("", tool_calls=[call])
+
+    fake_anthropic.script(
+        write("a.txt", "a"),
+        FakeReply("", tool_calls=[FakeToolCall("bash", {"command": "echo b > b.txt"})]),
+        write("c.txt", "c"),
+        "Three files.",
+    )
+    agent_kernel.run("%%agent\nwrite three files").check()
+    listed = agent_kernel.run("%agent checkpoints --all").check().stream_text
+    assert "1.1  after write_file: a.txt" in listed
+    assert "1.2  after bash: b.txt" in listed and "%agent restore 1.3" in listed
+    restored = agent_kernel.run("%agent restore 1.2").check().stream_text
+    assert "just after tool call 1.2" in restored
+    assert sorted(p.name for p in work.iterdir() if p.suffix == ".txt") == ["a.txt", "b.txt"]
+    fake_anthropic.script("Carrying on.")
+    agent_kernel.run("%%agent\ncarry on").check()
+    messages = fake_anthropic.message_requests[-1].messages
+    uses = [b["id"] for m in messages for b in m["content"] if b.get("type") == "tool_use"]
+    results = [
+        b["tool_use_id"] for m in messages for b in m["content"] if b.get("type") == "tool_result"
+    ]
+    assert len(uses) == 2 and uses == results  # every tool_use answered, the third cut

@@ -72,6 +72,7 @@ from .model import (
     RestoreResult,
     SwitchResult,
 )
+from .points import RewindPoint
 from .restorer import Restorer
 
 __all__ = [
@@ -83,5 +84,6 @@ __all__ = [
     "RestorePlan",
     "RestoreResult",
     "Restorer",
+    "RewindPoint",
     "SwitchResult",
 ]

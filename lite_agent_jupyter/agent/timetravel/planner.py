@@ -13,7 +13,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Sequence
 
-from ...checkpoint.events import Event, FileSnapshotEvent, is_checkpoint
+from ...checkpoint.events import Event, FileSnapshotEvent, ToolResultEvent, is_checkpoint
 from ...checkpoint.protocol import Checkpointer, read_marks
 from ...errors import MissingSnapshotError, RestoreConflictError, UnknownCheckpointError
 from ...storage import Blobs, blob_hash
@@ -57,12 +57,35 @@ async def plan(
         raise UnknownCheckpointError(f"{seq!r} is not a checkpoint seq (an integer >= 0)")
     tail = await checkpointer.read(session_id, after=seq)
     if seq != 0 and not (tail and is_checkpoint(tail[0]) and tail[0].seq == seq + 1):
+        if await is_tool_point(checkpointer, session_id, seq):
+            return _plan_tail(files, tail, seq)
         marks = await read_marks(checkpointer, session_id, kinds=("checkpoint",))
         valid = [0, *(e.seq - 1 for e in marks if e.seq > 1)]
         raise UnknownCheckpointError(
             f"session {session_id!r} has no checkpoint {seq}; its checkpoints are "
             f"{valid} (0 is always valid: before the first prompt)"
         )
+    return _plan_tail(files, tail, seq)
+
+
+async def is_tool_point(checkpointer: Checkpointer, session_id: str, seq: int) -> bool:
+    """Whether ``seq`` is a rewind point inside a turn (``points.py``): the result of a
+    tool call that changed files. The log cut there ends with that result, so the call's
+    ``tool_use`` is answered; the calls after it in its message are answered with the
+    fold's synthetic "interrupted" result once the conversation moves on."""
+    events = await checkpointer.read(session_id)  # rare (a restore mid-turn): read it all
+    at = [e for e in events if e.seq == seq]
+    if not at or not isinstance(at[0], ToolResultEvent):
+        return False
+    call = at[0].tool_use_id
+    return any(
+        isinstance(e, FileSnapshotEvent) and e.tool_use_id == call and e.seq < seq for e in events
+    )
+
+
+def _plan_tail(
+    files: WorkdirFiles, tail: list[Event], seq: int
+) -> tuple[int, list[FilePlan], list[Event]]:
     head = tail[-1].seq if tail else seq
     snapshots = [e for e in tail if isinstance(e, FileSnapshotEvent)]
     first: dict[str, FileSnapshotEvent] = {}

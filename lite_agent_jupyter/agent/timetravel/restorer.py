@@ -18,7 +18,7 @@ from ...checkpoint.events import Event, FileSnapshotEvent, UnknownEvent, UserEve
 from ...checkpoint.protocol import Checkpointer, validate_session_id
 from ...errors import RestoreConflictError, UnknownCheckpointError
 from ...storage import BlobRef, Blobs, Storage, blob_hash
-from . import planner, reviewer
+from . import planner, points, reviewer
 from .branches import Branch, Branches
 from .journal import Journal
 from .listing import Listings
@@ -90,6 +90,10 @@ class Restorer:
             seq,
             force=force,
         )
+
+    async def rewind_points(self, session_id: str) -> list[points.RewindPoint]:
+        await self.recover(session_id)
+        return await points.rewind_points(self.checkpointer, session_id)
 
     # -- branches (branches.py) --------------------------------------------------------------
 

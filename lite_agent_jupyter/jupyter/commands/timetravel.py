@@ -8,14 +8,21 @@ domains' commands (it reuses :func:`.sessions.show_widgets` only).
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import re
 
 from IPython.core.error import UsageError
 
+from ...agent import Checkpoint
 from ...agent.timetravel.checkpoint_ids import find_checkpoint
+from ...errors import UnknownCheckpointError
 from .. import render, widgets
 from ..magics import LiteAgentMagics
 from ..registry import arg, subcommand
+from ..runner import AgentFacade
 from .sessions import TEXT, show_widgets
+
+_POINT = re.compile(r"\d+\.\d+")
 
 
 @subcommand(
@@ -23,8 +30,16 @@ from .sessions import TEXT, show_widgets
     "The prompts of the current session: a slider with the restore preview, Restore and "
     "Undo restore where widgets can show, else a table.",
     TEXT,
+    arg("--all", action="store_true", help="also every tool call that changed files (text)"),
 )
 def _checkpoints(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
+    if args.all:
+        magics.require_agent()
+        facade = magics.runner.facade
+        sid = facade.session_id
+        points = facade.list_rewind_points(sid)
+        print(render.points_text(facade.list_checkpoints(sid), points))
+        return
     show_widgets(magics, widgets.show_checkpoints, args.text)
 
 
@@ -54,7 +69,7 @@ def _restore(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
     magics.require_agent()
     facade = magics.runner.facade
     sid = facade.session_id
-    checkpoint = find_checkpoint(facade.list_checkpoints(sid), args.checkpoint)
+    checkpoint = _find(facade, sid, args.checkpoint)
     if args.preview:
         print(render.plan_text(facade.preview_restore(sid, checkpoint.seq), checkpoint))
         return
@@ -83,3 +98,19 @@ def _undo(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
     facade = magics.runner.facade
     result = facade.undo_restore(facade.session_id, stop_jobs=args.stop_jobs)
     print(render.restore_text(result, None))
+
+
+def _find(facade: AgentFacade, sid: str, ref: str) -> Checkpoint:
+    """The checkpoint ``ref`` names: a prompt (``2``, ``2-k7f2``) or a rewind point inside a
+    turn (``2.3``, from ``%agent checkpoints --all``), the latter as a checkpoint-shaped
+    value for the preview and result texts."""
+    checkpoints = facade.list_checkpoints(sid)
+    if _POINT.fullmatch(ref.strip()):
+        for point in facade.list_rewind_points(sid):
+            if point.name == ref.strip():
+                cp = checkpoints[point.prompt - 1]
+                return dataclasses.replace(cp, seq=point.seq, number=point.prompt, id=point.name)
+        raise UnknownCheckpointError(
+            f"there is no rewind point {ref.strip()} (`%agent checkpoints --all` lists them)"
+        )
+    return find_checkpoint(checkpoints, ref)
