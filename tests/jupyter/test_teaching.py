@@ -82,7 +82,7 @@ def comparable(text: str, folder: Path) -> str:
     text = text.replace(str(folder), "<folder>")
     text = re.sub(r"session [0-9a-f]{8}", "session <id>", text)
     # the footer up to the session: who answered (a live model's tokens and cost, or none)
-    text = re.sub(r"(-- |<sub>)[^\n]*? · (session <id>)", r"\1<source> · \2", text)
+    text = re.sub(r"(-- |<sub[^>]*>)[^\n]*? · (session <id>)", r"\1<source> · \2", text)
     text = re.sub(r"(?m)^\*?(scripted model|replaying) .*\n+", "", text)
     return text
 

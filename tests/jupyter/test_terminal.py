@@ -66,7 +66,7 @@ def test_terminal_output_is_plain_text_and_asks_with_input(
     assert "[✓ write_file hello.txt (+1 line)]" in out
     assert "-- tokens in" in out and "prompt 1: %agent restore 1-" in out
     assert "write hello.txt" in out  # %agent sessions
-    for rich in ("<details>", "<code>", "<sub>", "text/markdown"):
+    for rich in ("<details>", "<code>", "<sub", "text/markdown"):
         assert rich not in out
     assert fake_anthropic.api_key not in out + done.stderr
 

@@ -28,6 +28,6 @@ def test_one_line_and_one_prompt_are_singular(
     cell = agent_kernel.run("%%agent\nwrite one line").check()
     assert "write_file one.txt (+1 line)" in cell.markdown
     assert "[✓ write_file one.txt (+1 line)]" in cell.plain
-    preview = agent_kernel.run("%agent restore 0 --preview").check().stream_text
+    preview = agent_kernel.run("%agent restore 1 --preview").check().stream_text
     assert "one.txt  2 bytes now" in preview, preview  # the action is not said twice
     assert "delete (" not in preview
