@@ -76,7 +76,16 @@ def free_port() -> int:
 class JupyterLabServer:
     """``jupyter lab`` in ``root`` (the folder it serves), all its state under ``state``."""
 
-    def __init__(self, root: Path, state: Path, *, env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        state: Path,
+        *,
+        env: Mapping[str, str] | None = None,
+        app: str = "jupyterlab",
+    ) -> None:
+        """``app``: ``jupyterlab`` or ``notebook`` (Notebook 7, the same front-end parts)."""
+        self.app = app
         self.root = root
         self.state = state
         self.port = free_port()
@@ -119,7 +128,7 @@ class JupyterLabServer:
         cmd = [
             sys.executable,
             "-m",
-            "jupyterlab",
+            self.app,
             "--no-browser",
             "--allow-root",
             "--ServerApp.ip=127.0.0.1",
@@ -127,8 +136,9 @@ class JupyterLabServer:
             "--ServerApp.port_retries=0",
             f"--IdentityProvider.token={self.token}",
             f"--ServerApp.root_dir={self.root}",
-            "--LabApp.news_url=",
         ]
+        if self.app == "jupyterlab":
+            cmd.append("--LabApp.news_url=")
         log = self.log_path.open("wb")
         self.process = subprocess.Popen(
             cmd, cwd=self.root, env=env, stdout=log, stderr=subprocess.STDOUT
@@ -175,7 +185,10 @@ class JupyterLabServer:
         self.stop()
 
     def notebook_url(self, name: str) -> str:
-        """The notebook in a fresh workspace (else JupyterLab re-opens the last one)."""
+        """The notebook in a fresh workspace (else JupyterLab re-opens the last one); Notebook 7
+        opens one notebook per page."""
+        if self.app == "notebook":
+            return f"{self.url}/notebooks/{name}?token={self.token}"
         workspace = f"w{uuid.uuid4().hex[:12]}"
         return f"{self.url}/lab/workspaces/{workspace}/tree/{name}?reset&token={self.token}"
 
@@ -269,6 +282,32 @@ class LabNotebook:
 
     def output_text(self, index: int) -> str:
         return str(self.cell(index).locator(".jp-OutputArea").inner_text())
+
+
+class NotebookSevenPage(LabNotebook):
+    """One notebook open in Notebook 7 (``JupyterLabServer(app="notebook")``): the same
+    notebook and cell parts as JupyterLab, but no status bar to read "Idle" from; a cell
+    that ran shows ``[n]:``, which is what :meth:`run_cell` waits for."""
+
+    def wait_idle(self, timeout: float = 60.0) -> None:
+        """The page shows the notebook and the server says its kernel is idle (read from
+        ``/api/sessions``: keys pressed before the kernel is connected are lost)."""
+        self.page.locator(".jp-Notebook .jp-Cell").first.wait_for(
+            state="visible", timeout=timeout * 1000
+        )
+        url = f"{self.server.url}/api/sessions?token={self.server.token}"
+
+        def idle() -> bool:
+            with urllib.request.urlopen(url, timeout=5) as response:
+                sessions = json.loads(response.read())
+            return any(
+                s.get("path", "").endswith(self.name)
+                and (s.get("kernel") or {}).get("execution_state") == "idle"
+                for s in sessions
+            )
+
+        wait_for(idle, f"an idle kernel for {self.name}", timeout)
+        self.page.wait_for_timeout(500)  # the page's kernel connection follows the server's
 
 
 def wait_for(predicate: Callable[[], bool], what: str, timeout: float = 30.0) -> None:

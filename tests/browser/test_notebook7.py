@@ -1,0 +1,82 @@
+"""Notebook 7 in Debian's Chromium, the flows of the JupyterLab tests: a streamed answer,
+the checkpoint slider (moved with the mouse; its arrow keys do not reach it in Notebook 7,
+see docs/widgets.md), Restore (the file on disk changes) and Undo restore (it changes
+back). Notebook 7 is built from JupyterLab's parts, served by the ``notebook`` package (the
+``browser`` extra)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_anthropic import FakeAnthropicServer
+from lab_browser import (
+    SETUP_ALLOW,
+    JupyterLabServer,
+    NotebookSevenPage,
+    no_widget_errors,
+    wait_for,
+    write_notebook,
+)
+
+
+@pytest.fixture
+def notebook7(
+    lab_root: Path, tmp_path: Path, fake_anthropic: FakeAnthropicServer, artifacts: Path
+) -> Iterator[JupyterLabServer]:
+    env = {**fake_anthropic.client_env(), "LITE_AGENT_HOME": str(tmp_path / "home")}
+    server = JupyterLabServer(lab_root, tmp_path / "nb7-state", env=env, app="notebook").start()
+    try:
+        yield server
+    finally:
+        server.stop()
+        (artifacts / "notebook7.log").write_text(server.log())
+
+
+def test_stream_slider_restore_and_undo_in_notebook_7(
+    notebook7: JupyterLabServer, lab_root: Path, notes: Path, page: Any, artifacts: Path
+) -> None:
+    write_notebook(
+        lab_root / "nb7.ipynb",
+        [
+            SETUP_ALLOW,
+            "%%agent\nWrite notes.txt",
+            "%%agent\nChange notes.txt",
+            "%agent checkpoints",
+        ],
+    )
+    nb = NotebookSevenPage(page, notebook7, "nb7.ipynb").open()
+    for index in range(3):
+        nb.run_cell(index)
+    assert notes.read_text() == "version two\n"
+    assert "Changed notes.txt." in nb.output_text(2)  # the streamed answer
+    assert "prompt 2: %agent restore 2-" in nb.output_text(2)
+
+    nb.run_cell(3)
+    slider = page.locator(".lite-agent-checkpoints")
+    readout = slider.locator(".lite-agent-readout")
+    preview = slider.locator(".lite-agent-preview")
+    readout.wait_for(state="visible")
+    no_widget_errors(page)
+    assert readout.inner_text() == "before prompt 2: Change notes.txt"
+
+    # the slider moved with the mouse: a click at the left end of its track is prompt 1
+    track = slider.locator(".noUi-base")
+    box = track.bounding_box()
+    page.mouse.click(box["x"] + 2, box["y"] + box["height"] / 2)
+    wait_for(lambda: "Before prompt 1" in preview.inner_text(), "the preview of prompt 1")
+    assert readout.inner_text() == "before prompt 1: Write notes.txt"
+
+    slider.locator(".lite-agent-restore").click()
+    wait_for(lambda: not notes.exists(), "the restore: notes.txt did not exist before prompt 1")
+    result = slider.locator(".lite-agent-result")
+    wait_for(lambda: "Restored to before prompt 1 (1-" in result.inner_text(), "the result")
+    slider.locator(".lite-agent-undo").click()
+    wait_for(
+        lambda: notes.exists() and notes.read_text() == "version two\n", "the undo of the restore"
+    )
+    wait_for(lambda: "Undid the last restore" in result.inner_text(), "the undo result")
+    page.screenshot(path=str(artifacts / "notebook7.png"), full_page=True)
+    no_widget_errors(page)
