@@ -14,7 +14,7 @@ import atexit
 from collections.abc import Callable
 from typing import Any
 
-from . import approval, terminal
+from . import approval, outputs, terminal
 from . import commands as commands  # registers every %agent subcommand module
 from .cell import AgentInterrupted
 from .magics import LiteAgentMagics, use_model
@@ -42,6 +42,7 @@ def load_ipython_extension(ipython: Any) -> None:
     magics = LiteAgentMagics(shell=ipython)  # registers itself with %config
     ipython.register_magics(magics)
     ipython.events.register("post_run_cell", magics.record_error)
+    magics.outputs_hooks = outputs.install(ipython, magics.outputs)  # {Cell[n]}, cell_output
     _LOADED[id(ipython)] = magics
     terminal.install(ipython)  # a %%agent cell typed or piped into ipython ends at an empty line
     # a kernel shutdown ends the process: close the agent first, so its MCP servers (child
@@ -59,6 +60,8 @@ def unload_ipython_extension(ipython: Any) -> None:
         return
     magics: LiteAgentMagics = found
     terminal.uninstall(ipython)
+    if magics.outputs_hooks is not None:
+        outputs.uninstall(ipython, magics.outputs_hooks)
     transform = _TRANSFORMS.pop(id(ipython), None)
     if transform in ipython.input_transformers_post:
         ipython.input_transformers_post.remove(transform)

@@ -145,13 +145,14 @@ def run_turn(
     runner: AgentRunner,
     background: BackgroundTurns,
     agent: LiteAgent,
-    prompt: str,
+    prompt: str | list[dict[str, Any]],
     notes: list[str],
     *,
     rich: bool,
     interval: float,
     quiet: bool,
     budget: Budget | None = None,
+    images: int = 0,
 ) -> Steps[LiteAgentResult | None]:
     """The turn, rendered as it streams: a generator of what it waits for (the next
     event within a time, an approval), driven by :func:`drive` (blocking) or
@@ -227,6 +228,8 @@ def run_turn(
             result, source.label, tokens=source.tokens, checkpoint=checkpoint_of(runner, result)
         )
         view.status = budgets.budget_status(result, budget) or view.status
+        if images and view.footer is not None:
+            view.footer += f" · {render.plural(images, 'image')} from the notebook"
     elif error is not None:
         view.status = error_text(error)
     out.final()

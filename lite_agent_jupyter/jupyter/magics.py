@@ -66,6 +66,7 @@ from .context import (
 )
 from .hook_paths import resolve_hooks
 from .notebook_file import NotebookIdentity, claim, notebook_storage
+from .outputs import CellOutputs, cell_output_tool, expand_cells
 from .registry import SUBCOMMANDS, HelpShown, Parser, arg, help_text, parser, subcommand
 from .runner import AgentRunner
 
@@ -157,6 +158,11 @@ class LiteAgentMagics(Magics):
         default_value=[],
         help="Notebook variables the agent may inspect (read-only); '*' for all.",
     ).tag(config=True)
+    share_outputs = Bool(
+        True,
+        help="Keep each cell's outputs (text, plots) for {Cell[n]} in prompts and the "
+        "read-only cell_output tool; False: the model sees no cell output.",
+    ).tag(config=True)
     allow_notebook_edits = Bool(
         False, help="Let the file tools write the notebook open in this kernel."
     ).tag(config=True)
@@ -214,6 +220,10 @@ class LiteAgentMagics(Magics):
         super().__init__(shell=shell, **kwargs)
         self.runner = AgentRunner()
         self.errors: dict[int, str] = {}
+        self.outputs = CellOutputs()
+        """Each executed cell's outputs (``outputs.install`` feeds it from ``%load_ext``)."""
+        self.outputs.enabled = lambda: bool(self.share_outputs)
+        self.outputs_hooks: Any = None
         self.usage = Usage()
         self.turns = 0
         self._api_key: str | None = None
@@ -321,6 +331,7 @@ class LiteAgentMagics(Magics):
             self.system_prompt,
             tuple(self._exposed()),
             self.allow_notebook_edits,
+            self.share_outputs,
             self.location,
             json.dumps(self.mcp_servers, sort_keys=True),
             json.dumps(self.hooks, sort_keys=True),
@@ -346,6 +357,8 @@ class LiteAgentMagics(Magics):
         if exposed and self.shell is not None:
             shell = self.shell
             tools += variable_tools(lambda: shell.user_ns, self._exposed)
+        if self.share_outputs and self.outputs_hooks is not None:
+            tools.append(cell_output_tool(self.outputs))
         notebook = self.location.notebook
         identity = self.notebook_ids.of(notebook)
         if notebook is not None and not self.allow_notebook_edits:
@@ -389,7 +402,8 @@ class LiteAgentMagics(Magics):
                 [--max-cost USD]
 
         The next %%agent cell continues the same session. {var}, {In[n]}, {Out[n]} and
-        {Err[n]} (the traceback of cell n) are filled in; other braces stay as they are.
+        {Err[n]} (the traceback of cell n) are filled in, {Cell[n]} with cell n's source and
+        outputs (plots as images); other braces stay as they are.
 
           --session ID      run in session ID (and make it current)
           --new             start a new session first
@@ -425,10 +439,15 @@ class LiteAgentMagics(Magics):
                 "(%config LiteAgentMagics.sessions = True to go back)."
             )
         user_ns = self.shell.user_ns if self.shell is not None else {}
-        prompt = cell.strip()
+        text = cell.strip()
+        prompt: str | list[dict[str, Any]] = text
+        images = 0
         if not args.no_interpolate:
-            prompt = interpolate(prompt, user_ns, self.errors)
-        if not prompt.strip():
+            shared = self.outputs if self.share_outputs else None
+            prompt, images = expand_cells(
+                text, shared, lambda part: interpolate(part, user_ns, self.errors)
+            )
+        if isinstance(prompt, str) and not prompt.strip():
             raise UsageError("%%agent: the cell is empty; write your prompt below %%agent")
         agent = self.agent()
         if agent is None:
@@ -467,16 +486,18 @@ class LiteAgentMagics(Magics):
             notes,
             quiet=args.quiet,
             budget=Budget(budget, turn_cost, session_cost),
+            images=images,
         )
 
     def _cell_turn(
         self,
         agent: LiteAgent,
-        prompt: str,
+        prompt: str | list[dict[str, Any]],
         notes: list[str],
         *,
         quiet: bool,
         budget: Budget,
+        images: int = 0,
     ) -> Steps[None]:
         result = yield from run_turn(
             self.runner,
@@ -488,6 +509,7 @@ class LiteAgentMagics(Magics):
             interval=self.stream_interval,
             quiet=quiet,
             budget=budget,
+            images=images,
         )
         if result is not None:
             self.usage = self.usage + result.usage
