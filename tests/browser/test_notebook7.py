@@ -1,5 +1,5 @@
 """Notebook 7 in Debian's Chromium, the flows of the JupyterLab tests: a streamed answer,
-the checkpoint slider (moved with the mouse; its arrow keys do not reach it in Notebook 7,
+Allow / Deny on a waiting turn, the checkpoint slider (moved with the mouse; its arrow keys do not reach it in Notebook 7,
 see docs/widgets.md), Restore (the file on disk changes) and Undo restore (it changes
 back). Notebook 7 is built from JupyterLab's parts, served by the ``notebook`` package (the
 ``browser`` extra)."""
@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_anthropic import FakeAnthropicServer
+from fake_anthropic import FakeAnthropicServer, tool_reply
 from lab_browser import (
     SETUP_ALLOW,
     JupyterLabServer,
@@ -80,3 +80,38 @@ def test_stream_slider_restore_and_undo_in_notebook_7(
     wait_for(lambda: "Undid the last restore" in result.inner_text(), "the undo result")
     page.screenshot(path=str(artifacts / "notebook7.png"), full_page=True)
     no_widget_errors(page)
+
+
+@pytest.mark.parametrize("answer", ["Allow", "Deny"])
+def test_approval_buttons_in_notebook_7(
+    answer: str,
+    notebook7: JupyterLabServer,
+    lab_root: Path,
+    page: Any,
+    fake_anthropic: FakeAnthropicServer,
+) -> None:
+    """Allow / Deny clicked while the ``%%agent`` cell waits, as in JupyterLab."""
+    fake_anthropic.script(
+        tool_reply("I'll write hello.py.", "write_file", path="hello.py", content="hi\n"),
+        "Answer after the approval.",
+    )
+    write_notebook(
+        lab_root / "approve.ipynb", ["%load_ext lite_agent_jupyter", "%%agent\nWrite hello.py"]
+    )
+    nb = NotebookSevenPage(page, notebook7, "approve.ipynb").open()
+    nb.run_cell(0)
+    cell = nb.start_cell(1)
+    button = cell.get_by_role("button", name=answer)
+    button.wait_for(state="visible", timeout=60_000)
+    no_widget_errors(page)
+    assert not (lab_root / "hello.py").exists()  # the turn waits
+    button.click()
+    nb.wait_finished(cell, timeout=120)
+    out = nb.output_text(1)
+    if answer == "Allow":
+        wait_for(lambda: (lab_root / "hello.py").exists(), "hello.py on disk")
+        assert "allowed: write_file hello.py" in out
+    else:
+        assert not (lab_root / "hello.py").exists()
+        assert "denied: write_file hello.py" in out
+    assert "Answer after the approval." in out
