@@ -1,8 +1,8 @@
 """Notebook 7 in Debian's Chromium, the flows of the JupyterLab tests: a streamed answer,
-Allow / Deny on a waiting turn, the checkpoint slider (moved with the mouse; its arrow keys do not reach it in Notebook 7,
-see docs/widgets.md), Restore (the file on disk changes) and Undo restore (it changes
-back). Notebook 7 is built from JupyterLab's parts, served by the ``notebook`` package (the
-``browser`` extra)."""
+Allow / Deny on a waiting turn, the checkpoint slider (moved with the mouse; its arrow keys
+do not reach it in Notebook 7, see docs/widgets.md), Restore (the file on disk changes) and
+Undo restore (it changes back). Notebook 7 is built from JupyterLab's parts, served by the
+``notebook`` package (the ``browser`` extra)."""
 
 from __future__ import annotations
 
