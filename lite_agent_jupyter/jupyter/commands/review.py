@@ -12,9 +12,10 @@ from __future__ import annotations
 import argparse
 
 from ...agent.timetravel.checkpoint_ids import find_checkpoint
-from .. import render
+from .. import render, widgets
 from ..magics import LiteAgentMagics
 from ..registry import arg, subcommand
+from .sessions import TEXT
 
 
 def _checkpoint(magics: LiteAgentMagics, ref: str | None) -> int | None:
@@ -28,14 +29,19 @@ def _checkpoint(magics: LiteAgentMagics, ref: str | None) -> int | None:
 
 @subcommand(
     "review",
-    "What prompt N (default: the last) changed: each file, with its diff.",
+    "What prompt N (default: the last) changed: each file, Keep / Revert, its diff folded "
+    "(a widget where widgets show, else the text).",
     arg("prompt", nargs="?", help="a prompt number (1 = the first) or a checkpoint id (2-k7f2)"),
+    TEXT,
 )
 def _review(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
     magics.require_agent()
     facade = magics.runner.facade
     changes = facade.changes(facade.session_id, _checkpoint(magics, args.prompt))
-    print(render.changes_text(changes))
+    if args.text or not magics.in_kernel or not changes.files:
+        print(render.changes_text(changes))
+        return
+    widgets.show_review(facade, changes)
 
 
 @subcommand(

@@ -27,6 +27,7 @@ from .checkpoint_slider import (
 )
 from .controls import CheckpointControls, SessionControls
 from .parts import relative_time
+from .review import ReviewPanel, show_review
 from .session_browser import SessionBrowser, session_row
 from .show import show_checkpoints, show_sessions, show_ui
 
@@ -35,12 +36,14 @@ __all__ = [
     "SUMMARY_CHECKPOINTS",
     "CheckpointControls",
     "CheckpointSlider",
+    "ReviewPanel",
     "SessionBrowser",
     "SessionControls",
     "first_words",
     "relative_time",
     "session_row",
     "show_checkpoints",
+    "show_review",
     "show_sessions",
     "show_ui",
     "stop_label",
