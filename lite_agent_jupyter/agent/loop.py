@@ -98,6 +98,9 @@ class TurnSettings:
     """The user's hooks (``agent/hooks.py``); ``None``: none configured."""
     extra_tools: ToolSource | None = None
     """Tools that come and go while the agent lives (MCP servers' tools, ``tools/mcp``)."""
+    seen_files: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Session id -> path -> hash of the content the model last read or wrote: the file
+    tools' compare-and-swap (``edit_file`` refuses a file changed since)."""
     tool_specs: list[dict[str, Any]] = field(init=False)
     """The tools as the API expects them: built once, sent with every call."""
 
@@ -390,7 +393,7 @@ async def _approved_call(
             if settings.start_background is not None
             else None
         ),
-        extra=_tool_extra(settings, task_list),
+        extra=_tool_extra(settings, task_list, session.session_id),
     )
     tracker = settings.tracker if tool.kind == "shell" or tool.scans_workdir else None
     if tracker is not None:
@@ -432,8 +435,8 @@ def _budget_stop(tool_uses: Sequence[dict[str, Any]], why: str) -> list[Event]:
     return events
 
 
-def _tool_extra(settings: TurnSettings, task_list: str | None) -> dict[str, Any]:
-    extra: dict[str, Any] = {}
+def _tool_extra(settings: TurnSettings, task_list: str | None, session_id: str) -> dict[str, Any]:
+    extra: dict[str, Any] = {"seen_files": settings.seen_files.setdefault(session_id, {})}
     if settings.task_lists is not None:
         extra["task_lists"] = settings.task_lists
     if task_list is not None:

@@ -64,6 +64,7 @@ from .context import (
     locate_notebook,
     variable_tools,
 )
+from .drift import VariableWatch, used_in_log
 from .hook_paths import resolve_hooks
 from .notebook_file import NotebookIdentity, claim, notebook_storage
 from .outputs import CellOutputs, cell_output_tool, expand_cells
@@ -224,6 +225,8 @@ class LiteAgentMagics(Magics):
         """Each executed cell's outputs (``outputs.install`` feeds it from ``%load_ext``)."""
         self.outputs.enabled = lambda: bool(self.share_outputs)
         self.outputs_hooks: Any = None
+        self.watch = VariableWatch()
+        """Fingerprints of the exposed variables at the last turn's end (``drift.py``)."""
         self.usage = Usage()
         self.turns = 0
         self._api_key: str | None = None
@@ -465,6 +468,14 @@ class LiteAgentMagics(Magics):
             self._continued = True
         elif not self._continued:
             notes += self._continue_latest(agent)
+            self._remember_used(agent)
+        drift = self.watch.note(user_ns, self._exposed())
+        if drift is not None:
+            prompt = (
+                f"{drift}\n\n{prompt}"
+                if isinstance(prompt, str)
+                else [{"type": "text", "text": drift}, *prompt]
+            )
         replaying = teach.top_note(agent.model)
         if replaying is not None:
             notes.append(replaying)
@@ -514,6 +525,8 @@ class LiteAgentMagics(Magics):
         if result is not None:
             self.usage = self.usage + result.usage
             self.turns += 1
+        if self.shell is not None:
+            self.watch.record(self.shell.user_ns, self._exposed())
 
     def continued_agent(self) -> LiteAgent:
         """The agent, on the session this notebook continues. After a kernel start the first
@@ -525,6 +538,17 @@ class LiteAgentMagics(Magics):
             for note in self._continue_latest(agent):
                 print(note)
         return agent
+
+    def _remember_used(self, agent: LiteAgent) -> None:
+        """After a kernel start: the variables the continued conversation inspected, so a
+        restart that lost them is named in the next prompt (``drift.py``)."""
+        if not agent.sessions_enabled or not self._exposed():
+            return
+        try:
+            events = self.runner.facade.call(lambda a: a.checkpointer.read(a.session_id))
+        except LiteAgentError:
+            return
+        self.watch.remember_used(used_in_log(events))
 
     def _continue_latest(self, agent: LiteAgent) -> list[str]:
         """After a kernel restart: continue the notebook's most recent session."""

@@ -52,6 +52,8 @@ IMAGE_TYPES = ("image/png", "image/jpeg")
 class Image:
     media_type: str
     data: bytes
+    small: bytes | None = None
+    """The downscaled bytes, once made (:func:`downscale`)."""
 
 
 @dataclass(slots=True)
@@ -312,6 +314,8 @@ def image_block(image: Image) -> dict[str, Any]:
 def downscale(image: Image) -> tuple[str, bytes]:
     """The image, made to fit :data:`MAX_IMAGE_SIDE` (Pillow); as it is when it fits,
     when Pillow is missing (the ``lab`` extra installs it) or when it cannot be read."""
+    if image.small is not None:
+        return image.media_type, image.small
     try:
         from PIL import Image as PILImage
     except ImportError:
@@ -320,13 +324,16 @@ def downscale(image: Image) -> tuple[str, bytes]:
         with PILImage.open(io.BytesIO(image.data)) as pic:
             if max(pic.size) <= MAX_IMAGE_SIDE:
                 return image.media_type, image.data
-            pic.thumbnail((MAX_IMAGE_SIDE, MAX_IMAGE_SIDE))
+            # an integer box reduction: ~10x faster than a Lanczos resize, and a request
+            # is built while the person waits (the result is kept: done once per image)
+            small = pic.reduce(-(-max(pic.size) // MAX_IMAGE_SIDE))
             out = io.BytesIO()
             if image.media_type == "image/jpeg":
-                pic.convert("RGB").save(out, "JPEG", quality=90)
+                small.convert("RGB").save(out, "JPEG", quality=90)
             else:
-                pic.save(out, "PNG")
-            return image.media_type, out.getvalue()
+                small.save(out, "PNG", compress_level=1)
+            image.small = out.getvalue()
+            return image.media_type, image.small
     except Exception:
         return image.media_type, image.data
 

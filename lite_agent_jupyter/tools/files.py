@@ -32,6 +32,7 @@ import base64
 import binascii
 import codecs
 import errno
+import hashlib
 import os
 import re
 import stat
@@ -306,7 +307,37 @@ def _read_text_window(
                 "Use the bash tool (e.g. `file`, `xxd | head`) to inspect it."
             )
         f.seek(0)
+        seen = _seen(ctx)
+        if seen is not None:
+            digest = hashlib.file_digest(f, "sha256")  # type: ignore[arg-type]
+            seen[str(target.path)] = digest.hexdigest()
+            f.seek(0)
         return _format_lines(shown, f, offset, limit)
+
+
+def _seen(ctx: ToolContext) -> dict[str, str] | None:
+    """The session's table path -> hash of the content the model last read or wrote
+    (``ctx.extra["seen_files"]``, kept by the agent per session); ``None`` outside an agent."""
+    seen = ctx.extra.get("seen_files")
+    return seen if isinstance(seen, dict) else None
+
+
+def _check_seen(ctx: ToolContext, path: Path, shown: str, before: bytes | None) -> None:
+    """Compare-and-swap: refuse an edit of a file whose content is not the one the model
+    last read or wrote (a hand edit, another program), so it never writes over what it has
+    not seen. A file it never read is not checked (edit_file says to read first)."""
+    seen = _seen(ctx)
+    if seen is None or str(path) not in seen:
+        return
+    now = hashlib.sha256(before).hexdigest() if before is not None else None
+    if now != seen[str(path)]:
+        raise ToolError(f"{shown} changed since you read it: read it again before editing it")
+
+
+def _saw(ctx: ToolContext, path: Path, data: bytes) -> None:
+    seen = _seen(ctx)
+    if seen is not None:
+        seen[str(path)] = hashlib.sha256(data).hexdigest()
 
 
 def _format_lines(shown: str, f: Any, offset: int, limit: int) -> str:
@@ -397,6 +428,7 @@ async def write_file(
             target.close()
         return _NOTE_UNCHANGED.format(shown)
     await _commit(ctx, target, resolved, before, data)
+    _saw(ctx, resolved, data)
     what = "created" if before is None else "replaced the content of"
     detail = f"{len(data)} bytes" if encoding == "base64" else _count_lines(content)
     return f"{what} {shown} ({detail})"
@@ -432,12 +464,14 @@ async def edit_file(
     target, before, resolved = await asyncio.to_thread(_prepare_path, ctx, path)
     shown = display_path(ctx, resolved)
     try:
+        _check_seen(ctx, resolved, shown, before)
         updated, count, first_line = _edited(shown, before, old_string, new_string, replace_all)
     except BaseException:
         if target is not None:
             target.close()
         raise
     await _commit(ctx, target, resolved, before, updated.encode("utf-8"))
+    _saw(ctx, resolved, updated.encode("utf-8"))
     replaced = f"{count} occurrences" if count > 1 else "1 occurrence"
     return f"edited {shown}: replaced {replaced} (first at line {first_line})"
 

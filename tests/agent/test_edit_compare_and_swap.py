@@ -1,0 +1,65 @@
+"""``edit_file`` never writes over what the model has not seen (#20): a file changed by hand
+since the model last read (or wrote) it is refused with "changed since you read it" until it
+is read again. The real ``anthropic`` client against the fake Messages API server, real files."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
+
+from lite_agent_jupyter import LiteAgent
+
+
+def _results(fake: FakeAnthropicServer, index: int) -> list[dict[str, Any]]:
+    content = fake.message_requests[index].messages[-1]["content"]
+    return [b for b in content if b.get("type") == "tool_result"]
+
+
+async def test_edit_after_a_hand_edit_is_refused_until_read_again(
+    make_agent: Callable[..., LiteAgent],
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    workdir: Path,
+) -> None:
+    notes = workdir / "notes.txt"
+    notes.write_text("alpha\nbeta\n")
+    agent = make_agent(model=claude(), approvals="allow")
+    edit = {"path": "notes.txt", "old_string": "beta", "new_string": "gamma"}
+    fake_anthropic.script(
+        FakeReply("Reading.", tool_calls=[FakeToolCall("read_file", {"path": "notes.txt"})]),
+        "Read it.",
+    )
+    await agent.send("read notes.txt")
+
+    notes.write_text("alpha\nbeta\nby hand\n")  # the person edits the file
+    fake_anthropic.script(
+        FakeReply("Editing.", tool_calls=[FakeToolCall("edit_file", edit)]),
+        FakeReply("Reading again.", tool_calls=[FakeToolCall("read_file", {"path": "notes.txt"})]),
+        FakeReply("Editing again.", tool_calls=[FakeToolCall("edit_file", edit)]),
+        "Done.",
+    )
+    await agent.send("replace beta with gamma")
+    refused = _results(fake_anthropic, 3)[0]
+    assert refused.get("is_error") is True
+    assert "notes.txt changed since you read it: read it again" in str(refused["content"])
+    edited = _results(fake_anthropic, 5)[0]
+    assert not edited.get("is_error"), edited
+    assert notes.read_text() == "alpha\ngamma\nby hand\n"
+
+    # its own write counts as seen: a second edit needs no new read
+    fake_anthropic.script(
+        FakeReply(
+            "More.",
+            tool_calls=[
+                FakeToolCall(
+                    "edit_file", {"path": "notes.txt", "old_string": "gamma", "new_string": "delta"}
+                )
+            ],
+        ),
+        "Done again.",
+    )
+    await agent.send("gamma to delta")
+    assert notes.read_text() == "alpha\ndelta\nby hand\n"
