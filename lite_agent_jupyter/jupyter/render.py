@@ -524,15 +524,13 @@ def branches_text(
     """``%agent branches``: the live timeline, then each kept branch with its fork point (the
     prompt of the live timeline it forks before), its prompts and files. Prompt texts are
     untrusted: control characters are shown as ``?``."""
-    forks = {cp.seq: cp.number for cp in checkpoints}
-    rows = [("branch", "forks before", "prompts", "files", "first prompt", "switch with")]
+    rows = [("branch", "forks", "prompts", "files", "first prompt", "switch with")]
     rows.append(("(current)", "-", str(current_prompts), "-", "-", "-"))
     for branch in branches:
-        number = forks.get(branch.fork, 1 if branch.fork == 0 else None)
         rows.append(
             (
                 branch.name,
-                f"prompt {number}" if number is not None else "a cut prompt",
+                fork_spot(checkpoints, branch.fork),
                 str(branch.prompts),
                 str(branch.files),
                 _clip(branch.first_prompt.replace("\n", " "), 40),
@@ -543,6 +541,31 @@ def branches_text(
     if not branches:
         text += "\nNo other branch yet: a restore keeps the future it leaves as one."
     return _printable(text)
+
+
+def fork_spot(checkpoints: Sequence[Checkpoint], fork: int) -> str:
+    """Where a branch forks, in prompt numbers: ``before prompt 2``; ``after prompt 1 (the
+    end)`` when nothing was asked since the restore; ``a cut prompt`` when a later restore
+    cut the prompt it forks from."""
+    for cp in checkpoints:
+        if cp.seq == fork:
+            return f"before prompt {cp.number}"
+    if fork == 0:
+        return "before prompt 1"
+    if not checkpoints or fork > checkpoints[-1].seq:
+        return f"after prompt {len(checkpoints)} (the end)"
+    return "a cut prompt"
+
+
+def forks_text(checkpoints: Sequence[Checkpoint], forks: Mapping[int, Sequence[Branch]]) -> str:
+    """The checkpoint summary's line of where branches fork (empty when none do)."""
+    if not forks:
+        return ""
+    spots = [
+        f"{fork_spot(checkpoints, seq)}: " + ", ".join(b.name for b in branches)
+        for seq, branches in sorted(forks.items())
+    ]
+    return _printable("\nBranches fork " + "; ".join(spots) + " (%agent branches lists them).")
 
 
 def switch_text(switched: SwitchResult) -> str:

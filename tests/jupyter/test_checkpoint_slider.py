@@ -242,3 +242,27 @@ def test_restore_on_a_stale_slider_redraws_it_and_changes_nothing(
     assert [c.prompt for c in slider.checkpoints] == ["Write notes.txt with version three"]
     slider.restore_button.click()  # now up to date: the click restores
     assert not (workdir / "notes.txt").exists()
+
+
+def test_the_slider_shows_where_branches_fork(
+    facade: AgentFacade,
+    three_prompts: str,
+    runner: AgentRunner,
+    fake_anthropic: FakeAnthropicServer,
+) -> None:
+    """After a restore to before prompt 2 the cut future is branch b1: the title names where
+    it forks, the stop it forks at says so with the switch command, the summary too."""
+    checkpoints = facade.list_checkpoints(three_prompts)
+    facade.restore(three_prompts, checkpoints[1].seq)
+    assert "after prompt 1 (the end): b1" in CheckpointSlider(facade).title.value
+    write(fake_anthropic, "else.txt", "else\n")
+    send(runner, "Something else")
+    slider = CheckpointSlider(facade)
+    assert "⑂ branches fork before prompt 2: b1" in slider.title.value
+    assert slider.slider.value == 1  # the newest stop now is before prompt 2: the fork
+    assert "Branches fork here" in slider.preview.value
+    assert "<code>%agent switch b1</code>" in slider.preview.value
+    assert "Change notes.txt" in slider.preview.value
+    slider.slider.value = 0  # before prompt 1: no fork there
+    assert "Branches fork here" not in slider.preview.value
+    assert "Branches fork before prompt 2: b1" in slider.summary()

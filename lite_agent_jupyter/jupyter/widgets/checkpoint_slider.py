@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 
 import ipywidgets as w
 
-from ...agent import Checkpoint, RestorePlan, RestoreResult
+from ...agent import Branch, Checkpoint, RestorePlan, RestoreResult
 from ...errors import RestoreConflictError, SessionDeletedError
 from .. import render
 from .controls import CheckpointControls
@@ -73,6 +73,7 @@ class CheckpointSlider:
         self.controls = controls
         self.session_id = session_id or controls.session_id
         self.checkpoints: list[Checkpoint] = []
+        self.forks: dict[int, list[Branch]] = {}
         self.plan: RestorePlan | None = None
         self._moving = False
         look = Look()
@@ -179,12 +180,16 @@ class CheckpointSlider:
     def reload(self) -> None:
         """Re-read the checkpoints; select the newest stop and preview it."""
         self.checkpoints = list(self.controls.list_checkpoints(self.session_id))
+        self.forks = {}  # seq -> the branches forking there
+        for branch in self.controls.list_branches(self.session_id):
+            self.forks.setdefault(branch.fork, []).append(branch)
         count = len(self.checkpoints)
         with batched(self.slider, self.title, self.restore_button):
             self.title.value = (
                 f"<b>Checkpoints</b> of session {html.escape(render.short_id(self.session_id))}"
                 f": {count} prompt{'s' * (count != 1)}"
                 + (", oldest on the left" if count > 1 else "")
+                + _forks_title(self.checkpoints, self.forks)
             )
             self._moving = True
             try:
@@ -222,7 +227,9 @@ class CheckpointSlider:
         self.plan = self.controls.preview_restore(self.session_id, checkpoint.seq)
         with batched(self.readout, self.preview):
             self.readout.value = f"<b>{html.escape(stop_label(checkpoint))}</b>"
-            self.preview.value = _preview_html(checkpoint, self.plan)
+            self.preview.value = _preview_html(checkpoint, self.plan) + _fork_html(
+                self.forks.get(checkpoint.seq, [])
+            )
         self._draw_diffs()
 
     def _draw_diffs(self) -> None:
@@ -242,6 +249,7 @@ class CheckpointSlider:
             f"Checkpoints of session {render.short_id(self.session_id)}… "
             f"({render.plural(len(self.checkpoints), 'prompt')}):\n"
             + render.checkpoints_text(self.checkpoints, limit=SUMMARY_CHECKPOINTS)
+            + render.forks_text(self.checkpoints, self.forks)
         )
 
     # -- actions ------------------------------------------------------------------------
@@ -424,3 +432,27 @@ def _result_html(what: str, result: RestoreResult, *, undo: bool = False) -> str
             else "Conversation kept (the model is told its files were rewound)."
         )
     return " ".join(parts)
+
+
+def _forks_title(checkpoints: Sequence[Checkpoint], forks: dict[int, list[Branch]]) -> str:
+    """The title's note of where branches fork (``⑂ before prompt 2: b1``)."""
+    if not forks:
+        return ""
+    spots = [
+        f"{render.fork_spot(checkpoints, seq)}: " + ", ".join(html.escape(b.name) for b in branches)
+        for seq, branches in sorted(forks.items())
+    ]
+    return " · ⑂ branches fork " + "; ".join(spots)
+
+
+def _fork_html(branches: Sequence[Branch]) -> str:
+    """The preview's note that branches fork at this stop, and how to switch to each."""
+    if not branches:
+        return ""
+    items = "".join(
+        f"<li><code>{html.escape(b.name)}</code>: {b.prompts} prompt(s), "
+        f"{html.escape(shorten(b.first_prompt, 60))} — "
+        f"<code>%agent switch {html.escape(b.name)}</code></li>"
+        for b in branches
+    )
+    return f"<div class='lite-agent-forks'>⑂ Branches fork here:<ul>{items}</ul></div>"

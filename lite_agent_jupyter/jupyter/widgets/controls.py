@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from ...agent import Checkpoint, RestorePlan, RestoreResult
+from ...agent import Branch, Checkpoint, RestorePlan, RestoreResult
 from ...checkpoint.protocol import SessionInfo
 
 
@@ -69,4 +69,8 @@ class CheckpointControls(SessionControls, Protocol):
 
     def undo_restore(self, session_id: str, *, force: bool = False) -> RestoreResult:
         """Put back what the last restore of the session replaced."""
+        ...
+
+    def list_branches(self, session_id: str) -> list[Branch]:
+        """The futures the session's restores left behind (the slider marks their forks)."""
         ...
