@@ -4,7 +4,8 @@ SIGKILL: a real process killed mid-restore.
     python restore_child.py CONFIG_JSON
 
 CONFIG_JSON: {"workdir", "root", "namespace", "session_id", "seq", "stop_after": "file" |
-"log"}; with "branch": NAME, a switch to that branch instead of a restore. ``file``: stop
+"log"}; with "branch": NAME, a switch to that branch instead of a restore; with "revert":
+PATH, a revert of that file (after the last prompt). ``file``: stop
 after the first workdir file was replaced (the other files and the log not yet); ``log``:
 stop right after the log was truncated (before the journal is cleared; a switch has not
 appended the branch yet). The stop is this test program wrapping the functions the restore
@@ -66,6 +67,8 @@ async def main(config: dict[str, Any]) -> None:
     async with agent:
         if "branch" in config:  # a branch switch (same journal, same stops)
             await agent.switch_branch(config["session_id"], config["branch"])
+        elif "revert" in config:  # one file reverted (same journal; "file" stop only)
+            await agent.revert_file(config["session_id"], config["revert"])
         else:
             await agent.restore(config["session_id"], config["seq"])
     sys.exit("the restore finished without being stopped")

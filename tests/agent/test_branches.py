@@ -154,3 +154,43 @@ async def test_a_switch_killed_halfway_is_recovered_exactly(
         assert state(project) == run3.states[3]
         assert await next_messages(fresh, sid) == three
         assert len(branches) == 1 and branches[0].name != "b1"
+
+
+async def test_a_revert_killed_after_writing_the_file_is_rolled_back(
+    run3: ThreePrompts,
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    project: Path,
+    storage: Storage,
+) -> None:
+    """A revert is journaled like a restore: killed (SIGKILL) after the file was replaced and
+    before the model's notice was appended, the next call puts the file back, and nothing
+    (no notice, no undo record) is left."""
+    sid = run3.sid
+    messages = await next_messages(run3.agent)
+    changes = await run3.agent.changes()
+    assert [f.path for f in changes.files] == ["b.txt", "data.bin", "src/a.txt"]
+    await run3.agent.close()
+    config = {
+        "workdir": str(project),
+        "root": str(storage.root),
+        "namespace": storage.namespace,
+        "session_id": sid,
+        "revert": "b.txt",
+        "stop_after": "file",
+    }
+    child = subprocess.Popen([sys.executable, str(RESTORE_CHILD), json.dumps(config)])
+    _, status = os.waitpid(child.pid, os.WUNTRACED)
+    assert os.WIFSTOPPED(status), "the child finished instead of stopping mid-revert"
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait(timeout=30)
+    assert (project / "b.txt").read_bytes() == b"bee\n"  # written, the log not yet told
+
+    fresh = make_agent(model=claude(), approvals="allow")
+    await fresh.list_checkpoints(sid)  # the next call on the session recovers
+    assert state(project) == run3.states[3]
+    assert await next_messages(fresh, sid) == messages
+    assert not list((storage.base / "archive").glob(f"{sid}.restore-*"))
+    result = await fresh.revert_file(sid, "b.txt")  # and a revert now goes through
+    assert result.restored == ("b.txt",)
+    assert (project / "b.txt").read_bytes() == b"bee\n"
