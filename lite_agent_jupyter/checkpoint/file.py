@@ -23,9 +23,9 @@ lines written ahead of the log under the same lock, never the log itself.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import errno
-import heapq
 import json
 import logging
 import operator
@@ -46,6 +46,7 @@ from filelock import FileLock, Timeout
 from ..atomic import atomic_write, fsync_dir, sweep_stale, write_all
 from ..errors import CheckpointerUnavailableError, CorruptLogError
 from ..storage import FILE_MODE, ensure_private_dir
+from . import _recent
 from ._blocking import POLL_SECONDS, Gate, ThreadGate, run_gated
 from ._claims import flock_claim
 from .events import (
@@ -194,6 +195,7 @@ class FileCheckpointer:
         self._prefix = self._dir + os.sep
         self._locks_dir = os.path.join(self._dir, LOCKS_DIR)
         self._index_path = os.path.join(self._dir, INDEX_NAME)
+        self._recent_path = os.path.join(self._dir, _recent.RECENT_NAME)
         self._sessions: dict[str, _Session] = {}
         self._entries_synced: set[str] = set()
         """Logs whose folder entry this object has fsynced (a sync needs it only once)."""
@@ -422,14 +424,16 @@ class FileCheckpointer:
     async def list(
         self, *, limit: int | None = None, before: SessionInfo | None = None
     ) -> list[SessionInfo]:
-        """See the protocol. The folder is scanned whatever the page (a ``stat`` per log:
-        the order is the logs' mtimes, kept by no index); a page looks up the titles and
-        turns of the sessions it returns only, the whole listing folds the session index
-        once, before the scan, and builds each ``SessionInfo`` as it meets the log."""
+        """See the protocol. The whole listing scans the folder (a ``stat`` per log: the
+        order is the logs' mtimes) and folds the session index once, building each
+        ``SessionInfo`` as it meets the log. A page (``limit``) reads the recency journal
+        backwards instead (see :mod:`._recent`): it costs what it returns, not the folder,
+        and looks up the titles and turns of the sessions it returns only."""
         check_page(limit, before)
         self._check_open()
-        whole = limit is None
-        titles = await self._read_index() if whole else {}
+        if limit is not None:
+            return await self._page(limit, before)
+        titles = await self._read_index()
         get = titles.get
         missing = (None, 0)
         new = tuple.__new__
@@ -455,17 +459,8 @@ class FileCheckpointer:
         if before is not None:
             cursor = page_key(before)
             found = [info for info in found if (info[1], info[0]) < cursor]
-        if limit is None or limit >= len(found):
-            found.sort(key=_LISTING_ORDER, reverse=True)
-        else:
-            found = heapq.nlargest(limit, found, key=_LISTING_ORDER)
-        if whole:
-            return found
-        titles = await self._read_index([info[0] for info in found])
-        return [
-            new(SessionInfo, (info[0], info[1], *titles.get(info[0], missing), None))
-            for info in found
-        ]
+        found.sort(key=_LISTING_ORDER, reverse=True)
+        return found
 
     async def delete(self, session_id: str) -> None:
         validate_session_id(session_id)
@@ -592,8 +587,7 @@ class FileCheckpointer:
             _write_or_undo(fd, data, tail.end)
             if self.durable:
                 os.fsync(fd)
-            now = time.time_ns()
-            os.utime(fd, ns=(now, now))
+            self._stamp(session_id, lambda ns: os.utime(fd, ns=(ns, ns)))
             st = os.fstat(fd)
         finally:
             if fd >= 0:
@@ -673,8 +667,7 @@ class FileCheckpointer:
             if fd >= 0:
                 os.close(fd)
         atomic_write(path, kept, mode=FILE_MODE)
-        now = time.time_ns()
-        os.utime(path, ns=(now, now))
+        self._stamp(session_id, lambda ns: os.utime(path, ns=(ns, ns)))
         st = os.stat(path)
         session.known = _Known(st.st_ino, st.st_size, st.st_mtime_ns, to_seq)
         self._cut_marks(session_id, session, to_seq)
@@ -802,6 +795,41 @@ class FileCheckpointer:
         # Last, while we still hold it: a waiter on the old lock file sees it unlinked and
         # retries on a fresh one, so the lock never has two holders.
         _unlink(lock_path)
+
+    def _stamp(self, session_id: str, set_mtime: Callable[[int], None]) -> None:
+        """Set a log's mtime to now, recorded in the recency journal (see :mod:`._recent`)."""
+        try:
+            _recent.stamp(self._recent_path, session_id, set_mtime)
+        except OSError as exc:  # the events are written: report them as such
+            message = f"could not record the change of {session_id} in {self._recent_path}: {exc}"
+            logger.warning(message)
+            warnings.warn(message, RuntimeWarning, stacklevel=3)
+            now = time.time_ns()
+            set_mtime(now)
+
+    async def _page(self, limit: int, before: SessionInfo | None) -> builtins.list[SessionInfo]:
+        """A page from the recency journal, rebuilt first when absent or grown."""
+        cursor = None if before is None else page_key(before)
+        entries = _recent.page(self._recent_path, self._path, limit, cursor)
+        if entries is None:
+            if not os.path.isdir(self._dir):
+                return []
+            await self._locked(None, self._rebuild_recent, index=True)
+            entries = _recent.page(self._recent_path, self._path, limit, cursor) or []
+        titles = await self._read_index([entry[1] for entry in entries])
+        missing = (None, 0)
+        new = tuple.__new__
+        return [
+            new(SessionInfo, (sid, mtime, *titles.get(sid, missing), None))
+            for mtime, sid, _ in entries
+        ]
+
+    def _rebuild_recent(self) -> None:
+        """(Re)write the recency journal from the folder (the caller holds the index locks)."""
+        if not os.path.isdir(self._dir):
+            return
+        if _recent.page(self._recent_path, self._path, 0, None) is None:  # not done meanwhile
+            _recent.rebuild(self._recent_path, self._dir, LOG_SUFFIX)
 
     # -- the session index ---------------------------------------------------------------------
 

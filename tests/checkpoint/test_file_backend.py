@@ -78,9 +78,11 @@ async def test_layout_and_private_modes(fstore: FileCheckpointer, directory: Pat
     assert mode(directory / ".locks" / f"{S}.lock") == 0o600
     assert mode(directory / ".index.jsonl") == 0o600
     assert mode(directory / f"{S}.marks") == 0o600
+    assert mode(directory / ".recent") == 0o600
     assert sorted(p.name for p in directory.iterdir()) == [
         ".index.jsonl",
         ".locks",
+        ".recent",
         f"{S}.jsonl",
         f"{S}.marks",
     ]
