@@ -1,6 +1,6 @@
 """Notebook 7 in Debian's Chromium, the flows of the JupyterLab tests: a streamed answer,
-Allow / Deny on a waiting turn, the checkpoint slider (moved with the mouse; its arrow keys
-do not reach it in Notebook 7, see docs/widgets.md), Restore (the file on disk changes) and
+Allow / Deny on a waiting turn, the checkpoint slider moved with the arrow keys (with the
+shortcut setting of docs/widgets.md) and the mouse, Restore (the file on disk changes) and
 Undo restore (it changes back). Notebook 7 is built from JupyterLab's parts, served by the
 ``notebook`` package (the ``browser`` extra)."""
 
@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import lab_browser
 import pytest
 from fake_anthropic import FakeAnthropicServer, tool_reply
 from lab_browser import (
@@ -21,11 +22,31 @@ from lab_browser import (
     write_notebook,
 )
 
+HEADING_KEYS = [
+    {
+        "command": f"notebook:move-cursor-heading-{where}",
+        "keys": [key],
+        "selector": ".jp-Notebook.jp-mod-commandMode:not(.jp-mod-readWrite) :focus",
+        "disabled": True,
+    }
+    for where, key in (("above-or-collapse", "ArrowLeft"), ("below-or-expand", "ArrowRight"))
+]
+"""The user setting of docs/widgets.md that gives the slider its arrow keys in Notebook 7."""
+
 
 @pytest.fixture
 def notebook7(
-    lab_root: Path, tmp_path: Path, fake_anthropic: FakeAnthropicServer, artifacts: Path
+    lab_root: Path,
+    tmp_path: Path,
+    fake_anthropic: FakeAnthropicServer,
+    artifacts: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> Iterator[JupyterLabServer]:
+    monkeypatch.setitem(
+        lab_browser.LAB_SETTINGS,
+        "@jupyterlab/shortcuts-extension:shortcuts",
+        {"shortcuts": HEADING_KEYS},
+    )
     env = {**fake_anthropic.client_env(), "LITE_AGENT_HOME": str(tmp_path / "home")}
     server = JupyterLabServer(lab_root, tmp_path / "nb7-state", env=env, app="notebook").start()
     try:
@@ -35,7 +56,7 @@ def notebook7(
         (artifacts / "notebook7.log").write_text(server.log())
 
 
-def test_stream_slider_restore_and_undo_in_notebook_7(
+def test_stream_slider_keys_restore_and_undo_in_notebook_7(
     notebook7: JupyterLabServer, lab_root: Path, notes: Path, page: Any, artifacts: Path
 ) -> None:
     write_notebook(
@@ -62,12 +83,18 @@ def test_stream_slider_restore_and_undo_in_notebook_7(
     no_widget_errors(page)
     assert readout.inner_text() == "before prompt 2: Change notes.txt"
 
-    # the slider moved with the mouse: a click at the left end of its track is prompt 1
+    # the arrow keys (with the shortcut setting above), then the mouse: a click at the left
+    # end of the track is prompt 1
+    slider.locator(".noUi-handle").focus()
+    page.keyboard.press("ArrowLeft")
+    wait_for(lambda: "Before prompt 1" in preview.inner_text(), "the preview of prompt 1")
+    assert readout.inner_text() == "before prompt 1: Write notes.txt"
+    page.keyboard.press("ArrowRight")
+    wait_for(lambda: "Before prompt 2" in preview.inner_text(), "the preview of prompt 2")
     track = slider.locator(".noUi-base")
     box = track.bounding_box()
     page.mouse.click(box["x"] + 2, box["y"] + box["height"] / 2)
-    wait_for(lambda: "Before prompt 1" in preview.inner_text(), "the preview of prompt 1")
-    assert readout.inner_text() == "before prompt 1: Write notes.txt"
+    wait_for(lambda: "Before prompt 1" in preview.inner_text(), "prompt 1 again, by mouse")
 
     slider.locator(".lite-agent-restore").click()
     wait_for(lambda: not notes.exists(), "the restore: notes.txt did not exist before prompt 1")
