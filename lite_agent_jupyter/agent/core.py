@@ -780,12 +780,16 @@ class LiteAgent:
         *,
         checkpoint: int | None = None,
         force: bool = False,
+        stop_jobs: bool = False,
     ) -> RestoreResult:
         """Put ``path`` back to its content before the prompt at ``checkpoint`` (default: the
         last prompt), keeping every other file and the conversation; the model is told at the
         next request. Refuses with :class:`RestoreConflictError` if the file changed after
-        that prompt (unless ``force=True``); journaled, undone by :meth:`undo_restore`."""
+        that prompt (unless ``force=True``), and while background jobs of the session run, as
+        :meth:`restore` does (``stop_jobs=True`` stops them); journaled, undone by
+        :meth:`undo_restore`."""
         sid = self._time_travel("revert_file", session_id)
+        await self._settle_jobs(sid, stop_jobs)
         async with self._idle(sid):
             return await self._restorer.revert(sid, path, checkpoint, force=force)
 
@@ -809,12 +813,14 @@ class LiteAgent:
         return await self._restorer.preview_switch(sid, name)
 
     async def switch_branch(
-        self, session_id: str | None, name: str, *, force: bool = False
+        self, session_id: str | None, name: str, *, force: bool = False, stop_jobs: bool = False
     ) -> SwitchResult:
         """Move the session's files and conversation to branch ``name``'s tip; the future
         left behind becomes a branch (switch to it to come back). Conflict-checked and
-        journaled as :meth:`restore` is. Makes the session current."""
+        journaled as :meth:`restore` is, and refused the same way while background jobs of
+        the session run (``stop_jobs=True`` stops them). Makes the session current."""
         sid = self._time_travel("switch_branch", session_id)
+        await self._settle_jobs(sid, stop_jobs)
         async with self._idle(sid):
             result = await self._restorer.switch(sid, name, force=force)
         self._session_id = sid

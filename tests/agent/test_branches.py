@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_anthropic import FakeAnthropicServer
+from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
 from test_restore import (
     RESTORE_CHILD,
     MakeAgent,
@@ -28,6 +28,7 @@ from test_restore import (
 )
 
 from lite_agent_jupyter import RestoreConflictError, Storage, UnknownBranchError
+from lite_agent_jupyter.errors import BackgroundJobsRunningError
 
 __all__ = ["project", "run3"]  # the fixtures, used by name
 
@@ -194,3 +195,40 @@ async def test_a_revert_killed_after_writing_the_file_is_rolled_back(
     result = await fresh.revert_file(sid, "b.txt")  # and a revert now goes through
     assert result.restored == ("b.txt",)
     assert (project / "b.txt").read_bytes() == b"bee\n"
+
+
+async def test_switch_and_revert_refuse_while_a_background_job_runs(
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    workdir: Path,
+) -> None:
+    """Like restore (#18): a job could write a file being switched or reverted, or land its
+    completion turn in a timeline moved under it; stop_jobs=True stops it first."""
+    (workdir / "data.txt").write_text("v0\n")
+    fake_anthropic.script(
+        calls(write_call("data.txt", "v1\n")),
+        "Wrote v1.",
+        calls(write_call("data.txt", "v2\n")),
+        "Wrote v2.",
+    )
+    agent = make_agent(model=claude(), approvals="allow")
+    await agent.send("write v1")
+    await agent.send("write v2")
+    checkpoints = await agent.list_checkpoints()
+    await agent.restore(agent.session_id, checkpoints[1].seq)
+    fake_anthropic.script(
+        FakeReply(
+            "", tool_calls=[FakeToolCall("bash", {"command": "sleep 30", "background": True})]
+        ),
+        "Started.",
+    )
+    await agent.send("start the slow job")
+    with pytest.raises(BackgroundJobsRunningError):
+        await agent.switch_branch(agent.session_id, "b1")
+    with pytest.raises(BackgroundJobsRunningError):
+        await agent.revert_file(agent.session_id, "data.txt", checkpoint=checkpoints[0].seq)
+    assert (workdir / "data.txt").read_text() == "v1\n"  # nothing changed
+    await agent.switch_branch(agent.session_id, "b1", stop_jobs=True)
+    assert (workdir / "data.txt").read_text() == "v2\n"
+    await agent.wait_background()
