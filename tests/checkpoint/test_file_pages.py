@@ -164,3 +164,27 @@ async def test_a_journal_without_header_is_rebuilt(tmp_path: Path) -> None:
     journal.write_bytes(b"# partial " + journal.read_bytes()[10:].split(b"\n")[0] + b"\n")
     assert [info.id for info in await store.list(limit=3)] == ["new", "older", "old"]
     assert journal.read_bytes().startswith(b"# rebuilt ")
+
+
+async def test_page_titles_and_turns_match_the_whole_listing(tmp_path: Path) -> None:
+    """A page takes titles and turns from each session's mark index, or from the session
+    index when that is missing or large, and never counts a mark written ahead of a log
+    whose write did not happen (a crash between the two)."""
+    store = file_checkpointer(tmp_path)
+    await store.append("plain", [prompt("first"), assistant(), prompt("second")])
+    await store.append("big", [prompt(f"p{i} " + "x" * 400) for i in range(60)])
+    await store.append("nomarks", [prompt("alone"), assistant()])
+    await store.append("ahead", [prompt("kept"), assistant()])
+    (tmp_path / "nomarks.marks").unlink()
+    marks = tmp_path / "ahead.marks"
+    line = marks.read_bytes().splitlines()[0]
+    marks.write_bytes(marks.read_bytes() + line.replace(b'"seq":1,', b'"seq":3,') + b"\n")
+    assert (tmp_path / "big.marks").stat().st_size > file_module._PAGE_MARKS_MAX
+    whole = await file_checkpointer(tmp_path).list()
+    assert {info.id: (info.title, info.turns) for info in whole} == {
+        "plain": ("first", 2),
+        "big": (whole[2].title, 60),
+        "nomarks": ("alone", 1),
+        "ahead": ("kept", 1),
+    }
+    assert await file_checkpointer(tmp_path).list(limit=4) == whole
