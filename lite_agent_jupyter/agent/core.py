@@ -748,6 +748,7 @@ class LiteAgent:
             result = await self._restorer.restore(
                 sid, seq, files=files, conversation=conversation, force=force
             )
+        self._forget_seen(sid)
         self._session_id = sid
         return result
 
@@ -761,8 +762,15 @@ class LiteAgent:
         await self._settle_jobs(sid, stop_jobs)
         async with self._idle(sid):
             result = await self._restorer.undo(sid, force=force)
+        self._forget_seen(sid)
         self._session_id = sid
         return result
+
+    def _forget_seen(self, session_id: str) -> None:
+        """After time travel the model's picture of the files is what the (rewound)
+        conversation and the restore's own notice say: the file tools' compare-and-swap
+        table starts again (``seen.py``), so a restore is not taken for a hand edit."""
+        self._settings.seen_files.pop(session_id, None)
 
     async def changes(
         self, session_id: str | None = None, checkpoint: int | None = None
@@ -791,7 +799,9 @@ class LiteAgent:
         sid = self._time_travel("revert_file", session_id)
         await self._settle_jobs(sid, stop_jobs)
         async with self._idle(sid):
-            return await self._restorer.revert(sid, path, checkpoint, force=force)
+            result = await self._restorer.revert(sid, path, checkpoint, force=force)
+        self._forget_seen(sid)
+        return result
 
     async def list_rewind_points(self, session_id: str | None = None) -> list[RewindPoint]:
         """Every tool call of the session that changed files, oldest first: each

@@ -60,6 +60,8 @@ from .results import (
     TurnStarted,
     UsageUpdate,
 )
+from .seen import outside_notice
+from .seen import refresh as refresh_seen
 from .session import SessionLog
 from .tracking import FileTracker
 from .usage import Prices
@@ -157,6 +159,12 @@ async def run_turn(
         opening = await hooks.session_start(session.session_id, resumed=checkpoint > 0)
         added = await hooks.prompt_submit(session.session_id, user.content)
         prompt = [*opening, *prompt, *added] if user.origin == "user" else [*opening, *prompt]
+    if user.origin == "user":  # files the model saw, changed by hand since: named once
+        outside = await outside_notice(
+            settings.seen_files.get(session.session_id), settings.workdir
+        )
+        if outside is not None:
+            prompt = [*prompt, outside]
     if settings.extra_tools is not None:
         settings.extra_tools.start()  # in the background: a turn never waits for it
     await session.append(prompt)
@@ -414,6 +422,8 @@ async def _approved_call(
         if tracker is not None:
             await _shielded(tracker.after(session, tool_use_id, name))
         raise
+    if tool.kind == "shell" or tool.scans_workdir:
+        await refresh_seen(context.extra.get("seen_files"))
     if tracker is not None:
         report = await tracker.after(session, tool_use_id, name)
         for snap in report.events:

@@ -1,9 +1,10 @@
-"""``edit_file`` never writes over what the model has not seen (#20): a file changed by hand
+"""The model hears of hand edits and ``edit_file`` never writes over what the model has not seen (#20): a file changed by hand
 since the model last read (or wrote) it is refused with "changed since you read it" until it
 is read again. The real ``anthropic`` client against the fake Messages API server, real files."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,9 @@ async def test_edit_after_a_hand_edit_is_refused_until_read_again(
         "Done.",
     )
     await agent.send("replace beta with gamma")
+    asked = json.dumps(fake_anthropic.message_requests[2].messages[-1]["content"])
+    assert "Changed outside the agent since you last read or wrote them: notes.txt." in asked
+    assert "replace beta with gamma" in asked
     refused = _results(fake_anthropic, 3)[0]
     assert refused.get("is_error") is True
     assert "notes.txt changed since you read it: read it again" in str(refused["content"])
@@ -63,3 +67,5 @@ async def test_edit_after_a_hand_edit_is_refused_until_read_again(
     )
     await agent.send("gamma to delta")
     assert notes.read_text() == "alpha\ndelta\nby hand\n"
+    told = json.dumps(fake_anthropic.message_requests[6].messages[-1]["content"])
+    assert "Changed outside the agent" not in told  # told once, and its own edits are no news
