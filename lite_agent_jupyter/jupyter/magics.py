@@ -66,6 +66,7 @@ from .context import (
 )
 from .drift import VariableWatch, used_in_log
 from .hook_paths import resolve_hooks
+from .kernel_tools import propose_cell_tool
 from .notebook_file import NotebookIdentity, claim, notebook_storage
 from .outputs import CellOutputs, cell_output_tool, expand_cells
 from .registry import SUBCOMMANDS, HelpShown, Parser, arg, help_text, parser, subcommand
@@ -163,6 +164,11 @@ class LiteAgentMagics(Magics):
         True,
         help="Keep each cell's outputs (text, plots) for {Cell[n]} in prompts and the "
         "read-only cell_output tool; False: the model sees no cell output.",
+    ).tag(config=True)
+    kernel_tools = Bool(
+        False,
+        help="Give the agent the propose_cell tool (code into a new cell below the %%agent "
+        "cell, for you to run; nothing is run).",
     ).tag(config=True)
     allow_notebook_edits = Bool(
         False, help="Let the file tools write the notebook open in this kernel."
@@ -335,6 +341,7 @@ class LiteAgentMagics(Magics):
             tuple(self._exposed()),
             self.allow_notebook_edits,
             self.share_outputs,
+            self.kernel_tools,
             self.location,
             json.dumps(self.mcp_servers, sort_keys=True),
             json.dumps(self.hooks, sort_keys=True),
@@ -362,6 +369,8 @@ class LiteAgentMagics(Magics):
             tools += variable_tools(lambda: shell.user_ns, self._exposed)
         if self.share_outputs and self.outputs_hooks is not None:
             tools.append(cell_output_tool(self.outputs))
+        if self.kernel_tools and hasattr(self.shell, "set_next_input"):
+            tools.append(propose_cell_tool(self.shell))
         notebook = self.location.notebook
         identity = self.notebook_ids.of(notebook)
         if notebook is not None and not self.allow_notebook_edits:

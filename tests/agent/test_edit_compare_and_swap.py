@@ -1,6 +1,7 @@
-"""The model hears of hand edits and ``edit_file`` never writes over what the model has not seen (#20): a file changed by hand
-since the model last read (or wrote) it is refused with "changed since you read it" until it
-is read again. The real ``anthropic`` client against the fake Messages API server, real files."""
+"""The model hears of hand edits, and ``edit_file`` never writes over what it has not seen
+(#20): the next prompt after a hand edit of a file the model read names the path, and
+``edit_file`` refuses the file ("changed since you read it") until it is read again. The real
+``anthropic`` client against the fake Messages API server, real files."""
 
 from __future__ import annotations
 

@@ -37,6 +37,8 @@ class Cell:
     """display_id -> its latest data bundle (updates applied)."""
     order: list[str] = field(default_factory=list)
     stream_text: str = ""
+    payload: list[dict[str, Any]] = field(default_factory=list)
+    """The execute reply's payloads (``set_next_input``: a new cell for the front end)."""
     timeline: list[tuple[float, str, dict[str, Any]]] = field(default_factory=list)
     """(monotonic time received, msg_type, content) of every output message."""
 
@@ -175,6 +177,7 @@ class Kernel:
                 parent = reply.get("parent_header", {}).get("msg_id")
                 if parent in cells:
                     cells[parent].status = reply["content"]["status"]
+                    cells[parent].payload = list(reply["content"].get("payload") or [])
                     replied.add(parent)
         return [cells[m] for m in msg_ids]
 

@@ -129,3 +129,25 @@ def test_large_images_are_downscaled_and_outputs_are_bounded() -> None:
     text = cell_blocks(newest)[0]["text"]
     assert "[output cut: 500 more characters not kept]" in text
     assert len(text) < TEXT_CAP + 200
+
+
+def test_propose_cell_puts_code_in_a_new_cell_and_runs_nothing(
+    agent_kernel: Kernel, fake_anthropic: FakeAnthropicServer
+) -> None:
+    fake_anthropic.script("No tool.")
+    agent_kernel.run("%%agent\nhi").check()
+    assert "propose_cell" not in {t["name"] for t in fake_anthropic.last_request.body["tools"]}
+    agent_kernel.run("%config LiteAgentMagics.kernel_tools = True").check()
+    fake_anthropic.script(
+        FakeReply(
+            "Proposing.",
+            tool_calls=[FakeToolCall("propose_cell", {"code": "proposed_value = 42"})],
+        ),
+        "It is in the cell below; run it when you are ready.",
+    )
+    cell = agent_kernel.run("%%agent\nset proposed_value to 42").check()
+    [payload] = [p for p in cell.payload if p.get("source") == "set_next_input"]
+    assert payload["text"].startswith("# proposed by the agent (session ")
+    assert "proposed_value = 42" in payload["text"] and payload["replace"] is False
+    shown = agent_kernel.run("print('proposed_value' in globals())").check()
+    assert shown.stream_text.strip() == "False"  # proposed, not run
