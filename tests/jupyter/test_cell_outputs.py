@@ -6,11 +6,12 @@ image blocks, and the read-only ``cell_output`` tool returns the same. A real ke
 from __future__ import annotations
 
 import base64
+from pathlib import Path
 from typing import Any
 
 from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
 from mcp_server import PNG
-from nbkernel import Kernel
+from nbkernel import SETUP, Kernel, StartKernel
 
 SHOW_PNG = f"""\
 import base64
@@ -151,3 +152,39 @@ def test_propose_cell_puts_code_in_a_new_cell_and_runs_nothing(
     assert "proposed_value = 42" in payload["text"] and payload["replace"] is False
     shown = agent_kernel.run("print('proposed_value' in globals())").check()
     assert shown.stream_text.strip() == "False"  # proposed, not run
+
+
+def test_a_recorded_plot_question_replays_identically_offline(
+    start_kernel: StartKernel, fake_anthropic: FakeAnthropicServer, tmp_path: Path
+) -> None:
+    fake_anthropic.script(
+        FakeReply("Looking again.", tool_calls=[FakeToolCall("cell_output", {"cell": 2})]),
+        "The plot is one dot: the data has a single point.",
+    )
+    home = start_kernel(tmp_path / "home", fake_anthropic.client_env())
+    home.run(SETUP).check()
+    home.run(SHOW_PNG).check()  # cell 2
+    home.run("%agent record plot.jsonl").check()
+    recorded = home.run("%%agent\nwhat is wrong with this plot? {Cell[2]}").check()
+    assert "1 image from the notebook" in recorded.plain
+    cassette = (tmp_path / "home" / "plot.jsonl").read_bytes()
+    assert base64.b64encode(PNG) in cassette  # the image is in the recording
+
+    school = tmp_path / "school"
+    school.mkdir()
+    (school / "plot.jsonl").write_bytes(cassette)
+    offline = start_kernel(school, {"ANTHROPIC_API_KEY": None, "ANTHROPIC_BASE_URL": None})
+    offline.run(SETUP).check()
+    offline.run(SHOW_PNG).check()  # cell 2 again
+    offline.run("%agent replay plot.jsonl --speed 0").check()
+    before = len(fake_anthropic.message_requests)
+    replayed = offline.run("%%agent\nwhat is wrong with this plot? {Cell[2]}").check()
+    assert "The plot is one dot: the data has a single point." in replayed.markdown
+
+    def answer(markdown: str) -> str:  # the turn itself: no replay note, no footer
+        return "Looking again." + markdown.split("Looking again.", 1)[1].rsplit("<sub>", 1)[0]
+
+    assert "cell_output 2" in answer(recorded.markdown)
+    assert answer(replayed.markdown) == answer(recorded.markdown)
+    assert "1 image from the notebook" in replayed.plain
+    assert len(fake_anthropic.message_requests) == before  # nothing went to a server
