@@ -64,7 +64,7 @@ from .context import (
     locate_notebook,
     variable_tools,
 )
-from .drift import VariableWatch, used_in_log
+from .drift import VariableWatch, used_in_log, with_note
 from .hook_paths import resolve_hooks
 from .kernel_tools import propose_cell_tool
 from .notebook_file import NotebookIdentity, claim, notebook_storage
@@ -165,11 +165,9 @@ class LiteAgentMagics(Magics):
         help="Keep each cell's outputs (text, plots) for {Cell[n]} in prompts and the "
         "read-only cell_output tool; False: the model sees no cell output.",
     ).tag(config=True)
-    kernel_tools = Bool(
-        False,
-        help="Give the agent the propose_cell tool (code into a new cell below the %%agent "
-        "cell, for you to run; nothing is run).",
-    ).tag(config=True)
+    kernel_tools = Bool(False, help="Give the agent propose_cell (code into a new cell).").tag(
+        config=True
+    )
     allow_notebook_edits = Bool(
         False, help="Let the file tools write the notebook open in this kernel."
     ).tag(config=True)
@@ -478,13 +476,7 @@ class LiteAgentMagics(Magics):
         elif not self._continued:
             notes += self._continue_latest(agent)
             self._remember_used(agent)
-        drift = self.watch.note(user_ns, self._exposed())
-        if drift is not None:
-            prompt = (
-                f"{drift}\n\n{prompt}"
-                if isinstance(prompt, str)
-                else [{"type": "text", "text": drift}, *prompt]
-            )
+        prompt = with_note(prompt, self.watch.note(user_ns, self._exposed()))
         replaying = teach.top_note(agent.model)
         if replaying is not None:
             notes.append(replaying)
