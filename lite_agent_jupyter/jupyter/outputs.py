@@ -203,11 +203,13 @@ class CellOutputs:
     # -- reading (any thread) ----------------------------------------------------------
 
     def get(self, count: int | None) -> CellRecord | None:
-        """A copy of cell ``count`` (the newest complete cell when ``None``)."""
+        """A copy of cell ``count`` (the newest finished cell when ``None``; ``-n``: the n-th
+        newest, so ``{Cell[-1]}`` is the cell run just before the ``%%agent`` cell)."""
         with self._lock:
-            if count is None:
-                done = [c for n, c in self._cells.items() if c is not self._current]
-                return done[-1].copy() if done else None
+            if count is None or count < 0:  # -1: the newest finished cell, -2 the one before
+                done = [c for c in self._cells.values() if c is not self._current]
+                index = -1 if count is None else count
+                return done[index].copy() if len(done) >= -index else None
             found = self._cells.get(count)
             return found.copy() if found is not None else None
 

@@ -127,6 +127,9 @@ def test_large_images_are_downscaled_and_outputs_are_bounded() -> None:
     assert outputs.get(10) is None and outputs.get(11) is not None
     newest = outputs.get(None)
     assert newest is not None and newest.count == MAX_CELLS + 10
+    before = outputs.get(-2)  # {Cell[-2]}: counted back from the newest finished cell
+    assert before is not None and before.count == MAX_CELLS + 9
+    assert outputs.get(-MAX_CELLS - 1) is None
     text = cell_blocks(newest)[0]["text"]
     assert "[output cut: 500 more characters not kept]" in text
     assert len(text) < TEXT_CAP + 200
