@@ -8,6 +8,8 @@ directory, usually ``Storage.sessions_dir``)::
     <directory>/<id>.marks          the session's mark index: copies of its checkpoint, compaction
                                     and file_snapshot lines (see docs/design.md)
     <directory>/.index.jsonl        title and turn count of every session, for list()
+    <directory>/.recent             the recency journal: list(limit=) reads it backwards
+                                    (see ._recent)
     <directory>/<id>.deleted        the tombstone a delete leaves (see SupportsTombstones)
     <directory>/.locks/<id>.lock    the file lock of a session (and .index.lock)
     <directory>/.locks/<id>.turn    the turn claim of a session (flock, held for a whole turn)
