@@ -20,6 +20,12 @@ message) is appended with ``redacted=True``, so it is not scanned twice.
 Also :func:`redact_url` (a URL's password out of messages and logs), here so that the checkpoint
 URL parser and the PostgreSQL backend need not import each other.
 
+URLs are redacted by shape, not by value (:func:`redact_url`, :func:`redact_urls`): a
+``checkpointer_url`` set in a config file carries its database password (``user:pw@host``
+or ``?password=``), and ``%agent config`` / ``%agent info`` print what is set, into the saved
+notebook. The userinfo password and every query parameter whose name looks like a secret
+(:data:`SECRET_PARAMETER`) show as :data:`URL_MASK`.
+
 This module imports nothing from the package; every layer may use it.
 """
 
@@ -27,11 +33,21 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
 
-__all__ = ["MIN_SECRET_CHARS", "REDACTED", "Redactor", "env_secrets", "redact_url"]
+__all__ = [
+    "MIN_SECRET_CHARS",
+    "REDACTED",
+    "SECRET_PARAMETER",
+    "URL_MASK",
+    "Redactor",
+    "StreamRedactor",
+    "env_secrets",
+    "redact_url",
+    "redact_urls",
+]
 
 REDACTED = "[REDACTED]"
 MIN_SECRET_CHARS = 8
@@ -146,12 +162,108 @@ class Redactor:
         """``f"{type}: {message}"`` of an exception, redacted: for recording why a turn ended."""
         return self.text(f"{type(exc).__name__}: {exc}")
 
+    def stream(self) -> StreamRedactor:
+        """A redactor for one text that arrives in pieces (a streamed answer)."""
+        return StreamRedactor(self)
+
+    def pieces(self, pieces: Sequence[str]) -> list[str]:
+        """``pieces`` of one text, redacted as the whole text is: a secret split across two
+        pieces (``"sk-ant-ab"``, ``"cd..."``) is replaced too. As many pieces come back (some
+        may be empty, some may take a held part of the one before), so their timing stays."""
+        if not self._secrets or not pieces:
+            return list(pieces)
+        stream = self.stream()
+        out = [stream.feed(piece) for piece in pieces]
+        out[-1] += stream.flush()
+        return out
+
+    def _cut(self, text: str) -> int:
+        """Where ``text`` may be cut so that the part before it can be shown now: before any
+        suffix that is a proper prefix of a secret (the rest may still come), and never inside
+        a whole secret."""
+        cut = len(text)
+        for secret in self._secrets:
+            first = secret[0]
+            at = text.find(first, max(0, len(text) - len(secret) + 1))
+            while at != -1 and at < cut:
+                if secret.startswith(text[at:]):
+                    cut = at  # the earliest such start of this secret is its longest
+                    break
+                at = text.find(first, at + 1)
+        moved = True
+        while moved:
+            moved = False
+            for secret in self._secrets:
+                at = text.find(secret, max(0, cut - len(secret) + 1))
+                if at != -1 and at < cut < at + len(secret):
+                    cut, moved = at, True
+        return cut
+
+
+class StreamRedactor:
+    """Redacts a text fed in pieces: each :meth:`feed` returns what can be shown now, holding
+    back only a tail that could be the start of a secret (usually nothing, at most a
+    secret's length); :meth:`flush` returns the rest at the end of the text."""
+
+    __slots__ = ("_held", "_redactor")
+
+    def __init__(self, redactor: Redactor) -> None:
+        self._redactor = redactor
+        self._held = ""
+
+    def feed(self, piece: str) -> str:
+        redactor = self._redactor
+        if not redactor:
+            return piece
+        text = self._held + piece if self._held else piece
+        cut = redactor._cut(text)
+        self._held = text[cut:]
+        return redactor.text(text[:cut])
+
+    def flush(self) -> str:
+        held, self._held = self._held, ""
+        return self._redactor.text(held)
+
+
+URL_MASK = "***"
+"""What a URL's password or secret query value shows as."""
+
+SECRET_PARAMETER = re.compile(
+    r"pass|pwd|secret|token|key|auth|credential|signature|sig$", re.IGNORECASE
+)
+"""A query parameter name holding a secret: ``password``, ``passwd``, ``pwd``,
+``sslpassword``, ``secret``, ``client_secret``, ``token``, ``access_token``, ``key``,
+``api_key``, ``apikey``, ``auth``, ``X-Amz-Signature``, ``sig``..."""
+
+_URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
+
 
 def redact_url(url: str) -> str:
-    """``url`` with any password replaced by ``***``: safe for error messages and logs."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)
-    user = netloc[0].split(":", 1)[0]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[1]}"))
+    """``url`` with its userinfo password and the values of secret-looking query
+    parameters (:data:`SECRET_PARAMETER`) replaced by :data:`URL_MASK`; the rest as written
+    (nothing re-encoded). Safe for messages, logs and notebook outputs."""
+    head, hash_mark, fragment = url.partition("#")
+    base, question, query = head.partition("?")
+    scheme, slashes, rest = base.partition("://")
+    if slashes:
+        authority, slash, path = rest.partition("/")
+        userinfo, at, host = authority.rpartition("@")  # the last @: a raw one in a password
+        if at and ":" in userinfo:
+            user = userinfo.split(":", 1)[0]
+            base = f"{scheme}://{user}:{URL_MASK}@{host}{slash}{path}"
+    if query:
+        pairs = []
+        for pair in re.split(r"([&;])", query):
+            name, equals, value = pair.partition("=")
+            if equals and value and SECRET_PARAMETER.search(name):
+                pair = f"{name}={URL_MASK}"
+            pairs.append(pair)
+        query = "".join(pairs)
+    return f"{base}{question}{query}{hash_mark}{fragment}"
+
+
+def redact_urls(text: str) -> str:
+    """``text`` with :func:`redact_url` applied to every ``scheme://...`` in it."""
+    if "://" not in text:
+        return text
+    return _URL.sub(lambda m: redact_url(m.group(0)), text)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..abort import AbortSignal
+from ..controls import terminal_safe
 from ..tools.base import ToolKind
 
 Decision = Literal["allow", "ask", "deny"]
@@ -132,16 +133,30 @@ async def call_handler(
     return False, None
 
 
+def input_text(request: ApprovalRequest) -> str:
+    """The whole input of a call, as the person who approves it must see it: indented JSON
+    (a string's newlines and quotes escaped, so nothing in it can pass for the question),
+    never cut (Allow runs all of it), control characters shown (``terminal_safe``)."""
+    return terminal_safe(json.dumps(request.input, ensure_ascii=False, indent=1, default=str))
+
+
+def asking_text(request: ApprovalRequest) -> str:
+    """The lines printed before a terminal's ``[y/N]``: on a line of their own (the streamed
+    answer may not end with a newline), the tool and its whole input."""
+    return (
+        f"\nThe agent wants to run {terminal_safe(request.tool_name)} ({request.kind}):\n"
+        f"{input_text(request)}"
+    )
+
+
 def console_approval(request: ApprovalRequest, signal: AbortSignal) -> bool:
-    """An ``on_approval`` handler for a terminal: shows the call and asks ``[y/N]``.
+    """An ``on_approval`` handler for a terminal: shows the whole call and asks ``[y/N]``
+    on a line of its own.
 
     Sync on purpose: the agent runs it in a worker thread, so the event loop (and the
     stream) goes on while the person reads. End of input (no terminal) counts as "no".
     """
-    shown = json.dumps(request.input, ensure_ascii=False, indent=1)
-    if len(shown) > 2000:
-        shown = shown[:2000] + " …"
-    print(f"\nThe agent wants to run {request.tool_name} ({request.kind}):\n{shown}")
+    print(asking_text(request), flush=True)
     try:
         answer = input("Allow? [y/N] ")
     except EOFError:

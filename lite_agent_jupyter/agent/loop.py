@@ -200,11 +200,19 @@ async def run_turn(
             done: MessageDone | None = None
             partial.clear()
             announced: set[str] = set()
+            # what is shown live is redacted too: a secret the model repeats may come split
+            # across deltas, so a tail that could start one waits for the next delta
+            shown = session.redactor.stream()
             async for item in settings.provider.stream(request, signal):
                 if isinstance(item, TextDelta):
                     partial.append(item.text)
-                    emit(item)
-                elif isinstance(item, ToolUseStarted):
+                    text = shown.feed(item.text)
+                    if text:
+                        emit(item if text is item.text else TextDelta(text))
+                    continue
+                if held := shown.flush():
+                    emit(TextDelta(held))
+                if isinstance(item, ToolUseStarted):
                     announced.add(item.id)
                     emit(ToolCallStarted(item.id, item.name))
                 elif isinstance(item, MessageDone):

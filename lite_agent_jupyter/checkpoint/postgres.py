@@ -60,7 +60,6 @@ from collections.abc import (
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, LiteralString, TypeVar
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
 from psycopg import sql
@@ -240,14 +239,7 @@ _COLLECT_POLL = 0.05
 def redact_dsn(dsn: str) -> str:
     """``dsn`` (URL or ``key=value`` form) with any password replaced by ``***``."""
     if "://" in dsn:
-        parts = urlsplit(redact_url(dsn))
-        if parts.query:
-            pairs = [
-                (k, "***" if k == "password" else v)
-                for k, v in parse_qsl(parts.query, keep_blank_values=True)
-            ]
-            parts = parts._replace(query=urlencode(pairs, safe="*"))
-        return urlunsplit(parts)
+        return redact_url(dsn)
     try:
         params = conninfo_to_dict(dsn)
     except psycopg.ProgrammingError:

@@ -12,8 +12,12 @@ ipywidgets' view counting (``_view_count``, which a widget front end updates whe
 view); if no view reports itself within :data:`RENDER_TIMEOUT` (a front end without widgets:
 ``jupyter console``, a client that ignores comms), the caller falls back to ``input()``.
 
-Each prompt leaves a text line in place of the buttons once answered (widget state is not
-saved with the notebook; a saved notebook shows "allowed" / "denied", not a broken widget).
+The prompt shows the call's whole input in a scrollable box, never cut: Allow runs all of
+it, so all of it is on screen (a 2,842-character command once had its tail hidden). Each
+prompt leaves a text line in place of the buttons once answered (widget state is not saved
+with the notebook; a saved notebook shows "allowed" / "denied", not a broken widget); that
+record may be short, and then says how long the input was. Every string shown goes through
+``safe.escape``.
 """
 
 from __future__ import annotations
@@ -21,13 +25,13 @@ from __future__ import annotations
 import ast
 import asyncio
 import concurrent.futures
-import html
-import json
 from collections.abc import Callable
 from typing import Any
 
 from ..agent import ApprovalRequest
+from ..agent.approvals import input_text
 from . import render
+from .safe import escape
 
 RENDER_TIMEOUT = 5.0
 """Seconds to wait for a front end to show the buttons before asking with ``input()``."""
@@ -37,8 +41,14 @@ MIN_IPYKERNEL = (7, 4)
 shell dispatches comm_open/comm_msg/comm_close at once when the cell's lock is held, the
 upstream change "Allow async cell to process Comm messages"); older kernels get ``input()``."""
 
-INPUT_PREVIEW = 1200
-"""Characters of the call's input shown under the buttons."""
+RECORD_CHARS = 80
+"""Characters of the key argument in the one-line record left in place of the buttons."""
+
+INPUT_BOX_STYLE = (
+    "max-height:24em;overflow:auto;white-space:pre-wrap;overflow-wrap:anywhere;"
+    "margin:0.3em 0;padding:0.3em;border:1px solid var(--jp-border-color2,#ccc)"
+)
+"""The box of the whole input: wrapped (nothing hidden to the right), scrollable."""
 
 
 def kernel_handles_comms_while_awaiting() -> bool:
@@ -75,9 +85,15 @@ async def _wait(future: asyncio.Future[Any], timeout: float | None) -> bool:
 
 
 def outcome_text(request: ApprovalRequest, outcome: str) -> str:
-    """The line that replaces the buttons: ``allowed write_file hello.py`` and the like."""
-    shown = render.key_argument(request.tool_name, request.input)
-    return f"{outcome}: {request.tool_name} {shown}".rstrip()
+    """The line that replaces the buttons: ``allowed: write_file hello.py`` and the like; a
+    key argument too long for one line is cut and says so (``… 2,842 chars``)."""
+    key = render.key_field(request.tool_name, request.input)
+    if key is None:
+        return f"{outcome}: {request.tool_name}"
+    value = " ".join(str(key).split("\n"))
+    if len(value) > RECORD_CHARS:
+        value = f"{value[: RECORD_CHARS - 1]}… {len(value):,} chars"
+    return f"{outcome}: {request.tool_name} {value}".rstrip()
 
 
 class ApprovalButtons:
@@ -95,18 +111,17 @@ class ApprovalButtons:
         self.request = request
         self.decision: concurrent.futures.Future[bool] = concurrent.futures.Future()
         self.rendered: concurrent.futures.Future[None] = concurrent.futures.Future()
-        shown = html.escape(render.key_argument(request.tool_name, request.input))
+        shown = escape(render.key_argument(request.tool_name, request.input))
         self.allow = w.Button(description="Allow", button_style="success", icon="check")
         self.deny = w.Button(description="Deny", button_style="danger", icon="times")
         self.allow.on_click(lambda _: self.answer(True))
         self.deny.on_click(lambda _: self.answer(False))
-        preview = json.dumps(request.input, indent=1, ensure_ascii=False)
-        if len(preview) > INPUT_PREVIEW:
-            preview = preview[: INPUT_PREVIEW - 1] + "…"
+        whole = input_text(request)
         self.question = w.HTML(
-            f"<b>The agent asks to run</b> <code>{html.escape(request.tool_name)}</code> "
-            f"<code>{shown}</code>"
-            f"<details><summary>input</summary><pre>{html.escape(preview)}</pre></details>"
+            f"<b>The agent asks to run</b> <code>{escape(request.tool_name)}</code> "
+            f"<code>{shown}</code> <small>(the whole input, {len(whole):,} chars:)</small>"
+            f'<pre class="lite-agent-approval-input" style="{INPUT_BOX_STYLE}">'
+            f"{escape(whole)}</pre>"
         )
         # _view_count is ipywidgets' own view counting: 0 turns it on, and the front end
         # raises it when it shows the prompt (None, the default, means "not tracked").

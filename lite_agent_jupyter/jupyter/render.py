@@ -3,18 +3,20 @@
 :class:`TurnView` folds the agent's stream events into the cell's content: the answer's text,
 each tool call on one line (tool, its key argument, the result collapsed; file changes as a
 short diff summary), and a footer (tokens, model, short session id, the checkpoint of this
-prompt and the command that rewinds to it). The same content renders as Markdown (JupyterLab,
-Notebook 7, VS Code, GitHub, nbviewer) and as plain text (terminal IPython, nbconvert to text).
-Also the text tables of ``%agent sessions`` / ``checkpoints`` / ``info``.
+prompt and the command that rewinds to it). The same content renders as safe HTML (the
+answer's Markdown rendered in the kernel, everything else escaped: ``safe.py``, the one door to
+a page) for JupyterLab, Notebook 7, VS Code, GitHub and nbviewer, and as plain text (terminal
+IPython, nbconvert to text). Also the text tables of ``%agent sessions`` / ``checkpoints`` /
+``info``, with control characters shown as escapes (``controls.terminal_safe``): they are
+printed, and a terminal (or a notebook's stream output) obeys ``\\r`` and ``ESC``.
 
 Pure string building: no IPython, no agent; the magic decides where the strings go.
 """
 
 from __future__ import annotations
 
-import html
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -35,6 +37,9 @@ from ..agent import (
     ToolCallStarted,
 )
 from ..checkpoint.protocol import SessionInfo
+from ..controls import terminal_safe
+from ..redact import redact_urls
+from .safe import escape, markdown_html
 
 RESULT_PREVIEW = 1500
 """Characters of a tool result shown (collapsed) in the cell."""
@@ -75,15 +80,24 @@ def plural(count: int, word: str) -> str:
     return f"{count:,} {word}{'' if count == 1 else 's'}"
 
 
-def key_argument(name: str, arguments: Mapping[str, Any]) -> str:
-    """The one argument that says what a call is about (path, command, pattern...)."""
+def key_field(name: str, arguments: Mapping[str, Any]) -> object | None:
+    """The value of the one argument that says what a call is about (path, command,
+    pattern...), whole; ``None`` if there is none."""
     key = _KEY_ARGUMENT.get(name)
     if key is not None and key in arguments:
-        return _clip(str(arguments[key]).replace("\n", " "), 80)
+        found: object = arguments[key]
+        return found
     for value in arguments.values():
         if isinstance(value, str | int | float):
-            return _clip(str(value).replace("\n", " "), 80)
-    return ""
+            return value
+    return None
+
+
+def key_argument(name: str, arguments: Mapping[str, Any]) -> str:
+    """:func:`key_field` on one line, cut at 80 characters (a summary: where a person
+    decides on it, the whole input is shown as well)."""
+    value = key_field(name, arguments)
+    return "" if value is None else _clip(str(value).replace("\n", " "), 80)
 
 
 def _lines(text: object) -> int:
@@ -124,6 +138,9 @@ class TurnView:
     footer: str | None = None
     status: str | None = None
     _tools: dict[str, ToolLine] = field(default_factory=dict)
+    _rendered: dict[int, tuple[str, str]] = field(default_factory=dict)
+    """Text part index -> (its Markdown, its HTML): a streamed answer re-renders only the
+    part that grew since the last update, not the whole turn."""
 
     def add_text(self, text: str) -> None:
         if self.parts and isinstance(self.parts[-1], str):
@@ -184,36 +201,37 @@ class TurnView:
 
     # -- output ------------------------------------------------------------------------
 
-    def markdown(self) -> str:
-        return self._join(
-            lambda note: f"*{note}*\n\n",
-            _tool_markdown,
-            lambda status: f"\n\n*{status}*",
-            lambda footer: f"\n\n---\n<sub>{_no_math(html.escape(footer))}</sub>\n",
-        )
+    def html(self) -> str:
+        """The cell as safe HTML: the answer's Markdown rendered (raw HTML off, see
+        ``safe.py``), every other string escaped."""
+        out = ['<div class="lite-agent-turn">']
+        out += [f"<p><em>{escape(note)}</em></p>" for note in self.notes]
+        for index, part in enumerate(self.parts):
+            out.append(self._text_html(index, part) if isinstance(part, str) else _tool_html(part))
+        if self.status:
+            out.append(f"<p><em>{escape(self.status)}</em></p>")
+        if self.footer:
+            out.append(f"<hr><p><sub>{_no_math(escape(self.footer))}</sub></p>")
+        out.append("</div>")
+        return "".join(out)
+
+    def _text_html(self, index: int, text: str) -> str:
+        cached = self._rendered.get(index)
+        if cached is not None and cached[0] == text:
+            return cached[1]
+        rendered = markdown_html(text)
+        self._rendered[index] = (text, rendered)
+        return rendered
 
     def plain(self) -> str:
-        return self._join(
-            lambda note: f"{note}\n",
-            tool_plain,
-            lambda status: f"\n[{status}]",
-            lambda footer: f"\n-- {footer}",
-        )
-
-    def _join(
-        self,
-        note: Callable[[str], str],
-        tool: Callable[[ToolLine], str],
-        status: Callable[[str], str],
-        footer: Callable[[str], str],
-    ) -> str:
-        """The answer in one format: notes, text and tool lines in order, status, footer."""
-        out = [note(n) for n in self.notes]
-        out += [part if isinstance(part, str) else tool(part) for part in self.parts]
+        """The cell as plain text (control characters still raw: a sink shows it through
+        ``terminal_safe``, as ``safe.bundle`` does)."""
+        out = [f"{note}\n" for note in self.notes]
+        out += [part if isinstance(part, str) else tool_plain(part) for part in self.parts]
         if self.status:
-            out.append(status(self.status))
+            out.append(f"\n[{self.status}]")
         if self.footer:
-            out.append(footer(self.footer))
+            out.append(f"\n-- {self.footer}")
         return "".join(out)
 
 
@@ -231,7 +249,7 @@ _DOLLARS = re.compile(r"\$(\d[\d,]*(?:\.\d+)?)")
 def static_html(text: str) -> str:
     """A plain-text summary as HTML, escaped: the static twin a saved notebook keeps of a
     widget (shown where the widget's model is gone)."""
-    return f"<pre class='lite-agent-static'>{html.escape(text)}</pre>"
+    return f"<pre class='lite-agent-static'>{escape(text)}</pre>"
 
 
 def _tool_head(line: ToolLine) -> str:
@@ -244,15 +262,12 @@ def _tool_head(line: ToolLine) -> str:
     return head
 
 
-def _tool_markdown(line: ToolLine) -> str:
-    head = html.escape(_tool_head(line))
+def _tool_html(line: ToolLine) -> str:
+    head = escape(_tool_head(line))
     if line.output is None:
-        return f"\n\n<code>{head}</code>\n\n"
-    body = html.escape(_clip_block(line.output, RESULT_PREVIEW))
-    return (
-        f"\n\n<details><summary><code>{head}</code></summary>\n\n<pre>{body}</pre>\n\n"
-        "</details>\n\n"
-    )
+        return f"<p><code>{head}</code></p>"
+    body = escape(_clip_block(line.output, RESULT_PREVIEW))
+    return f"<details><summary><code>{head}</code></summary><pre>{body}</pre></details>"
 
 
 def tool_plain(line: ToolLine) -> str:
@@ -348,7 +363,9 @@ def sessions_text(
 
 
 def _table(rows: Iterable[Sequence[str]]) -> str:
-    rows = [list(r) for r in rows]
+    """Aligned columns; each cell shown through ``terminal_safe`` (titles, prompts and paths
+    come from the model or a file, and the table is printed)."""
+    rows = [[terminal_safe(cell) for cell in r] for r in rows]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join(
         "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows
@@ -356,9 +373,12 @@ def _table(rows: Iterable[Sequence[str]]) -> str:
 
 
 def key_value_text(pairs: Iterable[tuple[str, object]]) -> str:
+    """``name  value`` lines (``%agent info`` / ``config``): every URL in a value redacted
+    (a ``checkpointer_url``'s password would otherwise be saved with the notebook), control
+    characters shown."""
     pairs = list(pairs)
     width = max((len(k) for k, _ in pairs), default=0)
-    return "\n".join(f"{k.ljust(width)}  {v}" for k, v in pairs)
+    return "\n".join(f"{k.ljust(width)}  {terminal_safe(redact_urls(str(v)))}" for k, v in pairs)
 
 
 COMPACT_STAGES = ("start", "measure", "summarize", "persist", "done")
@@ -415,7 +435,7 @@ def plan_text(plan: RestorePlan, checkpoint: Checkpoint) -> str:
         f"{checkpoint.number} ({checkpoint.id}: {_clip(checkpoint.prompt.strip(), 50)!r}): "
         f"{plural(plan.events_cut, 'event')} would be cut from the conversation."
     ]
-    return "\n".join(lines + _plan_files(plan, "restore"))
+    return terminal_safe("\n".join(lines + _plan_files(plan, "restore")))
 
 
 def switch_plan_text(plan: RestorePlan, name: str) -> str:
@@ -482,7 +502,7 @@ def restore_text(result: RestoreResult, checkpoint: Checkpoint | None) -> str:
         )
     if checkpoint is not None:
         text += "\n`%agent undo` puts everything back as it was before this restore."
-    return text
+    return terminal_safe(text)
 
 
 def changes_text(changes: PromptChanges) -> str:
@@ -612,7 +632,8 @@ def points_text(checkpoints: Sequence[Checkpoint], points: Sequence[RewindPoint]
 
 def mcp_text(servers: Sequence[Mapping[str, Any]]) -> str:
     """``%agent mcp``: each server's state, where it runs (no secret), its tools, its error.
-    Server text (errors, stderr) is untrusted: control characters are shown as ``?``."""
+    Server text (errors, stderr) is untrusted: control characters are shown as escapes and
+    URLs redacted (``_printable``)."""
     if not servers:
         return "no MCP servers (%config LiteAgentMagics.mcp_servers = {'mcpServers': {...}})"
     lines = []
@@ -629,4 +650,4 @@ def mcp_text(servers: Sequence[Mapping[str, Any]]) -> str:
 
 
 def _printable(text: str) -> str:
-    return "".join(c if c in "\n\t" or (c >= " " and c != "\x7f") else "?" for c in text)
+    return terminal_safe(redact_urls(text))

@@ -56,6 +56,7 @@ from .base import (
     ToolUseStarted,
     Usage,
 )
+from .cassette_check import check_entry
 from .scripted import estimate_tokens
 
 __all__ = [
@@ -356,11 +357,12 @@ class _CassetteWriter:
 
 def _read_lines(path: Path) -> list[dict[str, Any]]:
     """Every entry of a cassette; a torn last line (a crash mid-write) is ignored."""
-    return [entry for entry, _ in _read_entries(path)]
+    return [entry for entry, _, _ in _read_entries(path)]
 
 
-def _read_entries(path: Path) -> list[tuple[dict[str, Any], str]]:
-    """``(entry, line)`` of every line of a cassette (see :func:`_read_lines`)."""
+def _read_entries(path: Path) -> list[tuple[dict[str, Any], str, int]]:
+    """``(entry, line, line number)`` of every line of a cassette, each checked
+    (``cassette_check``: a cassette is untrusted input); see :func:`_read_lines`."""
     try:
         raw = path.read_text(encoding="utf-8", errors="surrogatepass")
     except FileNotFoundError:
@@ -368,12 +370,14 @@ def _read_entries(path: Path) -> list[tuple[dict[str, Any], str]]:
     except IsADirectoryError:
         raise CassetteError(f"{str(path)!r} is a folder, not a cassette") from None
     lines = raw.split("\n")
-    entries: list[tuple[dict[str, Any], str]] = []
+    entries: list[tuple[dict[str, Any], str, int]] = []
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
             entry = json.loads(line)
+        except RecursionError:
+            raise CassetteError(f"{path}:{number}: nested too deeply to read") from None
         except ValueError as exc:
             if number == len(lines) or (number == len(lines) - 1 and not lines[-1]):
                 break  # a torn final line
@@ -389,7 +393,8 @@ def _read_entries(path: Path) -> list[tuple[dict[str, Any], str]]:
                     f"{path}: cassette version {version} was written by a newer "
                     f"lite_agent_jupyter (this one reads up to {CASSETTE_VERSION})"
                 )
-        entries.append((entry, line))
+        check_entry(entry, path, number)
+        entries.append((entry, line, number))
     return entries
 
 
@@ -472,7 +477,7 @@ class RecordingProvider:
     ) -> None:
         canonical = self._keyer.canonical(request)
         answer = {
-            "events": events,
+            "events": _redact_pieces(events, self._keyer.normaliser.redactor),
             "content": done.content,
             "usage": done.usage.to_dict(),
             "stop_reason": done.stop_reason,
@@ -496,6 +501,30 @@ class RecordingProvider:
         """Close the cassette file and the wrapped provider."""
         self._writer.close()
         await self.inner.aclose()
+
+
+def _redact_pieces(events: list[list[Any]], redactor: Redactor) -> list[list[Any]]:
+    """The recorded stream with each run of text pieces redacted as one text: a secret the
+    model repeats may arrive split across pieces, which the whole-line redaction of the
+    answer would not see (and a replay would show it)."""
+    if not redactor:
+        return events
+    out: list[list[Any]] = []
+    run: list[list[Any]] = []
+
+    def close_run() -> None:
+        texts = redactor.pieces([str(event[2]) for event in run])
+        out.extend([event[0], "text", text] for event, text in zip(run, texts, strict=True))
+        run.clear()
+
+    for event in events:
+        if event[1] == "text":
+            run.append(event)
+        else:
+            close_run()
+            out.append(event)
+    close_run()
+    return out
 
 
 # --------------------------------------------------------------------------- replay
@@ -599,21 +628,18 @@ class ReplayProvider:
             f"strict={self.strict}, speed={self.speed:g})"
         )
 
-    def _load(self, entries: list[tuple[dict[str, Any], str]]) -> None:
-        for number, (entry, line) in enumerate(entries, 1):
+    def _load(self, entries: list[tuple[dict[str, Any], str, int]]) -> None:
+        """Index the checked entries (``_read_entries`` checked each one's shape)."""
+        for entry, line, _number in entries:
             kind = entry.get("kind")
             if kind == "tools":
-                self._tools[str(entry.get("hash"))] = entry.get("tools")
+                self._tools[entry["hash"]] = entry["tools"]
             elif kind == "message":
-                self._messages[str(entry.get("hash"))] = entry.get("message")
+                self._messages[entry["hash"]] = entry["message"]
             elif kind == "count":
-                self._counts[str(entry.get("key"))] = int(entry.get("tokens") or 0)
+                self._counts[entry["key"]] = entry["tokens"]
             elif kind == "call":
-                key, request, answer = entry.get("key"), entry.get("request"), entry.get("answer")
-                if not isinstance(key, str) or not isinstance(request, dict):
-                    raise CassetteError(f"{self.path}:{number}: a call without key or request")
-                if not isinstance(answer, dict) or not isinstance(answer.get("content"), list):
-                    raise CassetteError(f"{self.path}:{number}: a call without an answer")
+                key, request, answer = entry["key"], entry["request"], entry["answer"]
                 recorded = self._calls.get(key)
                 if recorded is None:
                     recorded = self._calls[key] = _Recorded(len(self._order), request)

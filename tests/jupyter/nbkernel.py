@@ -69,8 +69,19 @@ class Cell:
         )
 
     @property
+    def html(self) -> str:
+        """Every display's rich form: ``text/html`` (the renderer's, ``jupyter/safe.py``)."""
+        return "\n".join(self.displays[d].get("text/html", "") for d in self.order)
+
+    @property
     def markdown(self) -> str:
-        return "\n".join(self.displays[d].get("text/markdown", "") for d in self.order)
+        """The former name of :attr:`html` (displays were ``text/markdown`` before #17)."""
+        return self.html
+
+    @property
+    def rich_types(self) -> set[str]:
+        """The MIME types of every display (``text/markdown`` must never be among them)."""
+        return {kind for d in self.order for kind in self.displays[d]}
 
     @property
     def plain(self) -> str:

@@ -205,8 +205,8 @@ def test_allow_clicked_while_the_turn_waits_runs_the_tool(
 ) -> None:
     cell = _run_answering(write_kernel, WRITE, "Allow").check()
     assert (tmp_path / "work" / "hello.py").read_text() == "hi\n"
-    assert "allowed: write_file hello.py" in cell.markdown
-    assert "Finished." in cell.markdown
+    assert "allowed: write_file hello.py" in cell.html
+    assert "Finished." in cell.html
     # the model got the tool's real result
     result = fake_anthropic.message_requests[1].messages[-1]["content"][0]
     assert result["type"] == "tool_result" and not result.get("is_error")
@@ -217,7 +217,7 @@ def test_deny_clicked_leaves_the_file_unwritten_and_tells_the_model(
 ) -> None:
     cell = _run_answering(write_kernel, WRITE, "Deny").check()
     assert not (tmp_path / "work" / "hello.py").exists()
-    assert "denied: write_file hello.py" in cell.markdown
+    assert "denied: write_file hello.py" in cell.html
     result = fake_anthropic.message_requests[1].messages[-1]["content"][0]
     assert result["is_error"] is True and "denied" in str(result["content"])
 
@@ -229,11 +229,11 @@ def test_interrupt_while_the_buttons_wait_stops_the_turn_cleanly(
     cell = _run_answering(ask_kernel, WRITE, "interrupt")
     assert cell.status == "error"
     assert cell.error is not None and cell.error["ename"] == "AgentInterrupted", cell.error_text
-    assert "interrupted: write_file hello.py" in cell.markdown
+    assert "interrupted: write_file hello.py" in cell.html
     assert not (tmp_path / "work" / "hello.py").exists()
     ask_kernel.run("%config LiteAgentMagics.approvals = 'allow'").check()
     after = ask_kernel.run("%%agent\nare you there?").check()
-    assert "Still here." in after.markdown
+    assert "Still here." in after.html
     # the log stayed valid: the unanswered call got an "interrupted" result
     messages = fake_anthropic.message_requests[-1].messages
     assert messages[-1]["content"][-1]["text"] == "are you there?"
@@ -248,7 +248,7 @@ def test_no_widget_front_end_falls_back_to_input(write_kernel: Kernel, tmp_path:
     write_kernel.kc.input("y")
     cell = write_kernel.collect([msg_id])[0].check()
     assert (tmp_path / "work" / "hello.py").read_text() == "hi\n"
-    assert "no widget front end here" in cell.markdown
+    assert "no widget front end here" in cell.html
 
 
 def test_no_one_to_answer_denies_at_once(write_kernel: Kernel, tmp_path: Path) -> None:

@@ -30,17 +30,17 @@ def test_the_next_cell_shows_a_background_completion_turn(
         "Nothing else to do.",
     )
     first = agent_kernel.run("%%agent\nRun the job in the background").check()
-    assert "Started it in the background." in first.markdown
+    assert "Started it in the background." in first.html
     fake_anthropic.wait_for_requests(3)
     completion = fake_anthropic.message_requests[2].messages[-1]["content"]
     assert "job-output" in json.dumps(completion)
     agent_kernel.run(WAIT_BACKGROUND).check()
     second = agent_kernel.run("%%agent\nAnything else?").check()
-    shown = first.markdown + second.markdown
+    shown = first.html + second.html
     assert "The job printed job-output." in shown
     assert "background job bg-" in shown and "finished (exit code 0)" in shown
     assert "background turn" in shown  # its footer: no checkpoint to rewind to
-    assert "Nothing else to do." in second.markdown
+    assert "Nothing else to do." in second.html
     # the plain-text twin says it too
     assert "The job printed job-output." in first.plain + second.plain
 
@@ -69,5 +69,5 @@ def test_a_background_turn_asking_for_approval_with_no_cell_waiting_is_denied(
     assert not (tmp_path / "work" / "report.txt").exists()
     result = fake_anthropic.message_requests[3].messages[-1]["content"][0]
     assert result["is_error"] is True and "denied" in str(result["content"])
-    shown = kernel.run("%%agent\nAnd now?").check().markdown
+    shown = kernel.run("%%agent\nAnd now?").check().html
     assert "I could not write the report." in shown

@@ -28,9 +28,10 @@ def test_streams_tool_calls_and_footer(
     )
     cell = agent_kernel.run("%%agent\nWrite notes.md with two lines").check()
     assert (tmp_path / "work" / "notes.md").read_text() == "a\nb\n"
-    md = cell.markdown
+    md = cell.html
     assert "I'll write the file." in md
-    assert "Done: **notes.md** has two lines." in md
+    assert "Done: <strong>notes.md</strong> has two lines." in md  # rendered in the kernel
+    assert cell.rich_types == {"text/html", "text/plain"}
     assert "write_file notes.md (+2 lines)" in md
     assert "<details>" in md
     assert re.search(r"prompt 1: %agent restore 1-[a-z2-7]{4}", md)
@@ -56,7 +57,7 @@ def test_second_cell_continues_and_new_starts_fresh(
     fake_anthropic.script("One.", "Two.", "Three.")
     first = agent_kernel.run("%%agent\nfirst prompt").check()
     second = agent_kernel.run("%%agent\nsecond prompt").check()
-    assert "One." in first.markdown and "Two." in second.markdown
+    assert "One." in first.html and "Two." in second.html
     messages = fake_anthropic.message_requests[1].messages
     assert [m["role"] for m in messages] == ["user", "assistant", "user"]
     session = _session_of(first)
@@ -136,7 +137,7 @@ def test_run_all_runs_queued_cells_in_order(
     ids = [agent_kernel.submit(f"%%agent\nprompt {n}") for n in "ABC"]
     cells = agent_kernel.collect(ids)
     for cell, n in zip(cells, "ABC", strict=True):
-        assert cell.check().markdown.count(f"Answer {n}.") == 1
+        assert cell.check().html.count(f"Answer {n}.") == 1
     prompts = [r.messages[-1]["content"][0]["text"] for r in fake_anthropic.message_requests]
     assert prompts == ["prompt A", "prompt B", "prompt C"]
     assert len(fake_anthropic.message_requests[2].messages) == 5
@@ -181,10 +182,10 @@ def test_interrupt_during_streaming(
     release.set()
     assert cell.status == "error"
     assert cell.error is not None and cell.error["ename"] == "AgentInterrupted", cell.error_text
-    assert "interrupted" in cell.markdown
+    assert "interrupted" in cell.html
     assert "Traceback" not in cell.error_text
     after = agent_kernel.run("%%agent\nare you there?").check()
-    assert "After the interrupt." in after.markdown
+    assert "After the interrupt." in after.html
     # the fake server validates every request like the API: the log stayed valid
     messages = fake_anthropic.message_requests[1].messages
     assert messages[0]["content"][0]["text"] == "a long answer please"
@@ -207,7 +208,7 @@ def test_kernel_restart_continues_the_session(
     agent_kernel.restart()
     agent_kernel.run(SETUP).check()
     after = agent_kernel.run("%%agent\nwhat number?").check()
-    assert "continuing session" in after.markdown and "(1 prompt)" in after.markdown
+    assert "continuing session" in after.html and "(1 prompt)" in after.html
     assert _session_of(after) == _session_of(before)
     assert len(fake_anthropic.message_requests[1].messages) == 3
 
@@ -294,7 +295,7 @@ def test_key_typed_with_agent_key_is_in_no_output_and_no_file(
     keyed = kernel.collect([msg_id])[0].check()
     fake_anthropic.script("Keyed answer.")
     answered = kernel.run("%%agent\nhello").check()
-    assert "Keyed answer." in answered.markdown
+    assert "Keyed answer." in answered.html
     outputs = [
         keyed,
         answered,
@@ -422,7 +423,7 @@ def test_quiet_shows_the_answer_once(
     fake_anthropic.script(FakeReply("A quiet answer in many small pieces.", text_chunk=2))
     cell = agent_kernel.run("%%agent --quiet\nquietly").check()
     assert cell.display_messages == 1
-    assert "A quiet answer in many small pieces." in cell.markdown
+    assert "A quiet answer in many small pieces." in cell.html
     assert "%agent restore" in cell.plain
 
 

@@ -69,7 +69,7 @@ def run_notebook(folder: Path, first: str, env: dict[str, str | None]) -> list[s
             parts += [
                 output.get("text", ""),
                 data.get("text/plain", ""),
-                data.get("text/markdown", ""),
+                data.get("text/html", ""),
             ]
         texts.append("\n".join(parts))
     return texts
@@ -84,6 +84,7 @@ def comparable(text: str, folder: Path) -> str:
     # the footer up to the session: who answered (a live model's tokens and cost, or none)
     text = re.sub(r"(-- |<sub[^>]*>)[^\n]*? · (session <id>)", r"\1<source> · \2", text)
     text = re.sub(r"(?m)^\*?(scripted model|replaying) .*\n+", "", text)
+    text = re.sub(r"<p><em>(scripted model|replaying) [^<]*</em></p>", "", text)
     return text
 
 

