@@ -39,7 +39,7 @@ from ..agent import (
 from ..checkpoint.protocol import SessionInfo
 from ..controls import terminal_safe
 from ..redact import redact_urls
-from .safe import escape, markdown_html
+from .safe import MarkdownStream, escape
 
 RESULT_PREVIEW = 1500
 """Characters of a tool result shown (collapsed) in the cell."""
@@ -138,9 +138,9 @@ class TurnView:
     footer: str | None = None
     status: str | None = None
     _tools: dict[str, ToolLine] = field(default_factory=dict)
-    _rendered: dict[int, tuple[str, str]] = field(default_factory=dict)
-    """Text part index -> (its Markdown, its HTML): a streamed answer re-renders only the
-    part that grew since the last update, not the whole turn."""
+    _rendered: dict[int, MarkdownStream] = field(default_factory=dict)
+    """Text part index -> its incremental renderer: an update renders only what changed
+    since the last one (the part that grows, from its last settled block on)."""
 
     def add_text(self, text: str) -> None:
         if self.parts and isinstance(self.parts[-1], str):
@@ -216,12 +216,10 @@ class TurnView:
         return "".join(out)
 
     def _text_html(self, index: int, text: str) -> str:
-        cached = self._rendered.get(index)
-        if cached is not None and cached[0] == text:
-            return cached[1]
-        rendered = markdown_html(text)
-        self._rendered[index] = (text, rendered)
-        return rendered
+        stream = self._rendered.get(index)
+        if stream is None:
+            stream = self._rendered[index] = MarkdownStream()
+        return stream.render(text)
 
     def plain(self) -> str:
         """The cell as plain text (control characters still raw: a sink shows it through

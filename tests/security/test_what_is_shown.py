@@ -192,3 +192,24 @@ def test_tables_show_controls() -> None:
 def test_payload_js_has_no_quote_or_space() -> None:
     """It must survive every surface unchanged (an attribute, a link target, JSON)."""
     assert not set(PAYLOAD_JS) & {" ", '"', "'", "\n"}
+
+
+STREAMED = (
+    "# Plan\n\nFirst *this*, then `that`.\n\n```python\nx = '<b>'\n\ny = 2\n```\n\n"
+    "- one\n- two\n\n| a | b |\n|---|---|\n| 1 | <i>2</i> |\n\n> quoted\n\n"
+    "[d]: https://example.org/docs\n\nSee [the docs][d].\n\nAnd [again][d]. " + HTML_PAYLOADS["P1"]
+)
+
+
+def test_a_streamed_answer_renders_as_the_whole_and_settles_its_blocks() -> None:
+    """Fed a character at a time, the incremental renderer ends where rendering the whole
+    text does; the blocks before the last blank line are rendered once (settled), so an
+    update re-renders only the growing end (``benchmarks/render_bench.py`` times it)."""
+    stream = safe.MarkdownStream()
+    for end in range(1, len(STREAMED) + 1):
+        html_text = stream.render(STREAMED[:end])
+        assert_inert(html_text)
+    assert html_text == safe.markdown_html(STREAMED)
+    assert len(stream._html) >= 6 and STREAMED[stream._settled :].startswith("And [again]")
+    assert stream.render(STREAMED) is html_text  # unchanged text: no work
+    assert "P1 <img" in assert_inert(stream.render("P1 <img src=x>"))  # a new text: reset
