@@ -16,6 +16,7 @@ from ..agent import (
     BackgroundTurnStarted,
     LiteAgent,
 )
+from ..controls import terminal_safe
 from . import answering, render
 from .runner import AgentRunner
 from .sinks import NotebookOutput
@@ -69,7 +70,7 @@ class BackgroundTurns:
                 changed[job] = (view, out)
                 del self.views[job]
                 if out is None:
-                    print(f"\n{view.plain()}")
+                    print(terminal_safe(f"\n{view.plain()}"))
         for _, out in changed.values():
             if out is not None:
                 out.update()

@@ -47,14 +47,16 @@ from ..agent import (
     LiteAgent,
     create_lite_agent,
 )
+from ..agent.approvals import asking_text
 from ..agent.budget import Budget
 from ..checkpoint.url import checkpointer_from_url
+from ..controls import terminal_safe
 from ..errors import BudgetError, LiteAgentError
 from ..providers import Usage, anthropic
 from ..providers.base import Provider
 from ..storage import Storage
 from ..tools import Tool, default_tools
-from . import approval, budgets, render, teach
+from . import approval, budgets, render, safe, teach
 from .background import BackgroundTurns
 from .cell import NO_KEY_MESSAGE, AgentInterrupted, Steps, drive, drive_async, run_turn
 from .context import (
@@ -572,11 +574,13 @@ class LiteAgentMagics(Magics):
         ]
 
     def _ask(self, request: ApprovalRequest) -> bool:
-        """Ask with ``input()`` (terminal IPython, front ends without widgets)."""
-        shown = render.key_argument(request.tool_name, request.input)
-        question = f"Allow {request.tool_name} {shown}? [y/N] "
+        """Ask with ``input()`` (terminal IPython, front ends without widgets): the whole
+        input first, then the question on a line of its own."""
+        shown = terminal_safe(render.key_argument(request.tool_name, request.input))
+        question = f"Allow {terminal_safe(request.tool_name)} {shown}? [y/N] "
         if not self._someone_can_answer():
             return self._no_one_to_ask(request)
+        print(asking_text(request), flush=True)
         try:
             answer = input(question)
         except (EOFError, StdinNotImplementedError):
@@ -594,7 +598,7 @@ class LiteAgentMagics(Magics):
         update: Any = ipd.update_display
 
         def show_text(line: str) -> None:
-            bundle = {"text/plain": f"[{line}]", "text/markdown": f"*{line}*"}
+            bundle = safe.bundle(f"<p><em>{safe.escape(line)}</em></p>", f"[{line}]")
             update(bundle, raw=True, display_id=display_id)
 
         decided = await approval.ask_with_buttons(
@@ -614,7 +618,7 @@ class LiteAgentMagics(Magics):
     @staticmethod
     def _no_one_to_ask(request: ApprovalRequest) -> bool:
         print(
-            f"(no way to ask here: {request.tool_name} denied; "
+            f"(no way to ask here: {terminal_safe(request.tool_name)} denied; "
             "%config LiteAgentMagics.approvals = 'allow' lets tools run)"
         )
         return False
@@ -639,7 +643,7 @@ class LiteAgentMagics(Magics):
         try:
             sub.handler(self, args)
         except LiteAgentError as exc:
-            print(f"{type(exc).__name__}: {exc}")
+            print(terminal_safe(f"{type(exc).__name__}: {exc}"))
 
     def require_agent(self) -> LiteAgent:
         agent = self.agent()

@@ -1,7 +1,8 @@
 """Where a turn's rendered text goes: the output sinks of ``%%agent`` and ``%agent``.
 
-A sink takes what :mod:`.render` built (the one renderer of untrusted text) and puts it on the
-page: a notebook display updated in place (:class:`NotebookOutput`), plain text printed as it
+A sink takes what :mod:`.render` built and puts it on the page through the one door of each
+kind (``safe.bundle``: inert ``text/html`` and a plain twin; ``terminal_safe`` for whatever is
+printed): a notebook display updated in place (:class:`NotebookOutput`), plain text printed as it
 streams in terminal IPython (:class:`TerminalOutput`), or a progress bar
 (:class:`ProgressOutput`). Must not build text of its own from untrusted input, and must not
 know the agent, the magics or any subcommand.
@@ -12,7 +13,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from . import render
+from ..controls import terminal_safe
+from . import render, safe
 
 
 class NotebookOutput:
@@ -24,7 +26,7 @@ class NotebookOutput:
         self.shown = False
 
     def _bundle(self) -> dict[str, str]:
-        return {"text/markdown": self.view.markdown(), "text/plain": self.view.plain()}
+        return safe.bundle(self.view.html(), self.view.plain())
 
     def text(self, text: str) -> None:
         pass
@@ -54,24 +56,24 @@ class TerminalOutput:
         self.view = view
         self.printed_tools: set[str] = set()
         for note in view.notes:
-            print(note)
+            print(terminal_safe(note))
 
     def text(self, text: str) -> None:
-        print(text, end="", flush=True)
+        print(terminal_safe(text), end="", flush=True)
 
     def tool(self, tool_id: str) -> None:
         for part in self.view.parts:
             if isinstance(part, render.ToolLine) and part.id == tool_id and part.output:
-                print(render.tool_plain(part), end="", flush=True)
+                print(terminal_safe(render.tool_plain(part)), end="", flush=True)
 
     def update(self) -> None:
         pass
 
     def final(self) -> None:
         if self.view.status:
-            print(f"\n[{self.view.status}]")
+            print(terminal_safe(f"\n[{self.view.status}]"))
         if self.view.footer:
-            print(f"\n-- {self.view.footer}")
+            print(terminal_safe(f"\n-- {self.view.footer}"))
 
 
 class ProgressOutput:
@@ -89,7 +91,7 @@ class ProgressOutput:
             return
         from IPython import display as ipd
 
-        bundle = {"text/plain": text, "text/markdown": f"`{text}`"}
+        bundle = safe.bundle(f"<code>{safe.escape(text)}</code>", text)
         show: Any = ipd.update_display if self.shown else ipd.display
         show(bundle, raw=True, display_id=self.display_id)
         self.shown = True
@@ -100,4 +102,4 @@ class ProgressOutput:
     def finish(self, text: str) -> None:
         if self.rich:
             self._show(render.progress_text("done", None, None))
-        print(text)
+        print(terminal_safe(text))

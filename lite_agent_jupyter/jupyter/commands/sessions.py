@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from IPython.core.error import StdinNotImplementedError, UsageError
 
+from ...controls import terminal_safe
 from .. import render, widgets
 from ..magics import LiteAgentMagics
 from ..registry import arg, subcommand
@@ -94,7 +95,7 @@ def _delete(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
         try:
             answer = input(
                 f"Delete session {render.short_id(target.id)}… "
-                f"({target.title or 'untitled'})? [y/N] "
+                f"({terminal_safe(target.title or 'untitled')})? [y/N] "
             )
         except (EOFError, StdinNotImplementedError):
             raise UsageError("cannot ask for confirmation here: add --yes") from None

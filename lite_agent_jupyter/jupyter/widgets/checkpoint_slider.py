@@ -8,7 +8,6 @@ browser or how it is shown (``show.py``); talks to the agent only through
 
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
@@ -17,6 +16,7 @@ import ipywidgets as w
 from ...agent import Branch, Checkpoint, RestorePlan, RestoreResult
 from ...errors import RestoreConflictError, SessionDeletedError
 from .. import render
+from ..safe import escape
 from .controls import CheckpointControls
 from .parts import Look, Reporter, batched, fill, relative_time, shorten
 
@@ -118,7 +118,7 @@ class CheckpointSlider:
         self.undo_button = look.button("Undo restore", "undo", icon="redo")
         self.undo_button.on_click(lambda _b: self.undo())
         self.result = look.html(name="result")
-        self.note = look.html(f"<small><i>{html.escape(NOT_REWOUND)}</i></small>")
+        self.note = look.html(f"<small><i>{escape(NOT_REWOUND)}</i></small>")
         self._undoable = False
         self._conflicted = False
         self.actions = look.hbox(self._buttons())
@@ -186,7 +186,7 @@ class CheckpointSlider:
         count = len(self.checkpoints)
         with batched(self.slider, self.title, self.restore_button):
             self.title.value = (
-                f"<b>Checkpoints</b> of session {html.escape(render.short_id(self.session_id))}"
+                f"<b>Checkpoints</b> of session {escape(render.short_id(self.session_id))}"
                 f": {count} prompt{'s' * (count != 1)}"
                 + (", oldest on the left" if count > 1 else "")
                 + _forks_title(self.checkpoints, self.forks)
@@ -226,7 +226,7 @@ class CheckpointSlider:
             return
         self.plan = self.controls.preview_restore(self.session_id, checkpoint.seq)
         with batched(self.readout, self.preview):
-            self.readout.value = f"<b>{html.escape(stop_label(checkpoint))}</b>"
+            self.readout.value = f"<b>{escape(stop_label(checkpoint))}</b>"
             self.preview.value = _preview_html(checkpoint, self.plan) + _fork_html(
                 self.forks.get(checkpoint.seq, [])
             )
@@ -237,7 +237,7 @@ class CheckpointSlider:
             self.diffs.value = ""
             return
         blocks = [
-            f"<pre style='font-size:90%;overflow-x:auto'>{html.escape(f.diff)}</pre>"
+            f"<pre style='font-size:90%;overflow-x:auto'>{escape(f.diff)}</pre>"
             for f in self.plan.files
             if f.diff
         ]
@@ -316,7 +316,7 @@ class CheckpointSlider:
             "continued from another cell or kernel): that stop is gone. The slider now shows "
             "the session as it is; nothing was changed."
         )
-        self.result.value = f"<b>Not restored</b>: {html.escape(message)}"
+        self.result.value = f"<b>Not restored</b>: {escape(message)}"
         self.report.ok("Not restored: the session changed meanwhile; the slider is up to date.")
         return True
 
@@ -329,7 +329,7 @@ class CheckpointSlider:
 
     def _show_gone(self) -> None:
         """The session was deleted: say so, and offer nothing to click."""
-        short = html.escape(render.short_id(self.session_id))
+        short = escape(render.short_id(self.session_id))
         self.checkpoints = []
         self.plan = None
         with batched(self.title, self.preview, self.restore_button, self.result):
@@ -345,10 +345,10 @@ class CheckpointSlider:
 
     def _show_conflicts(self, error: RestoreConflictError) -> None:
         paths = error.paths or (self.plan.conflicts if self.plan else ())
-        listed = ", ".join(f"<code>{html.escape(p)}</code>" for p in paths)
+        listed = ", ".join(f"<code>{escape(p)}</code>" for p in paths)
         self.result.value = (
             "<b>Not restored</b>: these files were changed outside the agent since it last "
-            f"wrote them: {listed or html.escape(str(error))}. Nothing was changed. "
+            f"wrote them: {listed or escape(str(error))}. Nothing was changed. "
             "<b>Restore anyway</b> overwrites them (Undo restore brings them back)."
         )
         self._set_buttons(conflicted=True)
@@ -376,18 +376,18 @@ def _preview_html(checkpoint: Checkpoint, plan: RestorePlan) -> str:
     """The preview of one stop: its prompt and time, the files a restore would change, how
     much of the conversation it cuts, files edited outside the agent."""
     parts = [
-        f"<div><b>Before prompt {checkpoint.number}</b> · {html.escape(_when(checkpoint.ts))} · "
-        f"<code>%agent restore {html.escape(checkpoint.id)}</code></div>",
+        f"<div><b>Before prompt {checkpoint.number}</b> · {escape(_when(checkpoint.ts))} · "
+        f"<code>%agent restore {escape(checkpoint.id)}</code></div>",
         "<div style='white-space:pre-wrap;border-left:3px solid "
         "var(--jp-border-color1,#ccc);padding-left:6px;margin:4px 0'>"
-        f"{html.escape(shorten(checkpoint.prompt, 400))}</div>",
+        f"{escape(shorten(checkpoint.prompt, 400))}</div>",
     ]
     changes = [f for f in plan.files if f.action != "unchanged"]
     if changes:
         items = "".join(
-            f"<li><code>{html.escape(f.path)}</code>: "
-            f"{html.escape(_ACTION_WORDS.get(f.action, f.action))}"
-            f"{' — ' + html.escape(f.summary) if f.summary else ''}</li>"
+            f"<li><code>{escape(f.path)}</code>: "
+            f"{escape(_ACTION_WORDS.get(f.action, f.action))}"
+            f"{' — ' + escape(f.summary) if f.summary else ''}</li>"
             for f in changes
         )
         parts.append(f"<div>Files a restore would change ({len(changes)}):<ul>{items}</ul></div>")
@@ -402,7 +402,7 @@ def _preview_html(checkpoint: Checkpoint, plan: RestorePlan) -> str:
         parts.append(
             "<div><b>Edited outside the agent</b> (Restore will refuse; "
             "Restore anyway overwrites): "
-            + ", ".join(f"<code>{html.escape(p)}</code>" for p in plan.conflicts)
+            + ", ".join(f"<code>{escape(p)}</code>" for p in plan.conflicts)
             + "</div>"
         )
     return "".join(parts)
@@ -410,10 +410,10 @@ def _preview_html(checkpoint: Checkpoint, plan: RestorePlan) -> str:
 
 def _result_html(what: str, result: RestoreResult, *, undo: bool = False) -> str:
     def paths(items: Sequence[str]) -> str:
-        return ", ".join(f"<code>{html.escape(p)}</code>" for p in items) or "none"
+        return ", ".join(f"<code>{escape(p)}</code>" for p in items) or "none"
 
     parts = [
-        f"<b>{html.escape(what)}</b>.",
+        f"<b>{escape(what)}</b>.",
         f"Files written: {paths(result.restored)}.",
         f"Deleted: {paths(result.deleted)}.",
     ]
@@ -439,7 +439,7 @@ def _forks_title(checkpoints: Sequence[Checkpoint], forks: dict[int, list[Branch
     if not forks:
         return ""
     spots = [
-        f"{render.fork_spot(checkpoints, seq)}: " + ", ".join(html.escape(b.name) for b in branches)
+        f"{render.fork_spot(checkpoints, seq)}: " + ", ".join(escape(b.name) for b in branches)
         for seq, branches in sorted(forks.items())
     ]
     return " · ⑂ branches fork " + "; ".join(spots)
@@ -450,9 +450,9 @@ def _fork_html(branches: Sequence[Branch]) -> str:
     if not branches:
         return ""
     items = "".join(
-        f"<li><code>{html.escape(b.name)}</code>: {b.prompts} prompt(s), "
-        f"{html.escape(shorten(b.first_prompt, 60))} — "
-        f"<code>%agent switch {html.escape(b.name)}</code></li>"
+        f"<li><code>{escape(b.name)}</code>: {b.prompts} prompt(s), "
+        f"{escape(shorten(b.first_prompt, 60))} — "
+        f"<code>%agent switch {escape(b.name)}</code></li>"
         for b in branches
     )
     return f"<div class='lite-agent-forks'>⑂ Branches fork here:<ul>{items}</ul></div>"

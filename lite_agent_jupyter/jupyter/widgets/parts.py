@@ -8,7 +8,6 @@ build on these, never the other way round.
 from __future__ import annotations
 
 import contextlib
-import html
 import threading
 import traceback
 from collections.abc import Callable, Iterator, Sequence
@@ -18,8 +17,10 @@ from typing import Any
 import ipywidgets as w
 from ipywidgets.widgets.widget_string import HTMLStyle
 
+from ...controls import terminal_safe
 from ...errors import LiteAgentError, SessionBusyError
 from .. import render
+from ..safe import escape
 
 
 def relative_time(when: datetime, now: datetime | None = None) -> str:
@@ -38,9 +39,11 @@ def relative_time(when: datetime, now: datetime | None = None) -> str:
 
 
 def shorten(text: str | None, width: int) -> str:
+    """``text`` on one line, cut at ``width``; control characters shown as escapes (a title
+    or a prompt is untrusted, and a widget's option list shows it as text)."""
     if not text:
         return ""
-    text = " ".join(text.split())
+    text = terminal_safe(" ".join(text.split()))
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
@@ -94,21 +97,18 @@ class Reporter:
         self.lock = threading.Lock()
 
     def ok(self, message: str) -> None:
-        self.status.value = f"<span>{html.escape(message)}</span>"
+        self.status.value = f"<span>{escape(message)}</span>"
 
     def busy(self, session_id: str) -> None:
         self.status.value = (
-            f"<b>busy</b>: a turn is running in session {html.escape(render.short_id(session_id))}"
+            f"<b>busy</b>: a turn is running in session {escape(render.short_id(session_id))}"
             "; nothing changed. Try again when it has finished."
         )
 
     def fail(self, what: str, error: BaseException) -> None:
-        line = (
-            f"<b>{html.escape(what)} failed</b>: {html.escape(type(error).__name__)}: "
-            f"{html.escape(str(error))}"
-        )
+        line = f"<b>{escape(what)} failed</b>: {escape(type(error).__name__)}: {escape(str(error))}"
         if not isinstance(error, LiteAgentError):
-            trace = html.escape("".join(traceback.format_exception(error)))
+            trace = escape("".join(traceback.format_exception(error)))
             line += f"<details><summary>traceback</summary><pre>{trace}</pre></details>"
         self.status.value = line
 

@@ -6,13 +6,13 @@ or how it is shown (``show.py``); talks to the agent only through :class:`Sessio
 
 from __future__ import annotations
 
-import html
 from datetime import UTC, datetime
 
 import ipywidgets as w
 
 from ...checkpoint.protocol import SessionInfo
 from .. import render
+from ..safe import escape
 from .controls import SessionControls
 from .parts import Look, Reporter, batched, fill, relative_time, shorten
 
@@ -196,7 +196,7 @@ class SessionBrowser:
             finally:
                 self._drawing = False
             count = "" if total is None else f" ({total})"
-            self.title.value = f"{_SESSIONS_CSS}<b>Sessions</b>{count}{html.escape(note)}"
+            self.title.value = f"{_SESSIONS_CSS}<b>Sessions</b>{count}{escape(note)}"
             of = f"{end}+" if total is None else str(total)
             self.page_label.value = f"{start + 1}–{end} of {of}" if end else "no sessions yet"
             self.prev_button.disabled = self.page == 0
