@@ -53,7 +53,7 @@ TERMINAL_PAYLOADS = [
 SAFE_TAGS = {
     "p", "em", "strong", "code", "pre", "a", "ul", "ol", "li", "blockquote", "hr", "br",
     "h1", "h2", "h3", "h4", "h5", "h6", "table", "thead", "tbody", "tr", "th", "td", "s",
-    "div", "details", "summary", "sub",
+    "div", "details", "summary", "sub", "b", "small",
 }  # fmt: skip
 SAFE_ATTRIBUTES = {"href", "rel", "target", "class", "style", "start", "title"}
 

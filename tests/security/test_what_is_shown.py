@@ -213,3 +213,27 @@ def test_a_streamed_answer_renders_as_the_whole_and_settles_its_blocks() -> None
     assert len(stream._html) >= 6 and STREAMED[stream._settled :].startswith("And [again]")
     assert stream.render(STREAMED) is html_text  # unchanged text: no work
     assert "P1 <img" in assert_inert(stream.render("P1 <img src=x>"))  # a new text: reset
+
+
+def test_the_approval_widget_and_the_console_show_all_of_a_long_command(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 2,842-character command: Allow runs all of it, so all of it is shown (the widget cut
+    it at 1,200 characters, ``console_approval`` at 2,000)."""
+    from lite_agent_jupyter.abort import AbortSignal
+    from lite_agent_jupyter.agent import console_approval
+
+    command = "echo start; " + "x" * 2805 + "; rm -rf important_a #END"
+    assert len(command) == 2842
+    buttons = approval.ApprovalButtons(_request(command))
+    try:
+        box = buttons.question.value
+        assert "rm -rf important_a #END" in box and "x" * 2805 in box
+        assert "max-height" in box and "overflow:auto" in box  # scrollable, never cut
+        assert_inert(box)
+    finally:
+        buttons.close()
+    monkeypatch.setattr("builtins.input", lambda prompt="": "n")
+    assert console_approval(_request(command + "\r\x1b[2KAllow?"), AbortSignal()) is False
+    printed = capsys.readouterr().out
+    assert "rm -rf important_a #END\\r\\u001b[2KAllow?" in printed and "\x1b" not in printed
