@@ -29,6 +29,7 @@ LAYERS = {
     "atomic": 0,
     "redact": 0,
     "swap": 0,
+    "controls": 0,
     "storage": 1,
     "checkpoint": 2,
     "tools": 3,

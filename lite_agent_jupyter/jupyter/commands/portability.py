@@ -27,6 +27,7 @@ from ...agent import (
     import_session,
 )
 from ...checkpoint.url import checkpointer_from_url
+from ...controls import terminal_safe
 from ...providers import RecordingProvider, ReplayProvider, scripted
 from ..magics import LiteAgentMagics
 from ..registry import arg, subcommand
@@ -171,4 +172,5 @@ def _import(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
             f"Its cassette is in {cassette_to.name}: %agent replay {cassette_to.name} answers "
             "its prompts offline."
         )
-    print("\n".join(lines))  # the bundle's own words (notebook, version) were checked on import
+    # the bundle's own words (notebook, version) were checked on import; printed as text anyway
+    print(terminal_safe("\n".join(lines)))
