@@ -574,8 +574,7 @@ class LiteAgentMagics(Magics):
         ]
 
     def _ask(self, request: ApprovalRequest) -> bool:
-        """Ask with ``input()`` (terminal IPython, front ends without widgets): the whole
-        input first, then the question on a line of its own."""
+        """Ask with ``input()`` (terminal IPython, no widgets): the whole input, then asks."""
         shown = terminal_safe(render.key_argument(request.tool_name, request.input))
         question = f"Allow {terminal_safe(request.tool_name)} {shown}? [y/N] "
         if not self._someone_can_answer():

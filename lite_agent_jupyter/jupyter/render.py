@@ -81,8 +81,7 @@ def plural(count: int, word: str) -> str:
 
 
 def key_field(name: str, arguments: Mapping[str, Any]) -> object | None:
-    """The value of the one argument that says what a call is about (path, command,
-    pattern...), whole; ``None`` if there is none."""
+    """The one argument that says what a call is about (path, command...), or ``None``."""
     key = _KEY_ARGUMENT.get(name)
     if key is not None and key in arguments:
         found: object = arguments[key]
@@ -94,8 +93,7 @@ def key_field(name: str, arguments: Mapping[str, Any]) -> object | None:
 
 
 def key_argument(name: str, arguments: Mapping[str, Any]) -> str:
-    """:func:`key_field` on one line, cut at 80 characters (a summary: where a person
-    decides on it, the whole input is shown as well)."""
+    """:func:`key_field` on one line, cut at 80 characters (the approvals show it whole)."""
     value = key_field(name, arguments)
     return "" if value is None else _clip(str(value).replace("\n", " "), 80)
 
