@@ -575,13 +575,12 @@ class LiteAgentMagics(Magics):
 
     def _ask(self, request: ApprovalRequest) -> bool:
         """Ask with ``input()`` (terminal IPython, no widgets): the whole input, then asks."""
-        shown = terminal_safe(render.key_argument(request.tool_name, request.input))
-        question = f"Allow {terminal_safe(request.tool_name)} {shown}? [y/N] "
+        key = render.key_argument(request.tool_name, request.input)
+        shown = terminal_safe(f"{request.tool_name} {key}")
         if not self._someone_can_answer():
             return self._no_one_to_ask(request)
-        print(asking_text(request), flush=True)
         try:
-            answer = input(question)
+            answer = input(f"{asking_text(request)}\nAllow {shown}? [y/N] ")
         except (EOFError, StdinNotImplementedError):
             return self._no_one_to_ask(request)
         return answer.strip().lower() in ("y", "yes")
