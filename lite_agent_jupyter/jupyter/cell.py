@@ -34,7 +34,7 @@ from ..agent.budget import Budget
 from ..errors import LiteAgentError, MissingAPIKeyError
 from . import answering, budgets, render
 from .background import BackgroundTurns
-from .runner import AgentRunner, ApprovalAsk, TurnError, TurnStream
+from .runner import AgentRunner, ApprovalAsk, MainCall, TurnError, TurnStream
 from .sinks import NotebookOutput, TerminalOutput
 
 NO_KEY_MESSAGE = """\
@@ -198,6 +198,14 @@ def run_turn(
             elif isinstance(item, ApprovalAsk):
                 out.update()
                 item.reply((yield item))
+                continue
+            elif isinstance(item, MainCall):  # run_cell: here, on the main thread
+                out.update()
+                try:
+                    item.reply(item.fn())
+                except KeyboardInterrupt:
+                    item.reply("interrupted: the code was stopped by a kernel interrupt")
+                    raise
                 continue
             elif isinstance(item, TurnError):
                 error = item.error

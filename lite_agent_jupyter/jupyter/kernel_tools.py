@@ -1,5 +1,10 @@
 """Tools that act on the kernel, when the person lets them (``kernel_tools = True``).
 
+- ``run_cell``: code run in the notebook's namespace on the kernel's main thread while the
+  ``%%agent`` cell waits (``AgentRunner.on_main``); asks approval under the default policy
+  (kind ``shell``, so the files it changes are snapshotted); returns what it printed, its
+  result, displays (images as image blocks), traceback, and the variables it created or
+  rebound. A kernel interrupt stops it like any cell.
 - ``propose_cell``: code into a new cell below the ``%%agent`` cell (IPython's
   ``set_next_input``), for the person to read and run; nothing is run. The cell's first line
   names the session it came from, so a saved notebook tells proposed code from typed code.
@@ -17,6 +22,13 @@ from typing import Any
 from ..errors import ToolError
 from ..tools import Tool, ToolContext, tool
 from . import render
+
+
+def kernel_tools(shell: Any, on_main: Any) -> list[Tool]:
+    """``propose_cell`` and ``run_cell`` for ``shell`` (``kernel_tools = True``)."""
+    from .outputs import bundle_images
+
+    return [propose_cell_tool(shell), run_cell_tool(shell, on_main, bundle_images)]
 
 
 def propose_cell_tool(shell: Any) -> Tool:
@@ -38,3 +50,75 @@ def propose_cell_tool(shell: Any) -> Tool:
         return "The code is in a new cell below the %%agent cell; the user decides to run it."
 
     return tool(propose_cell, kind="read")
+
+
+def run_cell_tool(shell: Any, on_main: Any, images: Any) -> Tool:
+    """The ``run_cell`` tool: ``on_main(session_id, fn)`` runs ``fn`` on the kernel's main
+    thread while the ``%%agent`` cell waits (the loop thread never touches the namespace);
+    ``images(bundle_list)`` turns captured displays into content blocks."""
+
+    async def run_cell(ctx: ToolContext, code: str) -> str | list[dict[str, Any]]:
+        """Run Python code in the user's notebook kernel, in its namespace (like a cell).
+        Returns what it printed, its result, its displays (images as images) or its
+        traceback, and the variables it created or rebound. Kernel state is not rewound by a
+        checkpoint restore.
+
+        Args:
+            code: The Python code to run.
+        """
+        if not code.strip():
+            raise ToolError("code is empty")
+        result = await on_main(ctx.session_id, lambda: _run(shell, code, images))
+        if result is None:
+            raise ToolError("no %%agent cell is waiting to run the code in the kernel")
+        return result  # type: ignore[no-any-return]
+
+    return tool(run_cell, kind="shell")
+
+
+def _run(shell: Any, code: str, images: Any) -> str | list[dict[str, Any]]:
+    """On the main thread: run ``code`` in the user's namespace, capture what it showed."""
+    import ast
+    import traceback
+
+    from IPython.utils.capture import capture_output
+
+    ns = shell.user_ns
+    before = {k: id(v) for k, v in ns.items()}
+    value: Any = None
+    error = ""
+    with capture_output() as captured:
+        try:
+            tree = ast.parse(code)
+            last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+            assert last is None or isinstance(last, ast.Expr)
+            exec(compile(tree, "<run_cell>", "exec"), ns)
+            if last is not None:
+                value = eval(compile(ast.Expression(last.value), "<run_cell>", "eval"), ns)
+        except Exception as exc:
+            error = "".join(traceback.format_exception(exc)).strip()
+    captured.show()  # type: ignore[no-untyped-call]  # shown in the %%agent cell too
+    if value is not None:
+        shell.display_pub.publish(shell.display_formatter.format(value)[0])
+    changed = sorted(k for k, v in ns.items() if not k.startswith("_") and before.get(k) != id(v))
+    text = []
+    if captured.stdout:
+        text.append(f"stdout:\n{captured.stdout.rstrip()}")
+    if captured.stderr:
+        text.append(f"stderr:\n{captured.stderr.rstrip()}")
+    if value is not None:
+        text.append(f"result:\n{render_value(value)}")
+    if error:
+        text.append(f"error:\n{error}")
+    text.append("variables created or rebound: " + (", ".join(changed) or "none"))
+    blocks = images([o.data for o in captured.outputs])
+    summary = "\n".join(text)
+    return [{"type": "text", "text": summary}, *blocks] if blocks else summary
+
+
+def render_value(value: Any) -> str:
+    try:
+        shown = repr(value)
+    except Exception as exc:
+        return f"<repr failed: {type(exc).__name__}>"
+    return shown if len(shown) <= 4000 else shown[:4000] + f"… [{len(shown) - 4000} more chars]"

@@ -68,7 +68,7 @@ from .context import (
 )
 from .drift import VariableWatch, used_in_log, with_note
 from .hook_paths import resolve_hooks
-from .kernel_tools import propose_cell_tool
+from .kernel_tools import kernel_tools
 from .notebook_file import NotebookIdentity, claim, notebook_storage
 from .outputs import CellOutputs, cell_output_tool, expand_cells
 from .registry import SUBCOMMANDS, HelpShown, Parser, arg, help_text, parser, subcommand
@@ -370,7 +370,7 @@ class LiteAgentMagics(Magics):
         if self.share_outputs and self.outputs_hooks is not None:
             tools.append(cell_output_tool(self.outputs))
         if self.kernel_tools and hasattr(self.shell, "set_next_input"):
-            tools.append(propose_cell_tool(self.shell))
+            tools += kernel_tools(self.shell, self.runner.on_main)
         notebook = self.location.notebook
         identity = self.notebook_ids.of(notebook)
         if notebook is not None and not self.allow_notebook_edits:

@@ -421,3 +421,9 @@ def cell_output_tool(outputs: CellOutputs) -> Tool:
         return cell_blocks(record)
 
     return tool(cell_output, kind="read")
+
+
+def bundle_images(bundles: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The image blocks of display bundles (``run_cell``'s displays), at most MAX_IMAGES."""
+    found = [p for b in bundles if isinstance(p := _part(b), Image)]
+    return [image_block(i) for i in found[:MAX_IMAGES]]
