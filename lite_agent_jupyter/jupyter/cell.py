@@ -34,7 +34,8 @@ from ..agent.budget import Budget
 from ..errors import LiteAgentError, MissingAPIKeyError
 from . import answering, budgets, render
 from .background import BackgroundTurns
-from .runner import AgentRunner, ApprovalAsk, MainCall, TurnError, TurnStream
+from .kernel_tools import MainCall
+from .runner import AgentRunner, ApprovalAsk, TurnError, TurnStream
 from .sinks import NotebookOutput, TerminalOutput
 
 NO_KEY_MESSAGE = """\

@@ -17,6 +17,9 @@ creates the cell when the ``%%agent`` cell ends.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ToolError
@@ -24,11 +27,44 @@ from ..tools import Tool, ToolContext, tool
 from . import render
 
 
-def kernel_tools(shell: Any, on_main: Any) -> list[Tool]:
+@dataclass(slots=True)
+class MainCall:
+    """Put in a turn's stream when a tool must run on the kernel's main thread (``run_cell``:
+    the notebook's namespace is the main thread's alone); the cell's driver runs ``fn`` and
+    answers ``reply`` with its result."""
+
+    fn: Callable[[], Any]
+    reply: Callable[[Any], None]
+
+
+async def on_main(runner: Any, session_id: str, fn: Callable[[], Any]) -> Any:
+    """Run ``fn`` on the thread reading ``session_id``'s turn (the kernel's main thread, where
+    the ``%%agent`` cell waits) and return its result; ``None`` if no cell reads it."""
+    ask = runner.asker(session_id)
+    if ask is None:
+        return None
+    loop = asyncio.get_running_loop()
+    answer: asyncio.Future[Any] = loop.create_future()
+
+    def reply(value: Any) -> None:
+        def settle() -> None:
+            if not answer.done():
+                answer.set_result(value)
+
+        loop.call_soon_threadsafe(settle)
+
+    ask(MainCall(fn, reply))
+    return await answer
+
+
+def kernel_tools(shell: Any, runner: Any) -> list[Tool]:
     """``propose_cell`` and ``run_cell`` for ``shell`` (``kernel_tools = True``)."""
     from .outputs import bundle_images
 
-    return [propose_cell_tool(shell), run_cell_tool(shell, on_main, bundle_images)]
+    def main(session_id: str, fn: Callable[[], Any]) -> Any:
+        return on_main(runner, session_id, fn)
+
+    return [propose_cell_tool(shell), run_cell_tool(shell, main, bundle_images)]
 
 
 def propose_cell_tool(shell: Any) -> Tool:

@@ -370,7 +370,7 @@ class LiteAgentMagics(Magics):
         if self.share_outputs and self.outputs_hooks is not None:
             tools.append(cell_output_tool(self.outputs))
         if self.kernel_tools and hasattr(self.shell, "set_next_input"):
-            tools += kernel_tools(self.shell, self.runner.on_main)
+            tools += kernel_tools(self.shell, self.runner)
         notebook = self.location.notebook
         identity = self.notebook_ids.of(notebook)
         if notebook is not None and not self.allow_notebook_edits:

@@ -67,16 +67,6 @@ class ApprovalAsk:
 
 
 @dataclass(slots=True)
-class MainCall:
-    """Put in a turn's queue when a tool must run on the kernel's main thread (``run_cell``:
-    the notebook's namespace is the main thread's alone); the reader runs ``fn`` and answers
-    ``reply`` with its result."""
-
-    fn: Callable[[], Any]
-    reply: Callable[[Any], None]
-
-
-@dataclass(slots=True)
 class TurnError:
     """The turn ended with this exception (put in the queue instead of re-raising there)."""
 
@@ -282,25 +272,10 @@ class AgentRunner:
         ask(ApprovalAsk(request, reply))
         return await answer
 
-    async def on_main(self, session_id: str, fn: Callable[[], Any]) -> Any:
-        """Run ``fn`` on the thread reading ``session_id``'s turn (the kernel's main thread,
-        where the ``%%agent`` cell waits) and return its result; ``None`` if no cell reads it."""
+    def asker(self, session_id: str) -> Callable[[Any], None] | None:
+        """Where to put an item for the cell reading ``session_id``'s turn (``None``: none)."""
         with self._table:
-            ask = self._asks.get(session_id)
-        if ask is None:
-            return None
-        loop = asyncio.get_running_loop()
-        answer: asyncio.Future[Any] = loop.create_future()
-
-        def reply(value: Any) -> None:
-            def settle() -> None:
-                if not answer.done():
-                    answer.set_result(value)
-
-            loop.call_soon_threadsafe(settle)
-
-        ask(MainCall(fn, reply))
-        return await answer
+            return self._asks.get(session_id)
 
     # -- turns -------------------------------------------------------------------------
 
