@@ -9,9 +9,13 @@ JupyterLab's default), against the fake Messages API server of this test process
 
 from __future__ import annotations
 
+import json
+import sys
+import urllib.request
 from pathlib import Path
 from typing import Any
 
+import nbformat
 from fake_anthropic import FakeAnthropicServer
 from lab_browser import (
     SETUP_ALLOW,
@@ -22,6 +26,9 @@ from lab_browser import (
     wait_for,
     write_notebook,
 )
+from nbformat.sign import NotebookNotary
+
+from lite_agent_jupyter.jupyter.widgets.show import PLACEHOLDER
 
 
 def test_reopened_notebook_shows_the_summary_and_rebuilds_live_widgets(
@@ -66,4 +73,65 @@ def test_reopened_notebook_shows_the_summary_and_rebuilds_live_widgets(
     slider.locator(".lite-agent-undo").click()
     wait_for(lambda: notes.read_text() == "version two\n", "the undo of the restore")
     page.screenshot(path=str(artifacts / "reopened-after-rerun.png"), full_page=True)
+    assert len(fake_anthropic.message_requests) == 4  # reopening called no model
+
+
+def test_a_trusted_notebook_saved_in_jupyterlab_reopens_without_its_kernel_and_no_error(
+    lab: JupyterLabServer,
+    lab_root: Path,
+    notes: Path,
+    page: Any,
+    fake_anthropic: FakeAnthropicServer,
+    artifacts: Path,
+) -> None:
+    """The issue's case: run in JupyterLab, saved there (so signed, trusted), the kernel shut
+    down, the notebook opened again. With the widget-state setting scripts/setup.sh ships
+    (saveState) the widgets are drawn from the saved state, not "model not found", and the
+    summary with its restore commands shows exactly once."""
+    overrides = Path(sys.prefix, "share/jupyter/lab/settings/overrides.json")
+    assert overrides.is_file(), f"{overrides} missing: run bash scripts/setup.sh test,lab,browser"
+    path = write_notebook(
+        lab_root / "trusted.ipynb",
+        [SETUP_ALLOW, "%%agent\nWrite notes.txt", "%%agent\nChange notes.txt", "%agent ui"],
+    )
+    nb = LabNotebook(page, lab, path.name).open()
+    for index in range(4):
+        nb.run_cell(index, timeout=120)
+    nb.cell(3).locator(".lite-agent-checkpoints .lite-agent-readout").wait_for(state="visible")
+    assert notes.read_text() == "version two\n"
+    nb.select_cell(3)
+    page.keyboard.press("Control+s")
+    wait_for(lambda: "widget-state" in path.read_text(), "the save with the widget state")
+    saved = json.loads(path.read_text())
+    assert saved["metadata"]["widgets"]  # the state JupyterLab saved...
+    notary = NotebookNotary(data_dir=str(lab.state / "data"))  # the server's JUPYTER_DATA_DIR
+    assert notary.check_signature(nbformat.reads(path.read_text(), 4))  # ...signed: trusted
+
+    sessions_url = f"{lab.url}/api/sessions?token={lab.token}"
+    with urllib.request.urlopen(sessions_url) as response:
+        (session,) = [s for s in json.loads(response.read()) if s["path"].endswith(path.name)]
+    request = urllib.request.Request(
+        f"{lab.url}/api/sessions/{session['id']}?token={lab.token}", method="DELETE"
+    )
+    with urllib.request.urlopen(request) as response:
+        assert response.status == 204  # the kernel is gone
+
+    reopened = LabNotebook(page, lab, path.name).open()  # a new kernel, a new page
+    output = reopened.cell(3).locator(".jp-OutputArea")
+    wait_for(lambda: "Checkpoints of session" in output.inner_text(), "the saved summary")
+    # ...draws the widgets again (static: their kernel is gone)...
+    readout = reopened.cell(3).locator(".lite-agent-checkpoints .lite-agent-readout")
+    readout.wait_for(state="visible")
+    assert readout.inner_text() == "before prompt 2: Change notes.txt"
+    no_widget_errors(page)
+    text = output.inner_text()
+    assert "model not found" not in page.content()
+    # ...with the summary and its restore commands once, not twice
+    # ...with the printed summary and its restore commands once, not twice (the slider's own
+    # preview of the newest stop names its restore command too: that is the widget, drawn)
+    printed = reopened.cell(3).locator(".jp-RenderedText pre").all_inner_texts()
+    (summary,) = [block for block in printed if "Checkpoints of session" in block]
+    assert "%agent restore 1-" in summary and "%agent restore 2-" in summary
+    assert text.count("%agent restore 1-") == 1 and PLACEHOLDER not in text
+    page.screenshot(path=str(artifacts / "trusted-reopened.png"), full_page=True)
     assert len(fake_anthropic.message_requests) == 4  # reopening called no model

@@ -1,13 +1,13 @@
 """Showing the widgets in a cell: ``%agent sessions`` / ``checkpoints`` / ``ui``.
 
 Displays the empty frames first (the front end draws them while the kernel reads), fills them,
-then prints a static text summary under them (widget state is not saved in notebooks; the text
-is what a saved notebook keeps). With ``text=True`` only the table is printed.
+then prints a static text summary under them: the one readable copy a saved notebook keeps in
+every front end (the widget's own output carries only a one-line pointer, so the summary never
+shows twice). With ``text=True`` only the table is printed.
 """
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -20,36 +20,36 @@ from .controls import CheckpointControls, SessionControls
 from .session_browser import SessionBrowser
 
 display: Callable[..., Any] = _ipython_display.display  # untyped in IPython
-update_display: Callable[..., Any] = _ipython_display.update_display
 
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
-def _bundle(widget: w.Widget, summary: str) -> dict[str, Any]:
-    """The widget's view with a readable static twin instead of its ``repr``: a front end
-    that cannot draw the widget (an untrusted or reopened notebook, nbviewer, GitHub, a
-    terminal) shows the summary, escaped, in place of ``VBox(children=(...``."""
+PLACEHOLDER = "(live widget: run %agent ui to rebuild it; its summary is printed below)"
+"""The widget output's ``text/plain`` in place of its ``repr`` (``VBox(children=(...``): what a
+front end that cannot draw the widget shows (an untrusted notebook, GitHub, a terminal). Only a
+pointer: the summary itself is printed once under the widget, where a reopened notebook shows it
+whether or not the widget itself can be drawn (saved widget state, docs/widgets.md)."""
+
+
+def _bundle(widget: w.Widget) -> dict[str, Any]:
+    """The widget's view with :data:`PLACEHOLDER` as its text."""
     view = widget._repr_mimebundle_()[WIDGET_VIEW]
-    return {WIDGET_VIEW: view, "text/plain": summary, "text/html": render.static_html(summary)}
+    return {WIDGET_VIEW: view, "text/plain": PLACEHOLDER}
 
 
 def _show(*views: SessionBrowser | CheckpointSlider) -> None:
     """Display the empty frames first (the front end draws them while the kernel reads),
-    fill them, then put the static summary in the widget's output (its twin where the widget
-    cannot be drawn) and print it under it (what a reopened JupyterLab notebook shows, where
-    the widget's model is gone)."""
+    fill them, then print the static summary under them: the one copy a saved notebook shows
+    in every front end (the widget's output itself carries only :data:`PLACEHOLDER`)."""
     frames: list[w.Widget] = []
     for view in views:
         frames += [w.HTML("<hr>"), view.widget] if frames else [view.widget]
     root = frames[0] if len(frames) == 1 else w.VBox(frames)
-    display_id = f"lite-agent-widget-{uuid.uuid4().hex}"
-    display(_bundle(root, "(reading…)"), raw=True, display_id=display_id)
+    display(_bundle(root), raw=True)
     for view in views:
         view.fill()
-    summary = "\n\n".join(view.summary() for view in views)
-    update_display(_bundle(root, summary), raw=True, display_id=display_id)
-    print(summary)
+    print("\n\n".join(view.summary() for view in views))
 
 
 _View = TypeVar("_View", bound=SessionBrowser | CheckpointSlider)
