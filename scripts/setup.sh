@@ -9,7 +9,20 @@ if [ ! -x "$root/.venv/bin/python" ]; then
   "$py" -m venv "$root/.venv"
 fi
 stamp="$root/.venv/.installed-$extras"
-if [ ! -f "$stamp" ] || [ "$root/pyproject.toml" -nt "$stamp" ]; then
+# An install made for more extras counts too (./scripts/lab after ./scripts/test installs nothing).
+covered() {
+  local have wanted
+  for have in "$root"/.venv/.installed-*; do
+    [ -f "$have" ] && [ ! "$root/pyproject.toml" -nt "$have" ] || continue
+    wanted=1
+    for extra in ${extras//,/ }; do
+      case ",${have##*/.installed-}," in *",$extra,"*) ;; *) wanted=0 ;; esac
+    done
+    [ "$wanted" = 1 ] && return 0
+  done
+  return 1
+}
+if ! covered; then
   "$root/.venv/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
   "$root/.venv/bin/python" -m pip install --quiet --disable-pip-version-check -e "$root[$extras]"
   touch "$stamp"

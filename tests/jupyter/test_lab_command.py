@@ -14,6 +14,7 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
+import pytest
 from lab_browser import launch_chromium
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,6 +26,8 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+# The script may install the lab extra first (a fresh clone): more than pytest's default 120 s.
+@pytest.mark.timeout(400)
 def test_scripts_lab_starts_jupyterlab_on_the_quickstart(tmp_path: Path) -> None:
     port = _free_port()
     env = {
