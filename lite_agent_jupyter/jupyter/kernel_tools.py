@@ -18,7 +18,10 @@ creates the cell when the ``%%agent`` cell ends.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -112,6 +115,25 @@ def run_cell_tool(shell: Any, on_main: Any, images: Any) -> Tool:
     return tool(run_cell, kind="shell")
 
 
+@contextmanager
+def _interruptible() -> Iterator[None]:
+    """Let a kernel interrupt raise ``KeyboardInterrupt`` inside the code, as in any cell.
+
+    Why: the ``%%agent`` cell runs as an awaited coroutine (ipykernel >= 7.4), and there the
+    kernel answers SIGINT by cancelling the cell's task on its event loop; code blocking the
+    main thread (``time.sleep``, a long loop) never gives that loop a turn, so it ran on.
+    Python's own handler raises at the next bytecode or interrupted system call instead.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def _run(shell: Any, code: str, images: Any) -> str | list[dict[str, Any]]:
     """On the main thread: run ``code`` in the user's namespace, capture what it showed."""
     import ast
@@ -123,7 +145,7 @@ def _run(shell: Any, code: str, images: Any) -> str | list[dict[str, Any]]:
     before = {k: id(v) for k, v in ns.items()}
     value: Any = None
     error = ""
-    with capture_output() as captured:
+    with capture_output() as captured, _interruptible():
         try:
             tree = ast.parse(code)
             last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None

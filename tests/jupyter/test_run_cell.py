@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import base64
 import json
+import time
+from pathlib import Path
 
 from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
 from mcp_server import PNG
@@ -63,3 +65,30 @@ def test_run_cell_asks_under_the_default_policy(
     assert "no way to ask here: run_cell denied" in cell.text  # nbclient: no stdin to ask on
     shown = agent_kernel.run("print('sneaky' in globals())").check()
     assert shown.stream_text.strip() == "False"
+
+
+def test_an_interrupt_stops_run_cell_like_any_cell(
+    agent_kernel: Kernel, fake_anthropic: FakeAnthropicServer, tmp_path: Path
+) -> None:
+    """The code runs on the main thread inside the awaited ``%%agent`` cell, where the
+    kernel's own SIGINT handling does not reach blocking code: the interrupt still stops it,
+    the turn ends as an interrupt, and the next cell and prompt work."""
+    started = tmp_path / "work" / "started"
+    agent_kernel.run("%config LiteAgentMagics.kernel_tools = True").check()
+    code = f"import pathlib, time\npathlib.Path({str(started)!r}).touch()\ntime.sleep(120)\n"
+    fake_anthropic.script(
+        FakeReply("Waiting.", tool_calls=[FakeToolCall("run_cell", {"code": code})]),
+        "Should not be asked.",
+        "Still here.",
+    )
+    msg_id = agent_kernel.submit("%%agent\nwait a long time")
+    deadline = time.monotonic() + 60
+    while not started.exists():
+        assert time.monotonic() < deadline, "run_cell never started"
+        time.sleep(0.01)
+    agent_kernel.interrupt()
+    cell = agent_kernel.collect([msg_id], timeout=60)[0]
+    assert "AgentInterrupted: the agent's turn was stopped" in cell.text, cell.text
+    assert agent_kernel.run("print('after', 1 + 1)").check().stream_text.strip() == "after 2"
+    again = agent_kernel.run("%%agent\nare you there?").check()
+    assert "Should not be asked." in again.text, again.text  # the next reply in the script
