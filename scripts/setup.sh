@@ -27,9 +27,3 @@ if ! covered; then
   "$root/.venv/bin/python" -m pip install --quiet --disable-pip-version-check -e "$root[$extras]"
   touch "$stamp"
 fi
-# JupyterLab's defaults for this venv (share/jupyter/lab/settings/overrides.json: a user can still
-# change them in the Settings Editor): widget state saved into the notebook, so a saved notebook
-# reopened without its kernel draws the widgets from that state instead of "Error displaying
-# widget: model not found" (docs/widgets.md, "Saved notebooks").
-mkdir -p "$root/.venv/share/jupyter/lab/settings"
-cp "$root/scripts/jupyterlab/overrides.json" "$root/.venv/share/jupyter/lab/settings/overrides.json"

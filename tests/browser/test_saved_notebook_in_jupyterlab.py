@@ -10,7 +10,6 @@ JupyterLab's default), against the fake Messages API server of this test process
 from __future__ import annotations
 
 import json
-import sys
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -76,6 +75,10 @@ def test_reopened_notebook_shows_the_summary_and_rebuilds_live_widgets(
     assert len(fake_anthropic.message_requests) == 4  # reopening called no model
 
 
+OVERRIDES = Path(__file__).resolve().parents[2] / "scripts/jupyterlab/overrides.json"
+WIDGETS_PLUGIN = "@jupyter-widgets/jupyterlab-manager:plugin"
+
+
 def test_a_trusted_notebook_saved_in_jupyterlab_reopens_without_its_kernel_and_no_error(
     lab: JupyterLabServer,
     lab_root: Path,
@@ -85,11 +88,15 @@ def test_a_trusted_notebook_saved_in_jupyterlab_reopens_without_its_kernel_and_n
     artifacts: Path,
 ) -> None:
     """The issue's case: run in JupyterLab, saved there (so signed, trusted), the kernel shut
-    down, the notebook opened again. With the widget-state setting scripts/setup.sh ships
-    (saveState) the widgets are drawn from the saved state, not "model not found", and the
-    summary with its restore commands shows exactly once."""
-    overrides = Path(sys.prefix, "share/jupyter/lab/settings/overrides.json")
-    assert overrides.is_file(), f"{overrides} missing: run bash scripts/setup.sh test,lab,browser"
+    down, the notebook opened again. With the widget-state setting (saveState, docs/widgets.md)
+    the widgets are drawn from the saved state, not "model not found", and the summary
+    with its restore commands shows exactly once."""
+    # the setting of docs/widgets.md (scripts/jupyterlab/overrides.json), as a user setting
+    setting = (
+        lab.state / "lab-settings/@jupyter-widgets/jupyterlab-manager/plugin.jupyterlab-settings"
+    )
+    setting.parent.mkdir(parents=True, exist_ok=True)
+    setting.write_text(json.dumps(json.loads(OVERRIDES.read_text())[WIDGETS_PLUGIN]))
     path = write_notebook(
         lab_root / "trusted.ipynb",
         [SETUP_ALLOW, "%%agent\nWrite notes.txt", "%%agent\nChange notes.txt", "%agent ui"],
