@@ -105,5 +105,9 @@ def _opens_the_notebook(url: str) -> None:
             tabs = page.locator("#jp-main-dock-panel .lm-TabBar-tab").all_inner_texts()
             assert [t.strip() for t in tabs] == ["quickstart.ipynb"], tabs
             assert page.locator(".jp-Launcher").count() == 0
+            # The kernel JupyterLab starts for the notebook must be up before the test stops
+            # the server: a SIGTERM while a kernel is still starting left jupyter-server
+            # waiting after "Shutting down 5 extensions" (seen 1 run in 2).
+            page.get_by_text("Python 3 (ipykernel) | Idle").wait_for(timeout=120_000)
         finally:
             browser.close()
