@@ -261,19 +261,7 @@ class Branches:
         async with self.journal.locked(session_id):
             await self.journal.recover_locked(session_id)
             branch, head, live, events, plans = await self._plan(session_id, name)
-            planner.refuse_blocked(plans)
-            conflicts = [p.path for p in plans if p.action == "conflict"]
-            if conflicts and not force:
-                raise RestoreConflictError(
-                    f"{len(conflicts)} file(s) changed outside the agent since it last wrote "
-                    f"them: {', '.join(conflicts)}; nothing was changed (force=True overwrites)",
-                    paths=tuple(conflicts),
-                )
-            for plan in plans:
-                if plan.action == "conflict":
-                    plan.forced = True
-                    plan.action = planner.action_for(plan.new, plan.disk)
-            todo = [p for p in plans if p.action != "unchanged"]
+            todo = planner.settle(plans, force=force)
             await planner.check_blobs(self.blobs, session_id, todo)
             await self.blobs.add_refs(ref, {p.disk_hash for p in plans if p.disk_hash})
             for plan in plans:

@@ -163,6 +163,26 @@ def refuse_blocked(plans: Sequence[FilePlan]) -> None:
         )
 
 
+def settle(plans: Sequence[FilePlan], *, force: bool) -> list[FilePlan]:
+    """The files an operation must change, once every check before writing has passed: what
+    is not a file is refused (:func:`refuse_blocked`), a file changed outside the agent is a
+    :class:`RestoreConflictError` unless ``force`` (then it is marked forced and overwritten).
+    Restore and switch share it, so both refuse and force alike."""
+    refuse_blocked(plans)
+    conflicts = [p.path for p in plans if p.action == "conflict"]
+    if conflicts and not force:
+        raise RestoreConflictError(
+            f"{len(conflicts)} file(s) changed outside the agent since it last wrote "
+            f"them: {', '.join(conflicts)}; nothing was changed (force=True overwrites)",
+            paths=tuple(conflicts),
+        )
+    for plan in plans:
+        if plan.action == "conflict":
+            plan.forced = True
+            plan.action = action_for(plan.new, plan.disk)
+    return [p for p in plans if p.action != "unchanged"]
+
+
 def action_for(new: str | None, disk: bytes | None) -> Action:
     """What giving a file the content ``new`` does, from what it holds now."""
     if new is None:

@@ -125,19 +125,7 @@ class Restorer:
             every = plans
             if not files:
                 plans = []
-            planner.refuse_blocked(plans)
-            conflicts = [p.path for p in plans if p.action == "conflict"]
-            if conflicts and not force:
-                raise RestoreConflictError(
-                    f"{len(conflicts)} file(s) changed outside the agent since it last wrote "
-                    f"them: {', '.join(conflicts)}; nothing was changed (force=True overwrites)",
-                    paths=tuple(conflicts),
-                )
-            for plan in plans:
-                if plan.action == "conflict":
-                    plan.forced = True
-                    plan.action = planner.action_for(plan.new, plan.disk)
-            todo = [p for p in plans if p.action != "unchanged"]
+            todo = planner.settle(plans, force=force)
             await planner.check_blobs(self.blobs, session_id, todo)
             # undo data: what each file holds now, in the blob store before anything changes
             old_hashes: dict[str, str | None] = {}
