@@ -97,6 +97,7 @@ from .results import (
     LiteAgentResult,
     TurnFinished,
 )
+from .seen import rewound_note
 from .session import SessionLog
 from .timetravel import (
     Branch,
@@ -749,6 +750,8 @@ class LiteAgent:
                 sid, seq, files=files, conversation=conversation, force=force
             )
         self._forget_seen(sid)
+        if conversation:  # a files-only restore puts its own notice in the log
+            self._note_rewound(sid, "restored an earlier checkpoint", result)
         self._session_id = sid
         return result
 
@@ -763,8 +766,20 @@ class LiteAgent:
         async with self._idle(sid):
             result = await self._restorer.undo(sid, force=force)
         self._forget_seen(sid)
+        self._note_rewound(sid, "undid a restore", result)
         self._session_id = sid
         return result
+
+    def _note_rewound(self, session_id: str, done: str, result: RestoreResult) -> None:
+        """Keep for the session's next prompt the note naming the files ``result`` put
+        back (``seen.rewound_note``): the model is told what changed under it. The newest
+        restore or undo replaces an earlier note not yet sent: each leaves the conversation
+        its note speaks to (a restore cuts it, an undo brings it back)."""
+        note = rewound_note(done, result.restored, result.deleted)
+        if note is None:
+            self._settings.rewound.pop(session_id, None)
+        else:
+            self._settings.rewound[session_id] = note
 
     def _forget_seen(self, session_id: str) -> None:
         """After time travel the model's picture of the files is what the (rewound)

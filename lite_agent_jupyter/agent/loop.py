@@ -103,6 +103,10 @@ class TurnSettings:
     seen_files: dict[str, dict[str, str]] = field(default_factory=dict)
     """Session id -> path -> hash of the content the model last read or wrote: the file
     tools' compare-and-swap (``edit_file`` refuses a file changed since)."""
+    rewound: dict[str, str] = field(default_factory=dict)
+    """Session id -> the note naming the files the newest restore or undo put back since
+    the last prompt (``seen.rewound_note``): it goes with the next prompt, so the model is
+    not out of step with the files."""
     tool_specs: list[dict[str, Any]] = field(init=False)
     """The tools as the API expects them: built once, sent with every call."""
 
@@ -165,6 +169,9 @@ async def run_turn(
         )
         if outside is not None:
             prompt = [*prompt, outside]
+        rewound = settings.rewound.pop(session.session_id, None)
+        if rewound:  # files a restore or an undo put back since the last prompt
+            prompt = [*prompt, UserEvent(content=rewound, origin="internal", checkpoint=False)]
     if settings.extra_tools is not None:
         settings.extra_tools.start()  # in the background: a turn never waits for it
     await session.append(prompt)

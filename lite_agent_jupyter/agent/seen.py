@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..checkpoint.events import UserEvent
@@ -78,3 +79,20 @@ def _refresh(seen: dict[str, str]) -> None:
         else:
             seen[path] = now
         seen.pop(TOLD + path, None)
+
+
+def rewound_note(done: str, restored: Sequence[str], deleted: Sequence[str]) -> str | None:
+    """The note telling the model which files a restore or an undo (``done``: what the
+    user did, e.g. ``"restored checkpoint 3-k7f2"``) put back, or ``None`` if none: its
+    picture of the files would otherwise be the one its conversation left it with."""
+    if not restored and not deleted:
+        return None
+    parts = []
+    if restored:
+        parts.append(f"written back: {', '.join(restored)}")
+    if deleted:
+        parts.append(f"removed: {', '.join(deleted)}")
+    return (
+        f"[The user {done}; files reverted ({'; '.join(parts)}). "
+        "Read them again before relying on their content.]"
+    )

@@ -240,12 +240,16 @@ async def test_checkpoints_restore_each_and_undo_in_reverse(
     with pytest.raises(UnknownCheckpointError):
         await agent.undo_restore(sid)
 
-    # what the model is sent after a restore is what it was sent at that checkpoint
+    # what the model is sent after a restore is what it was sent at that checkpoint, and a
+    # note naming the files the restore put back (#20)
     for k in (2, 1, 0):
         await agent.restore(sid, seqs[k])
         fake_anthropic.script("ok")
         await agent.send(PROMPTS[k])
-        assert without_cache_marks(fake_anthropic.message_requests[-1].body["messages"]) == seen[k]
+        sent = without_cache_marks(fake_anthropic.message_requests[-1].body["messages"])
+        *blocks, note = sent[-1]["content"]
+        assert note["text"].startswith("[The user restored an earlier checkpoint; files reverted")
+        assert [*sent[:-1], {**sent[-1], "content": blocks}] == seen[k]
         assert state(project) == states[k]
     assert [c.prompt for c in await agent.list_checkpoints(sid)] == [PROMPTS[0]]
 

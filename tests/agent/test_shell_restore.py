@@ -120,7 +120,8 @@ async def test_restore_each_checkpoint_then_undo(
         assert files_in(workdir) == states[index]
         sent = await messages_after_restore(agent, fake_anthropic)
         assert sent[:-1] == asked.body["messages"][:-1]
-        assert _last_text({"messages": sent}) == "what now?"
+        said = _last_text({"messages": sent})  # the prompt, then the note naming the files
+        assert said.startswith("what now?[The user restored an earlier checkpoint; files")
 
 
 def _last_text(body: dict[str, Any]) -> str:

@@ -1,0 +1,90 @@
+"""The model is never out of step with the files after time travel (#20): the next request
+after a restore or an undo names, in a short note, the files it put back (a files-only
+restore and ``revert_file`` say so in their own notice, tested in test_restore.py). The real
+``anthropic`` client against the fake Messages API server, real files."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
+
+from lite_agent_jupyter import LiteAgent
+
+
+def _last_request(fake: FakeAnthropicServer) -> str:
+    return json.dumps(fake.message_requests[-1].messages)
+
+
+def _write(path: str, content: str) -> FakeReply:
+    return FakeReply(
+        "Writing.", tool_calls=[FakeToolCall("write_file", {"path": path, "content": content})]
+    )
+
+
+async def test_restore_and_undo_name_the_reverted_files_at_the_next_request(
+    make_agent: Callable[..., LiteAgent],
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    workdir: Path,
+) -> None:
+    agent = make_agent(model=claude(), approvals="allow")
+    fake_anthropic.script(_write("a.txt", "one\n"), "Wrote a.")
+    await agent.send("write a")
+    fake_anthropic.script(_write("a.txt", "two\n"), _write("b.txt", "new\n"), "Wrote both.")
+    await agent.send("change a, add b")
+
+    second = await agent.find_checkpoint(2)
+    await agent.restore(agent.session_id, second.seq)
+    assert (workdir / "a.txt").read_text() == "one\n" and not (workdir / "b.txt").exists()
+    fake_anthropic.script("Noted.")
+    await agent.send("what now?")
+    asked = _last_request(fake_anthropic)
+    assert "The user restored an earlier checkpoint; files reverted" in asked
+    assert "written back: a.txt" in asked and "removed: b.txt" in asked
+    assert "what now?" in asked
+
+    fake_anthropic.script("Nothing new.")
+    await agent.send("and now?")
+    assert "files reverted" not in _last_request(fake_anthropic).split("and now?")[-1]
+    assert _last_request(fake_anthropic).count("files reverted") == 1  # told once
+
+
+async def test_an_undo_names_the_files_it_put_back(
+    make_agent: Callable[..., LiteAgent],
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    workdir: Path,
+) -> None:
+    agent = make_agent(model=claude(), approvals="allow")
+    fake_anthropic.script(_write("a.txt", "one\n"), "Wrote a.")
+    await agent.send("write a")
+    fake_anthropic.script(_write("a.txt", "two\n"), _write("b.txt", "new\n"), "Wrote both.")
+    await agent.send("change a, add b")
+    await agent.restore(agent.session_id, (await agent.find_checkpoint(2)).seq)
+    await agent.undo_restore(agent.session_id)
+    assert (workdir / "a.txt").read_text() == "two\n" and (workdir / "b.txt").exists()
+    fake_anthropic.script("Noted.")
+    await agent.send("after undo?")
+    asked = _last_request(fake_anthropic)
+    assert "The user undid a restore; files reverted (written back: a.txt, b.txt)" in asked
+    assert "restored an earlier checkpoint" not in asked  # the newest says it: one note
+
+
+async def test_a_restore_that_moves_no_file_adds_no_note(
+    make_agent: Callable[..., LiteAgent],
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+) -> None:
+    agent = make_agent(model=claude(), approvals="allow")
+    fake_anthropic.script("Hi.")
+    await agent.send("hello")
+    fake_anthropic.script("Hi again.")
+    await agent.send("hello again")
+    await agent.restore(agent.session_id, (await agent.find_checkpoint(2)).seq)
+    fake_anthropic.script("Ok.")
+    await agent.send("next")
+    assert "files reverted" not in _last_request(fake_anthropic)
