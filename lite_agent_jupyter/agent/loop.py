@@ -63,6 +63,7 @@ from .results import (
 from .seen import outside_notice
 from .seen import refresh as refresh_seen
 from .session import SessionLog
+from .timetravel.listing import newest_checkpoint_id
 from .tracking import FileTracker
 from .usage import Prices
 
@@ -416,7 +417,7 @@ async def _approved_call(
             if settings.start_background is not None
             else None
         ),
-        extra=_tool_extra(settings, task_list, session.session_id),
+        extra=_tool_extra(settings, task_list, session),
     )
     tracker = settings.tracker if tool.kind == "shell" or tool.scans_workdir else None
     if tracker is not None:
@@ -460,8 +461,16 @@ def _budget_stop(tool_uses: Sequence[dict[str, Any]], why: str) -> list[Event]:
     return events
 
 
-def _tool_extra(settings: TurnSettings, task_list: str | None, session_id: str) -> dict[str, Any]:
-    extra: dict[str, Any] = {"seen_files": settings.seen_files.setdefault(session_id, {})}
+def _tool_extra(
+    settings: TurnSettings, task_list: str | None, session: SessionLog
+) -> dict[str, Any]:
+    session_id = session.session_id
+    extra: dict[str, Any] = {
+        "seen_files": settings.seen_files.setdefault(session_id, {}),
+        # ``await extra["checkpoint_id"]()``: the running prompt's id (``3-k7f2``), read
+        # only by the tools that tag their work with it (``propose_cell``)
+        "checkpoint_id": functools.partial(newest_checkpoint_id, session.checkpointer, session_id),
+    }
     if settings.task_lists is not None:
         extra["task_lists"] = settings.task_lists
     if task_list is not None:

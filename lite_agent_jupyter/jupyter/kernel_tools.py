@@ -7,7 +7,8 @@
   rebound. A kernel interrupt stops it like any cell.
 - ``propose_cell``: code into a new cell below the ``%%agent`` cell (IPython's
   ``set_next_input``), for the person to read and run; nothing is run. The cell's first line
-  names the session it came from, so a saved notebook tells proposed code from typed code.
+  names the prompt (its checkpoint id, what ``%agent restore`` takes) and the session it came
+  from, so a saved notebook tells proposed code from typed code and where it came from.
 
 Why a proposal and not a run: the person's kernel state is not rewound by a restore, so code
 that changes it should pass through their hands. ``set_next_input`` only appends a payload to
@@ -73,7 +74,7 @@ def kernel_tools(shell: Any, runner: Any) -> list[Tool]:
 def propose_cell_tool(shell: Any) -> Tool:
     """The ``propose_cell`` tool over ``shell`` (an IPython shell with ``set_next_input``)."""
 
-    def propose_cell(ctx: ToolContext, code: str) -> str:
+    async def propose_cell(ctx: ToolContext, code: str) -> str:
         """Put Python code into a new notebook cell below the current one, for the user to
         review and run themselves. The code is NOT run. Use it for code that changes the
         user's variables or does something they should see first.
@@ -84,7 +85,10 @@ def propose_cell_tool(shell: Any) -> Tool:
         if not code.strip():
             raise ToolError("code is empty")
         session = render.short_id(ctx.session_id) if ctx.session_id else "memory only"
-        tag = f"# proposed by the agent (session {session}); not run yet\n"
+        newest = ctx.extra.get("checkpoint_id")  # the running prompt's id (agent/loop.py)
+        checkpoint = await newest() if newest is not None else None
+        at = f" at prompt {checkpoint}" if checkpoint else ""
+        tag = f"# proposed by the agent{at} (session {session}); not run yet\n"
         shell.set_next_input(tag + code.rstrip() + "\n", replace=False)
         return "The code is in a new cell below the %%agent cell; the user decides to run it."
 

@@ -6,6 +6,7 @@ image blocks, and the read-only ``cell_output`` tool returns the same. A real ke
 from __future__ import annotations
 
 import base64
+import re
 from pathlib import Path
 from typing import Any
 
@@ -151,7 +152,10 @@ def test_propose_cell_puts_code_in_a_new_cell_and_runs_nothing(
     )
     cell = agent_kernel.run("%%agent\nset proposed_value to 42").check()
     [payload] = [p for p in cell.payload if p.get("source") == "set_next_input"]
-    assert payload["text"].startswith("# proposed by the agent (session ")
+    # tagged with the prompt's checkpoint: the id %agent restore takes (prompt 2 here)
+    tag = re.match(r"# proposed by the agent at prompt (2-[a-z2-7]{4}) \(session ", payload["text"])
+    assert tag is not None, payload["text"]
+    assert re.search(rf"%agent restore {tag.group(1)}\b", cell.plain), cell.plain
     assert "proposed_value = 42" in payload["text"] and payload["replace"] is False
     shown = agent_kernel.run("print('proposed_value' in globals())").check()
     assert shown.stream_text.strip() == "False"  # proposed, not run

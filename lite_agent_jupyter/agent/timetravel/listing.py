@@ -83,6 +83,13 @@ class Listings:
             listing.checkpoints = None
 
 
+async def newest_checkpoint_id(checkpointer: Checkpointer, session_id: str) -> str | None:
+    """The id of the session's newest prompt (``3-k7f2``), ``None`` before the first: what a
+    tool tags its work with while that prompt's turn runs. Reads the prompt marks only."""
+    checkpoints = _checkpoints(await read_marks(checkpointer, session_id, kinds=("checkpoint",)))
+    return checkpoints[-1].id if checkpoints else None
+
+
 def _checkpoints(marks: Sequence[Event]) -> list[Checkpoint]:
     """One :class:`Checkpoint` per prompt in ``marks`` (checkpoint and snapshot marks, seq
     order), each with the files snapshotted from it on, its number (1..N) and its id."""
