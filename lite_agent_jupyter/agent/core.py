@@ -848,6 +848,7 @@ class LiteAgent:
         await self._settle_jobs(sid, stop_jobs)
         async with self._idle(sid):
             result = await self._restorer.switch(sid, name, force=force)
+        self._note_rewound(sid, f"switched to branch {name}", result.result)
         self._session_id = sid
         return result
 

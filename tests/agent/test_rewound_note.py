@@ -1,7 +1,7 @@
 """The model is never out of step with the files after time travel (#20): the next request
-after a restore or an undo names, in a short note, the files it put back (a files-only
-restore and ``revert_file`` say so in their own notice, tested in test_restore.py). The real
-``anthropic`` client against the fake Messages API server, real files."""
+after a restore, an undo or a branch switch names, in a short note, the files it put back (a
+files-only restore and ``revert_file`` say so in their own notice, tested in test_restore.py).
+The real ``anthropic`` client against the fake Messages API server, real files."""
 
 from __future__ import annotations
 
@@ -88,3 +88,27 @@ async def test_a_restore_that_moves_no_file_adds_no_note(
     fake_anthropic.script("Ok.")
     await agent.send("next")
     assert "files reverted" not in _last_request(fake_anthropic)
+
+
+async def test_a_branch_switch_names_the_files_it_put_back(
+    make_agent: Callable[..., LiteAgent],
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    workdir: Path,
+) -> None:
+    agent = make_agent(model=claude(), approvals="allow")
+    fake_anthropic.script(_write("a.txt", "one\n"), "Wrote a.")
+    await agent.send("write a")
+    fake_anthropic.script(_write("a.txt", "two\n"), "Changed a.")
+    await agent.send("change a")
+    await agent.restore(agent.session_id, (await agent.find_checkpoint(2)).seq)
+    fake_anthropic.script(_write("c.txt", "see\n"), "Wrote c.")
+    await agent.send("write c instead")
+    (branch,) = await agent.list_branches()
+    await agent.switch_branch(agent.session_id, branch.name)
+    assert (workdir / "a.txt").read_text() == "two\n" and not (workdir / "c.txt").exists()
+    fake_anthropic.script("Noted.")
+    await agent.send("where am I?")
+    asked = _last_request(fake_anthropic)
+    assert f"The user switched to branch {branch.name}; files reverted" in asked
+    assert "written back: a.txt" in asked and "removed: c.txt" in asked
