@@ -19,6 +19,8 @@ Two parts, in one run:
      of rows is on screen (target < 1 s);
    * ``%agent checkpoints`` on a session of ``--prompts`` prompts, until the slider and the
      newest stop's preview are on screen (target < 1 s);
+   * ``%agent review 1`` of a session whose one prompt wrote 100 files, until the review
+     widget is on screen (#21's target: <= 300 ms);
    * reference step: ArrowLeft on a 500-stop ``SelectionSlider`` whose callback only echoes
      the value into an ``HTML``;
    * preview: ArrowLeft on the slider of a ``--events``-event session (each prompt changed a
@@ -68,6 +70,7 @@ from lite_agent_jupyter.jupyter.widgets import CheckpointSlider, SessionBrowser
 from lite_agent_jupyter.providers.scripted import call, reply, scripted
 
 NAMESPACE = "bench"  # the notebook is bench.ipynb: the magics find this namespace
+REVIEW_FILES = 100  # the files of the turn %agent review shows (#21: <= 300 ms on screen)
 
 
 async def fill_sessions(storage: Storage, count: int) -> None:
@@ -113,6 +116,25 @@ async def fill_prompts(storage: Storage, workdir: Path, session_id: str, prompts
         return await agent.checkpointer.head(session_id)
 
 
+async def fill_review(storage: Storage, workdir: Path, files: int = REVIEW_FILES) -> int:
+    """A session ``review`` whose one prompt writes ``files`` files (what ``%agent review``
+    shows); returns the head."""
+    calls = [
+        call("write_file", path=f"review/r{i:03}.txt", content=f"line {i}\n" * 5)
+        for i in range(files)
+    ]
+    agent = create_lite_agent(
+        model=scripted([reply("ok", calls), "Done."], validate=False),
+        workdir=workdir,
+        storage=storage,
+        approvals="allow",
+        session_id="review",
+    )
+    async with agent:
+        await agent.send(f"Write {files} files")
+        return await agent.checkpointer.head("review")
+
+
 def prepare(store: Path, sessions: int, prompts: int, events: int) -> tuple[Storage, Path]:
     """The store (root ``store/root``, namespace ``bench``) and the workdir, made once."""
     storage = Storage(store / "root", NAMESPACE)
@@ -128,6 +150,7 @@ def prepare(store: Path, sessions: int, prompts: int, events: int) -> tuple[Stor
     heads = {
         "slider": asyncio.run(fill_prompts(storage, workdir, "slider", prompts)),
         "preview": asyncio.run(fill_prompts(storage, workdir, "preview", events // 5)),
+        "review": asyncio.run(fill_review(storage, workdir)),
     }
     done.write_text("")
     print(
@@ -363,10 +386,11 @@ def in_browser(storage: Storage, workdir: Path, args: argparse.Namespace) -> Non
             "%time %agent sessions",
             "%time %agent checkpoints",
         ]
+    cells += ["%agent resume review"] + ["%time %agent review 1"] * args.runs
     cells += ["%agent resume preview", REFERENCE_SLIDER, "%agent checkpoints"]
     write_notebook(notebook, cells)
     last_stop = f"Before prompt {args.prompts}"
-    ref, sessions, slider, ref_key, preview = (Series() for _ in range(5))
+    ref, sessions, slider, ref_key, preview, review = (Series() for _ in range(6))
     with (
         tempfile.TemporaryDirectory() as state,
         JupyterLabServer(workdir, Path(state)) as lab,
@@ -381,7 +405,11 @@ def in_browser(storage: Storage, workdir: Path, args: argparse.Namespace) -> Non
             timed_cell(nb, base, ".widget-button", ref)
             timed_cell(nb, base + 1, ".lite-agent-session-rows option", sessions)
             timed_cell(nb, base + 2, f".lite-agent-preview:has-text('{last_stop}')", slider)
-        first = 1 + 3 * args.runs
+        reviews = 1 + 3 * args.runs
+        nb.run_cell(reviews)  # %agent resume review
+        for run in range(args.runs):
+            timed_cell(nb, reviews + 1 + run, ".lite-agent-review", review)
+        first = reviews + 1 + args.runs
         for index in range(first, first + 3):
             nb.run_cell(index)
         ref_handle = nb.cell(first + 1).locator(".noUi-handle")
@@ -400,6 +428,7 @@ def in_browser(storage: Storage, workdir: Path, args: argparse.Namespace) -> Non
     print(ref.line("reference cell (one Button)"))
     print(sessions.line(f"%agent sessions, {args.sessions} sessions", ref, 1.0))
     print(slider.line(f"%agent checkpoints, {args.prompts} prompts", ref, 1.0))
+    print(review.line(f"%agent review of a {REVIEW_FILES}-file turn", ref, 0.3))
     print(ref_key.line("reference slider step (the kernel echoes the value)"))
     print(
         preview.line(
