@@ -25,6 +25,14 @@ def _write(path: str, content: str) -> FakeReply:
     )
 
 
+async def _two_prompts(agent: LiteAgent, fake_anthropic: FakeAnthropicServer) -> None:
+    """Prompt 1 writes a.txt; prompt 2 changes it and adds b.txt."""
+    fake_anthropic.script(_write("a.txt", "one\n"), "Wrote a.")
+    await agent.send("write a")
+    fake_anthropic.script(_write("a.txt", "two\n"), _write("b.txt", "new\n"), "Wrote both.")
+    await agent.send("change a, add b")
+
+
 async def test_restore_and_undo_name_the_reverted_files_at_the_next_request(
     make_agent: Callable[..., LiteAgent],
     claude: Callable[..., Any],
@@ -32,10 +40,7 @@ async def test_restore_and_undo_name_the_reverted_files_at_the_next_request(
     workdir: Path,
 ) -> None:
     agent = make_agent(model=claude(), approvals="allow")
-    fake_anthropic.script(_write("a.txt", "one\n"), "Wrote a.")
-    await agent.send("write a")
-    fake_anthropic.script(_write("a.txt", "two\n"), _write("b.txt", "new\n"), "Wrote both.")
-    await agent.send("change a, add b")
+    await _two_prompts(agent, fake_anthropic)
 
     second = await agent.find_checkpoint(2)
     await agent.restore(agent.session_id, second.seq)
@@ -60,10 +65,7 @@ async def test_an_undo_names_the_files_it_put_back(
     workdir: Path,
 ) -> None:
     agent = make_agent(model=claude(), approvals="allow")
-    fake_anthropic.script(_write("a.txt", "one\n"), "Wrote a.")
-    await agent.send("write a")
-    fake_anthropic.script(_write("a.txt", "two\n"), _write("b.txt", "new\n"), "Wrote both.")
-    await agent.send("change a, add b")
+    await _two_prompts(agent, fake_anthropic)
     await agent.restore(agent.session_id, (await agent.find_checkpoint(2)).seq)
     await agent.undo_restore(agent.session_id)
     assert (workdir / "a.txt").read_text() == "two\n" and (workdir / "b.txt").exists()
