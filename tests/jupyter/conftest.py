@@ -52,6 +52,21 @@ def agent_kernel(
 
 
 @pytest.fixture
+def notebook_kernel(
+    start_kernel: StartKernel, fake_env: dict[str, str | None]
+) -> Callable[[Path], Kernel]:
+    """``open(path)``: a kernel as JupyterLab starts one for the notebook ``path`` (in its
+    folder, ``JPY_SESSION_NAME`` naming it), the extension loaded, tools allowed."""
+
+    def open_notebook(path: Path) -> Kernel:
+        kernel = start_kernel(path.parent, {**fake_env, "JPY_SESSION_NAME": str(path)})
+        kernel.run(SETUP).check()
+        return kernel
+
+    return open_notebook
+
+
+@pytest.fixture
 def workdir(tmp_folder: Callable[[str], Path]) -> Path:
     """The runner's agent's folder: ``tmp_path/project``."""
     return tmp_folder("project")

@@ -376,8 +376,7 @@ def test_compact_shows_progress_and_the_next_cell_sees_the_summary(
 
 
 def test_the_open_notebook_is_not_edited_unless_allowed(
-    start_kernel: StartKernel,
-    fake_env: dict[str, str | None],
+    notebook_kernel: Callable[[Path], Kernel],
     tmp_path: Path,
     fake_anthropic: FakeAnthropicServer,
 ) -> None:
@@ -385,8 +384,7 @@ def test_the_open_notebook_is_not_edited_unless_allowed(
     folder.mkdir()
     notebook = folder / "analysis.ipynb"
     notebook.write_text("{}")
-    kernel = start_kernel(folder, {**fake_env, "JPY_SESSION_NAME": str(notebook)})
-    kernel.run(SETUP).check()
+    kernel = notebook_kernel(notebook)
     edit = FakeToolCall("write_file", {"path": "analysis.ipynb", "content": "overwritten"})
     fake_anthropic.script(
         FakeReply("", tool_calls=[edit]), "Refused.", FakeReply("", tool_calls=[edit]), "Written."

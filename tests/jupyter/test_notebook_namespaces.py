@@ -6,10 +6,11 @@ such a notebook are still found."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 
 from fake_anthropic import FakeAnthropicServer
-from nbkernel import SETUP, StartKernel
+from nbkernel import Kernel
 
 from lite_agent_jupyter import Storage, create_lite_agent
 from lite_agent_jupyter.providers.scripted import scripted
@@ -17,8 +18,7 @@ from lite_agent_jupyter.storage import legacy_notebook_namespace, notebook_names
 
 
 def test_a_plain_name_equal_to_another_notebooks_hashed_name_gets_its_own_namespace(
-    start_kernel: StartKernel,
-    fake_env: dict[str, str | None],
+    notebook_kernel: Callable[[Path], Kernel],
     tmp_path: Path,
     fake_anthropic: FakeAnthropicServer,
 ) -> None:
@@ -32,8 +32,7 @@ def test_a_plain_name_equal_to_another_notebooks_hashed_name_gets_its_own_namesp
     kernels = {}
     for notebook in (first, second):
         notebook.write_text("{}")
-        kernels[notebook] = start_kernel(folder, {**fake_env, "JPY_SESSION_NAME": str(notebook)})
-        kernels[notebook].run(SETUP).check()
+        kernels[notebook] = notebook_kernel(notebook)
     kernels[first].run("%%agent\nprompt of the sales report").check()
     listed = kernels[second].run("%agent sessions").check().stream_text
     assert "sales report" not in listed
@@ -45,8 +44,7 @@ def test_a_plain_name_equal_to_another_notebooks_hashed_name_gets_its_own_namesp
 
 
 def test_sessions_kept_under_the_old_name_of_a_notebook_are_still_found(
-    start_kernel: StartKernel,
-    fake_env: dict[str, str | None],
+    notebook_kernel: Callable[[Path], Kernel],
     tmp_path: Path,
     fake_anthropic: FakeAnthropicServer,
 ) -> None:
@@ -66,8 +64,7 @@ def test_sessions_kept_under_the_old_name_of_a_notebook_are_still_found(
             await agent.send("remember that the answer is 42")
 
     asyncio.run(written_by_an_older_release())
-    kernel = start_kernel(folder, {**fake_env, "JPY_SESSION_NAME": str(notebook)})
-    kernel.run(SETUP).check()
+    kernel = notebook_kernel(notebook)
     fake_anthropic.script("It is 42.")
     cell = kernel.run("%%agent\nwhat is the answer?").check()
     assert "continuing session" in cell.markdown

@@ -5,15 +5,15 @@ fresh and never sees the renamed notebook's conversation."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
-from nbkernel import SETUP, StartKernel
+from nbkernel import Kernel
 
 
 def test_a_renamed_notebook_keeps_its_guard_and_sessions_and_its_old_name_starts_fresh(
-    start_kernel: StartKernel,
-    fake_env: dict[str, str | None],
+    notebook_kernel: Callable[[Path], Kernel],
     tmp_path: Path,
     fake_anthropic: FakeAnthropicServer,
 ) -> None:
@@ -21,8 +21,7 @@ def test_a_renamed_notebook_keeps_its_guard_and_sessions_and_its_old_name_starts
     folder.mkdir()
     untitled = folder / "Untitled.ipynb"
     untitled.write_text("{}")
-    first = start_kernel(folder, {**fake_env, "JPY_SESSION_NAME": str(untitled)})
-    first.run(SETUP).check()
+    first = notebook_kernel(untitled)
     overwrite = FakeToolCall("write_file", {"path": "report.ipynb", "content": "overwritten"})
     fake_anthropic.script(
         "Noted: swordfish.",
@@ -42,8 +41,7 @@ def test_a_renamed_notebook_keeps_its_guard_and_sessions_and_its_old_name_starts
     assert "swordfish" in json.dumps(fake_anthropic.message_requests[1].messages)
 
     untitled.write_text("{}")  # a new notebook under the old name, with a kernel of its own
-    second = start_kernel(folder, {**fake_env, "JPY_SESSION_NAME": str(untitled)})
-    second.run(SETUP).check()
+    second = notebook_kernel(untitled)
     fresh = second.run("%%agent\nwhat was the word?").check()
     assert "continuing session" not in fresh.markdown
     assert "swordfish" not in json.dumps(fake_anthropic.message_requests[3].messages)
@@ -51,8 +49,7 @@ def test_a_renamed_notebook_keeps_its_guard_and_sessions_and_its_old_name_starts
     assert "swordfish" not in listed
 
     # the renamed notebook reopened under its new name finds its own conversation
-    third = start_kernel(folder, {**fake_env, "JPY_SESSION_NAME": str(renamed)})
-    third.run(SETUP).check()
+    third = notebook_kernel(renamed)
     again = third.run("%%agent\nand the word?").check()
     assert "continuing session" in again.markdown
     assert "swordfish" in json.dumps(fake_anthropic.message_requests[4].messages)
