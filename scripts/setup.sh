@@ -14,6 +14,8 @@ covered() {
   local have wanted
   for have in "$root"/.venv/.installed-*; do
     [ -f "$have" ] && [ ! "$root/pyproject.toml" -nt "$have" ] || continue
+    # pip install -e copies the front-end part into .venv/share (docs/widgets.md, Notebook 7)
+    [ ! "$root/lite_agent_jupyter/labextension/static/remoteEntry.js" -nt "$have" ] || continue
     wanted=1
     for extra in ${extras//,/ }; do
       case ",${have##*/.installed-}," in *",$extra,"*) ;; *) wanted=0 ;; esac

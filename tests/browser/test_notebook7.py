@@ -1,8 +1,9 @@
 """Notebook 7 in Debian's Chromium, the flows of the JupyterLab tests: a streamed answer,
-Allow / Deny on a waiting turn, the checkpoint slider moved with the arrow keys (with the
-shortcut setting of docs/widgets.md) and the mouse, Restore (the file on disk changes) and
-Undo restore (it changes back). Notebook 7 is built from JupyterLab's parts, served by the
-``notebook`` package (the ``browser`` extra)."""
+Allow / Deny on a waiting turn, the checkpoint slider moved with the arrow keys and the mouse,
+Restore (the file on disk changes) and Undo restore (it changes back). The arrow keys need no
+setting: the package's front-end part gives them to the slider (docs/widgets.md, "Notebook
+7"). Notebook 7 is built from JupyterLab's parts, served by the ``notebook`` package (the
+``browser`` extra)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import lab_browser
 import pytest
 from fake_anthropic import FakeAnthropicServer, tool_reply
 from lab_browser import (
@@ -22,17 +22,6 @@ from lab_browser import (
     write_notebook,
 )
 
-HEADING_KEYS = [
-    {
-        "command": f"notebook:move-cursor-heading-{where}",
-        "keys": [key],
-        "selector": ".jp-Notebook.jp-mod-commandMode:not(.jp-mod-readWrite) :focus",
-        "disabled": True,
-    }
-    for where, key in (("above-or-collapse", "ArrowLeft"), ("below-or-expand", "ArrowRight"))
-]
-"""The user setting of docs/widgets.md that gives the slider its arrow keys in Notebook 7."""
-
 
 @pytest.fixture
 def notebook7(
@@ -40,13 +29,7 @@ def notebook7(
     tmp_path: Path,
     fake_anthropic: FakeAnthropicServer,
     artifacts: Path,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> Iterator[JupyterLabServer]:
-    monkeypatch.setitem(
-        lab_browser.LAB_SETTINGS,
-        "@jupyterlab/shortcuts-extension:shortcuts",
-        {"shortcuts": HEADING_KEYS},
-    )
     env = {**fake_anthropic.client_env(), "LITE_AGENT_HOME": str(tmp_path / "home")}
     server = JupyterLabServer(lab_root, tmp_path / "nb7-state", env=env, app="notebook").start()
     try:
@@ -83,8 +66,8 @@ def test_stream_slider_keys_restore_and_undo_in_notebook_7(
     no_widget_errors(page)
     assert readout.inner_text() == "before prompt 2: Change notes.txt"
 
-    # the arrow keys (with the shortcut setting above), then the mouse: a click at the left
-    # end of the track is prompt 1
+    # the arrow keys (no setting: the package's front-end part), then the mouse: a click at
+    # the left end of the track is prompt 1
     slider.locator(".noUi-handle").focus()
     page.keyboard.press("ArrowLeft")
     wait_for(lambda: "Before prompt 1" in preview.inner_text(), "the preview of prompt 1")
