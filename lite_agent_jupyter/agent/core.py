@@ -57,9 +57,9 @@ from ..redact import MIN_SECRET_CHARS, Redactor, env_secrets
 from ..storage import BlobCollection, BlobRef, Blobs, MemoryBlobStore, Storage, process_scope
 from ..tools import Tool, ToolContext, default_tools, tool
 from ..tools.base import BackgroundJob, BackgroundOutcome
-from ..tools.files import SKIPPED_DIRS
 from ..tools.mcp import McpServers, ServerConfig
 from ..tools.scan import DEFAULT_MAX_FILE_SIZE
+from ..tools.search import SKIPPED_DIRS
 from ..tools.shell import SECRET_ENV_VARS
 from ..tools.tasks import FileTaskLists, validate_task_list
 from .approvals import (

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from .base import BackgroundJob, BackgroundOutcome, Tool, ToolContext, ToolKind, ToolOutput
 from .decorator import invoke_tool, tool, validate_arguments
-from .files import change_file, delete_file, edit_file, grep, list_files, read_file, write_file
+from .files import change_file, delete_file, edit_file, read_file, write_file
 from .paths import display_path, resolve_in_workdir
+from .search import grep, list_files
 from .shell import bash
 from .tasks import FileTaskLists, TaskItem, todo_read, todo_write
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from lite_agent_jupyter.providers.scripted import call, reply, scripted
-from lite_agent_jupyter.tools.files import MAX_WALK_DEPTH
+from lite_agent_jupyter.tools.search import MAX_WALK_DEPTH
 
 DEPTH = 1_100
 

@@ -30,6 +30,7 @@ from lite_agent_jupyter.tools import (
     write_file,
 )
 from lite_agent_jupyter.tools import files as files_module
+from lite_agent_jupyter.tools import search as search_module
 
 PNG = (
     b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00"
@@ -459,11 +460,11 @@ async def test_list_files_patterns_and_path(ctx: ToolContext, tree: Path) -> Non
 async def test_list_files_caps_its_output(ctx: ToolContext, workdir: Path) -> None:
     many = workdir / "many"
     many.mkdir()
-    for i in range(files_module.MAX_LIST_ENTRIES + 5):
+    for i in range(search_module.MAX_LIST_ENTRIES + 5):
         (many / f"f{i:05}.txt").touch()
     text = await text_of(list_files, ctx, path="many")
     lines = text.splitlines()
-    assert len(lines) == files_module.MAX_LIST_ENTRIES + 1
+    assert len(lines) == search_module.MAX_LIST_ENTRIES + 1
     assert lines[0] == "many/f00000.txt"
     assert lines[-1].startswith("... 5 more files not shown (1005 in total)")
 
@@ -504,7 +505,7 @@ async def test_grep_caps_matches(ctx: ToolContext, workdir: Path) -> None:
     (workdir / "big.txt").write_text("match here\n" * 1000)
     text = await text_of(grep, ctx, pattern="match")
     lines = text.splitlines()
-    assert len(lines) == files_module.MAX_GREP_MATCHES + 1
+    assert len(lines) == search_module.MAX_GREP_MATCHES + 1
     assert lines[-1].startswith("... 750 more matches not shown (1000 in total)")
 
 
