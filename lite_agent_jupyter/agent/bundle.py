@@ -8,7 +8,8 @@ A bundle is a zip file (readable by any unzip, so a teacher can look inside)::
     log.jsonl                  the session's events, exactly as stored (seq and ts kept)
     archive/restore-000001.jsonl  undo records of the session's restores (and later kinds of
                                records: any ``archive/<kind>-NNNNNN.jsonl``)
-    blobs/<sha256>             every file snapshot the log or a record names, full content
+    blobs/<sha256>             every file snapshot and image the log or a record names,
+                               full content
     cassette.jsonl             optional: the model answers, for an offline replay
 
 Which blobs a session needs is a function of its events (:func:`referenced_blobs`), the
@@ -66,6 +67,7 @@ from ..errors import (
     UnsupportedVersionError,
 )
 from ..storage import FILE_MODE, SupportsPutMany, ensure_private_dir, write_private_file
+from .images import event_images
 
 if TYPE_CHECKING:
     from .core import LiteAgent
@@ -127,7 +129,7 @@ def _record_header_blobs(event: Event) -> Iterable[str | None]:
     return out
 
 
-BLOB_REFERRERS: list[BlobReferrer] = [_snapshot_blobs, _record_header_blobs]
+BLOB_REFERRERS: list[BlobReferrer] = [_snapshot_blobs, _record_header_blobs, event_images]
 """Every kind of blob reference an event can hold; a new kind appends its function."""
 
 

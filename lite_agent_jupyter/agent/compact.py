@@ -148,7 +148,7 @@ async def _run(
                 session.invalidate()
             await session.load()
             head = session.head
-            messages = session.messages()
+            messages = await session.request_messages()
             request = ModelRequest(
                 model=settings.model_name,
                 messages=messages,
@@ -166,7 +166,9 @@ async def _run(
             summary = await _summarise(settings, messages, instructions, signal)
             yield CompactProgress("summarize", sid, before=before)
             event = CompactionEvent(summary=summary, through_seq=head, before=before)
-            compacted = Folder.of([*session.events, _stamped(event, head + 1)]).messages
+            compacted = await session.resolve(
+                Folder.of([*session.events, _stamped(event, head + 1)]).messages
+            )
             after = await settings.provider.count_tokens(
                 ModelRequest(
                     model=settings.model_name,

@@ -78,6 +78,7 @@ from .compact import (
     context_tokens,
 )
 from .hooks import DEFAULT_HOOK_TIMEOUT, HookRunner, HooksOption, check_hooks
+from .images import ImageStore
 from .loop import TurnSettings, run_turn
 from .notices import NoticeHub, Subscription
 from .options import (
@@ -971,7 +972,10 @@ class LiteAgent:
         session = self._logs.get(session_id)
         if session is None:
             session = self._logs[session_id] = SessionLog(
-                self.checkpointer, session_id, redactor=self.redactor
+                self.checkpointer,
+                session_id,
+                redactor=self.redactor,
+                images=ImageStore(self.blobs, self._blob_ref(session_id)),
             )
         return session
 

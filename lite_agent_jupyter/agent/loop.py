@@ -199,7 +199,7 @@ async def run_turn(
                 specs = [*settings.tool_specs, *settings.extra_tools.specs()]
             request = ModelRequest(
                 model=settings.model_name,
-                messages=session.messages(),
+                messages=await session.request_messages(),
                 system=settings.system_prompt,
                 tools=specs,
                 max_tokens=settings.max_tokens,

@@ -11,7 +11,10 @@ deleted under it (:class:`~lite_agent_jupyter.errors.SessionDeletedError`, or a 
 vanished where the backend keeps tombstones) stays refused for this object: the agent starts
 a fresh one only on an explicit ``resume``. It is also the
 one redaction point: every event passes the agent's :class:`~lite_agent_jupyter.redact.Redactor`
-before it is stored, and the model's messages are folded from what was stored.
+before it is stored, and the model's messages are folded from what was stored. And the one
+image point: with an :class:`~.images.ImageStore`, an event's inline images go to the blob
+store before the append and the log names them by hash; :meth:`SessionLog.request_messages`
+puts them back for a request.
 
 Why a cache: every model call needs the whole conversation; re-reading and re-folding the log
 each time would make every call cost grow with the session's length. The cache keeps the
@@ -35,17 +38,25 @@ from ..checkpoint.fold import Folder
 from ..checkpoint.protocol import Checkpointer, MarkIndex, SupportsSync, SupportsTombstones
 from ..errors import CheckpointConflictError, SessionDeletedError
 from ..redact import Redactor
+from .images import ImageStore
 
 
 class SessionLog:
     """The agent's view of one session's log."""
 
     def __init__(
-        self, checkpointer: Checkpointer, session_id: str, *, redactor: Redactor | None = None
+        self,
+        checkpointer: Checkpointer,
+        session_id: str,
+        *,
+        redactor: Redactor | None = None,
+        images: ImageStore | None = None,
     ) -> None:
         self.checkpointer = checkpointer
         self.redactor = redactor if redactor is not None else Redactor()
         """Applied to every event before it is appended (the one redaction point)."""
+        self.images = images
+        """Where the session's images go (``None``: they stay inline in the events)."""
         self.session_id = session_id
         self.events: list[Event] = []
         self.head = 0
@@ -135,7 +146,10 @@ class SessionLog:
         """Redact, then append with optimistic concurrency; returns the new head.
 
         ``redacted=True``: the caller already passed ``events`` through ``self.redactor``
-        (to use the redacted content itself), so they are not scanned again."""
+        (to use the redacted content itself), so they are not scanned again. Images go to
+        the blob store first (so their bytes are never scanned nor altered)."""
+        if self.images is not None:
+            events = await self.images.store(events)
         if not redacted:
             redact = self.redactor.event
             events = [redact(event) for event in events]
@@ -177,6 +191,16 @@ class SessionLog:
     def messages(self) -> list[dict[str, object]]:
         """The model's view of the session (kept folded as events arrive)."""
         return self._folder.snapshot()
+
+    async def request_messages(self) -> list[dict[str, object]]:
+        """:meth:`messages` as a request sends them: image references resolved."""
+        return await self.resolve(self._folder.snapshot())
+
+    async def resolve(self, messages: list[dict[str, object]]) -> list[dict[str, object]]:
+        """``messages`` (this session's, folded) with image references put back as images."""
+        if self.images is None:
+            return messages
+        return await self.images.resolve(messages)
 
     @property
     def has_cache_control(self) -> bool:

@@ -51,7 +51,7 @@ def test_a_session_exported_in_one_folder_imports_into_sqlite_elsewhere(
     sid = teacher.run("%agent info").check().stream_text.split("session")[1].split()[0]
     exported = teacher.run(f"%agent export lesson.zip --session {sid[:8]}").check().stream_text
     assert sid in exported
-    assert "exported session" in exported and "3 file snapshot(s)" in exported
+    assert "exported session" in exported and "3 stored file snapshot(s) and image(s)" in exported
     listing = checkpoints_text(teacher)
 
     # the class: a copy of the folder (the notebook and its files), a fresh kernel, SQLite

@@ -93,8 +93,8 @@ def _cassette_of(magics: LiteAgentMagics) -> Path | None:
 
 @subcommand(
     "export",
-    "Write a session (default: the current one) to a bundle file: its log, undo records and "
-    "file snapshots, for %agent import on another machine or backend.",
+    "Write a session (default: the current one) to a bundle file: its log, undo records, "
+    "file snapshots and images, for %agent import on another machine or backend.",
     arg("path", help="the bundle file to write (a .zip), relative to the notebook's folder"),
     arg("--session", metavar="ID", help="the session to export (default: the current one)"),
     arg(
@@ -132,7 +132,7 @@ def _export(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
     info = _with_agent(magics, export)
     print(
         f"exported session {info.session_id} to {info.path}: {info.events} events, "
-        f"{info.records} undo record(s), {info.blobs} file snapshot(s)"
+        f"{info.records} undo record(s), {info.blobs} stored file snapshot(s) and image(s)"
         + (", the cassette" if info.cassette else "")
         + f" ({info.size:,} bytes). On the other side: %agent import {args.path}"
     )
@@ -157,8 +157,8 @@ def _import(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
         magics._continued = True  # the notebook's most recent session: this one
     lines = [
         f"imported session {result.session_id}: {result.events} events, {result.records} "
-        f"undo record(s), {result.blobs} file snapshot(s) (written by lite_agent_jupyter "
-        f"{result.package_version}"
+        f"undo record(s), {result.blobs} stored file snapshot(s) and image(s) (written by "
+        f"lite_agent_jupyter {result.package_version}"
         + (f", from notebook {result.notebook}" if result.notebook else "")
         + "). It is the current session: %agent checkpoints lists its prompts."
     ]

@@ -1,0 +1,235 @@
+"""Images in a session's log: stored once by hash in the blob store, named in the event.
+
+An image content block (``{"type": "image", "source": {"type": "base64", ...}}``) in a
+``user`` or ``tool_result`` event (a plot put in by ``{Cell[n]}``, what ``cell_output``,
+``run_cell``, ``read_file`` or an MCP tool returned) is written to the log as a reference::
+
+    {"type": "image", "source": {"type": "blob", "media_type": "image/png", "sha256": "<hash>"}}
+
+and its bytes go to the session's blob store under the session's blob reference, *before*
+the event that names them is appended (the same write-ahead order as file snapshots). So the
+same plot sent ten times is one blob, a log stays small, and everything that keeps a
+session's blobs alive keeps its images: blob collection (the session's reference), export and
+import (:data:`~.bundle.BLOB_REFERRERS`), restores and branches (the reference outlives a
+truncation), compaction (raw events stay).
+
+:class:`ImageStore` does both directions for one session: :meth:`~ImageStore.store` before an
+append, :meth:`~ImageStore.resolve` when a request is built, putting each reference back as
+the base64 block it replaced, byte for byte (so a cassette's key and a replay are what they
+were with inline images). The checkpoint layer's fold never sees the blob store: it folds the
+references like any block, and this module resolves them on the folded messages.
+
+Compatibility: a block is stored by reference only when its base64 decodes and encodes back
+to the same text, and its source has nothing else; anything else stays inline, as logs
+written before this module (inline base64) do, and those load and send as they always did.
+A reference whose blob is missing or damaged becomes a short text block saying so (with a
+warning in the log), so one lost image never makes a session unusable.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import dataclasses
+import logging
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from ..checkpoint.events import Event, ToolResultEvent, UserEvent
+from ..errors import CorruptLogError
+from ..storage import BlobRef, Blobs
+
+log = logging.getLogger(__name__)
+
+Block = dict[str, Any]
+Message = dict[str, Any]
+
+BLOB_SOURCE = "blob"
+"""The ``source.type`` of an image stored by reference (never sent to a model)."""
+_HASH = re.compile(r"[0-9a-f]{64}")
+_BASE64_KEYS = frozenset({"type", "media_type", "data"})
+
+
+def image_ref(block: Any) -> str | None:
+    """The blob hash an image reference block names, else None."""
+    if not isinstance(block, dict) or block.get("type") != "image":
+        return None
+    source = block.get("source")
+    if not isinstance(source, dict) or source.get("type") != BLOB_SOURCE:
+        return None
+    digest = source.get("sha256")
+    return digest if isinstance(digest, str) and _HASH.fullmatch(digest) else None
+
+
+def _inline(block: Any) -> tuple[str, bytes] | None:
+    """``(media_type, bytes)`` of an inline base64 image block that can be stored by
+    reference and put back exactly; else None."""
+    if not isinstance(block, dict) or block.get("type") != "image":
+        return None
+    source = block.get("source")
+    if not isinstance(source, dict) or source.get("type") != "base64":
+        return None
+    media_type, data = source.get("media_type"), source.get("data")
+    if set(source) != _BASE64_KEYS or not isinstance(media_type, str) or not isinstance(data, str):
+        return None
+    try:
+        raw = base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    if base64.b64encode(raw).decode("ascii") != data:  # e.g. padding bits set: not exact
+        return None
+    return media_type, raw
+
+
+def _nested(block: Any) -> list[Any] | None:
+    """The content list inside a block that holds blocks (a ``tool_result``'s)."""
+    if isinstance(block, dict) and block.get("type") == "tool_result":
+        content = block.get("content")
+        if isinstance(content, list):
+            return content
+    return None
+
+
+def _content_of(event: Event) -> Any:
+    return event.content if isinstance(event, UserEvent | ToolResultEvent) else None
+
+
+def event_images(event: Event) -> list[str]:
+    """The blob hashes of the image references ``event`` holds (export, import, tests)."""
+    return [d for d in _refs(_content_of(event)) if d is not None]
+
+
+def _refs(content: Any) -> Iterable[str | None]:
+    if not isinstance(content, list):
+        return
+    for block in content:
+        yield image_ref(block)
+        inner = _nested(block)
+        if inner is not None:
+            yield from _refs(inner)
+
+
+def _has_inline(content: Any) -> bool:
+    if not isinstance(content, list):
+        return False
+    for block in content:
+        if isinstance(block, dict) and block.get("type") == "image":
+            source = block.get("source")
+            if isinstance(source, dict) and source.get("type") == "base64":
+                return True
+        inner = _nested(block)
+        if inner is not None and _has_inline(inner):
+            return True
+    return False
+
+
+def _has_refs(content: Any) -> bool:
+    return any(digest is not None for digest in _refs(content))
+
+
+class ImageStore:
+    """One session's images in ``blobs``, recorded as used by ``ref``."""
+
+    __slots__ = ("_data", "_messages", "blobs", "ref")
+
+    def __init__(self, blobs: Blobs, ref: BlobRef) -> None:
+        self.blobs = blobs
+        self.ref = ref
+        self._messages: dict[int, tuple[Message, Message]] = {}
+        """id(message) -> (message, its resolved copy): the fold hands out the same message
+        objects call after call, so a request resolves only what the turn added."""
+        self._data: dict[str, str] = {}
+        """hash -> base64 text of the images the last resolved request held."""
+
+    # -- writing -----------------------------------------------------------------------
+
+    async def store(self, events: Sequence[Event]) -> list[Event]:
+        """``events`` with every inline image stored in the blob store and replaced by a
+        reference (the same objects where there was none). Call before the append."""
+        out: list[Event] = []
+        for event in events:
+            content = _content_of(event)
+            if _has_inline(content):
+                new = await self._store_blocks(content)
+                if new is not content:
+                    event = dataclasses.replace(event, content=new)  # type: ignore[call-arg]
+            out.append(event)
+        return out
+
+    async def _store_blocks(self, content: list[Any]) -> list[Any]:
+        out: list[Any] = []
+        changed = False
+        for block in content:
+            new = block
+            found = _inline(block)
+            if found is not None:
+                media_type, raw = found
+                digest = await self.blobs.put(raw, ref=self.ref)
+                source = {"type": BLOB_SOURCE, "media_type": media_type, "sha256": digest}
+                new = {k: (source if k == "source" else v) for k, v in block.items()}
+                self._data[digest] = block["source"]["data"]  # the next request sends it
+            else:
+                inner = _nested(block)
+                if inner is not None and _has_inline(inner):
+                    stored = await self._store_blocks(inner)
+                    if stored is not inner:
+                        new = {**block, "content": stored}
+            changed = changed or new is not block
+            out.append(new)
+        return out if changed else content
+
+    # -- reading -----------------------------------------------------------------------
+
+    async def resolve(self, messages: Sequence[Message]) -> list[Message]:
+        """``messages`` with every image reference put back as its base64 block (a message
+        without one is passed through as the same object)."""
+        previous = self._messages
+        current: dict[int, tuple[Message, Message]] = {}
+        used: set[str] = set()
+        out: list[Message] = []
+        for message in messages:
+            hit = previous.get(id(message))
+            if hit is None or hit[0] is not message:
+                content = message.get("content")
+                if isinstance(content, list) and _has_refs(content):
+                    blocks = await self._resolve_blocks(content)
+                    hit = (message, {**message, "content": blocks})
+                else:
+                    hit = (message, message)
+            if hit[1] is not message:
+                used.update(d for d in _refs(message.get("content")) if d is not None)
+            current[id(message)] = hit
+            out.append(hit[1])
+        self._messages = current
+        self._data = {d: text for d, text in self._data.items() if d in used}
+        return out
+
+    async def _resolve_blocks(self, content: list[Any]) -> list[Any]:
+        out: list[Any] = []
+        for block in content:
+            digest = image_ref(block)
+            if digest is not None:
+                out.append(await self._block(block, digest))
+                continue
+            inner = _nested(block)
+            if inner is not None and _has_refs(inner):
+                block = {**block, "content": await self._resolve_blocks(inner)}
+            out.append(block)
+        return out
+
+    async def _block(self, block: Block, digest: str) -> Block:
+        media_type = block["source"].get("media_type")
+        data = self._data.get(digest)
+        if data is None:
+            try:
+                data = base64.b64encode(await self.blobs.get(digest)).decode("ascii")
+            except (KeyError, CorruptLogError) as exc:
+                log.warning("image %s of session %s cannot be read: %s", digest, self.ref, exc)
+                return {
+                    "type": "text",
+                    "text": f"[an image ({media_type}) that was here is missing from storage]",
+                }
+            self._data[digest] = data
+        source = {"type": "base64", "media_type": media_type, "data": data}
+        return {k: (source if k == "source" else v) for k, v in block.items()}

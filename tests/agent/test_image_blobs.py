@@ -1,0 +1,144 @@
+"""Images are stored once by hash in the blob store, not inline in the log (#20): the event
+names the blob, a request carries the bytes, collection keeps them while the session lives,
+memory mode works, and logs written with inline images (every earlier release) still load.
+The real ``anthropic`` client against the fake Messages API server, a real file store."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable
+from typing import Any
+
+from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
+from image_helpers import image_block, noise_png, sent_images
+
+from lite_agent_jupyter import LiteAgent, Storage
+from lite_agent_jupyter.agent.images import event_images
+from lite_agent_jupyter.checkpoint.events import AssistantEvent, ToolResultEvent, UserEvent, encode
+from lite_agent_jupyter.storage import blob_hash
+from lite_agent_jupyter.tools import tool
+
+MakeAgent = Callable[..., LiteAgent]
+
+
+async def test_the_log_names_each_image_by_hash_and_the_store_holds_it_once(
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    storage: Storage,
+) -> None:
+    png = noise_png()
+    digest = blob_hash(png)
+
+    @tool
+    def plot() -> list[dict[str, Any]]:
+        """Draw the plot."""
+        return [{"type": "text", "text": "the plot:"}, image_block(png)]
+
+    agent = make_agent(model=claude(), tools=[plot], approvals={"plot": "allow"}, blob_grace=0)
+    fake_anthropic.script(
+        FakeReply("Drawing it again.", tool_calls=[FakeToolCall("plot", {})]), "Same plot."
+    )
+    await agent.send([{"type": "text", "text": "what is wrong?"}, image_block(png)])
+    first, second = fake_anthropic.message_requests
+    assert sent_images(first.messages) == [png]
+    assert sent_images(second.messages) == [png, png]  # the prompt's and the tool's
+
+    events = await agent.checkpointer.read(agent.session_id)
+    with_images = [e for e in events if event_images(e)]
+    assert [type(e) for e in with_images] == [UserEvent, ToolResultEvent]
+    assert [event_images(e) for e in with_images] == [[digest], [digest]]
+    log_text = "".join(encode(e) for e in events)
+    assert base64.b64encode(png).decode()[:200] not in log_text
+    assert len(log_text) < len(png)  # the log holds names, not pictures
+    blob_files = [p for p in (storage.base / "blobs").glob("??/*")]
+    assert [p.parent.name + p.name for p in blob_files] == [digest]  # once
+
+    kept = await agent.collect_blobs()  # no grace: only the session's reference keeps it
+    assert digest not in kept.deleted and await agent.blobs.has(digest)
+    await agent.delete_session(agent.session_id)
+    await agent.wait_maintenance()
+    assert not await agent.blobs.has(digest)
+
+
+async def test_images_in_memory_mode_touch_no_disk(
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    storage: Storage,
+) -> None:
+    png = noise_png(3)
+    agent = make_agent(model=claude(), sessions=False)
+    fake_anthropic.script("A plot.", "Still the same plot.")
+    await agent.send([{"type": "text", "text": "look"}, image_block(png)])
+    await agent.send("and again?")
+    assert sent_images(fake_anthropic.last_request.messages) == [png]
+    assert not storage.root.exists()
+    [prompt] = [e for e in await agent.checkpointer.read(agent.session_id) if event_images(e)]
+    assert event_images(prompt) == [blob_hash(png)]
+
+
+async def test_a_log_with_inline_images_from_an_older_release_still_loads(
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+) -> None:
+    png = noise_png(5)
+    agent = make_agent(model=claude())
+    sid = agent.session_id
+    old = UserEvent(
+        content=[{"type": "text", "text": "see this"}, image_block(png)],
+        origin="user",
+        checkpoint=True,
+    )
+    await agent.checkpointer.append(sid, [old])  # written as releases before #20 did
+    await agent.checkpointer.append(
+        sid,
+        [AssistantEvent(content=[{"type": "text", "text": "I see it."}], stop_reason="end_turn")],
+    )
+    fake_anthropic.script("Yes, the same one.")
+    await agent.send("still there?")
+    assert sent_images(fake_anthropic.last_request.messages) == [png]
+    stored = (await agent.checkpointer.read(sid))[0]
+    assert stored.content == old.content  # left as it was written: inline
+
+
+async def test_a_missing_image_blob_is_named_not_fatal(
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    workdir: Any,
+    storage: Storage,
+) -> None:
+    png = noise_png(9)
+    agent = make_agent(model=claude())
+    fake_anthropic.script("A plot.")
+    await agent.send([{"type": "text", "text": "look"}, image_block(png)])
+    sid = agent.session_id
+    await agent.close()
+    await storage.blobs.delete(blob_hash(png))  # lost (a damaged store)
+
+    fresh = make_agent(model=claude())
+    fresh.resume(sid)
+    fake_anthropic.script("I cannot see it any more.")
+    await fresh.send("and now?")
+    request = fake_anthropic.last_request.messages
+    assert sent_images(request) == []
+    assert "[an image (image/png) that was here is missing from storage]" in json.dumps(request)
+
+
+async def test_a_compaction_summarises_the_images_and_keeps_their_blobs(
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+) -> None:
+    png = noise_png(13)
+    agent = make_agent(model=claude(), blob_grace=0)
+    fake_anthropic.script("A plot.", "Summary: the user showed a noisy plot.")
+    await agent.send([{"type": "text", "text": "look"}, image_block(png)])
+    result = await agent.compact()
+    assert result.after > 0
+    assert sent_images(fake_anthropic.message_requests[-1].messages) == [png]  # the summary
+    await agent.collect_blobs()  # raw events stay: a restore may go back past the summary
+    assert await agent.blobs.has(blob_hash(png))
