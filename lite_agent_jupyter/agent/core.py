@@ -98,6 +98,7 @@ from .results import (
     LiteAgentResult,
     TurnFinished,
 )
+from .rewound import RewoundNotes
 from .seen import rewound_note
 from .session import SessionLog
 from .timetravel import (
@@ -247,6 +248,7 @@ class LiteAgent:
             ),
             hooks=self.hooks if self.hooks else None,
             extra_tools=self.mcp if self.mcp else None,
+            rewound=RewoundNotes(self.storage.archive_dir if self.sessions_enabled else None),
         )
         self._session_id = options.session_id or new_session_id()
         self._logs: dict[str, SessionLog] = {}
@@ -775,12 +777,9 @@ class LiteAgent:
         """Keep for the session's next prompt the note naming the files ``result`` put
         back (``seen.rewound_note``): the model is told what changed under it. The newest
         restore or undo replaces an earlier note not yet sent: each leaves the conversation
-        its note speaks to (a restore cuts it, an undo brings it back)."""
-        note = rewound_note(done, result.restored, result.deleted)
-        if note is None:
-            self._settings.rewound.pop(session_id, None)
-        else:
-            self._settings.rewound[session_id] = note
+        its note speaks to (a restore cuts it, an undo brings it back). Kept on disk
+        (``rewound.py``): a kernel restart before the next prompt does not lose it."""
+        self._settings.rewound.put(session_id, rewound_note(done, result.restored, result.deleted))
 
     def _forget_seen(self, session_id: str) -> None:
         """After time travel the model's picture of the files is what the (rewound)

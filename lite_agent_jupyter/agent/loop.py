@@ -60,6 +60,7 @@ from .results import (
     TurnStarted,
     UsageUpdate,
 )
+from .rewound import RewoundNotes, holds_note
 from .seen import outside_notice
 from .seen import refresh as refresh_seen
 from .session import SessionLog
@@ -104,10 +105,11 @@ class TurnSettings:
     seen_files: dict[str, dict[str, str]] = field(default_factory=dict)
     """Session id -> path -> hash of the content the model last read or wrote: the file
     tools' compare-and-swap (``edit_file`` refuses a file changed since)."""
-    rewound: dict[str, str] = field(default_factory=dict)
-    """Session id -> the note naming the files the newest restore or undo put back since
-    the last prompt (``seen.rewound_note``): it goes with the next prompt, so the model is
-    not out of step with the files."""
+    rewound: RewoundNotes = field(default_factory=lambda: RewoundNotes(None))
+    """The note naming the files the newest restore, undo or branch switch put back since
+    the last prompt (``seen.rewound_note``), by session, kept on disk (``rewound.py``): it
+    goes with the next prompt, so the model is not out of step with the files, even when
+    that prompt comes from another process."""
     tool_specs: list[dict[str, Any]] = field(init=False)
     """The tools as the API expects them: built once, sent with every call."""
 
@@ -164,18 +166,26 @@ async def run_turn(
         opening = await hooks.session_start(session.session_id, resumed=checkpoint > 0)
         added = await hooks.prompt_submit(session.session_id, user.content)
         prompt = [*opening, *prompt, *added] if user.origin == "user" else [*opening, *prompt]
+    note_token: str | None = None
     if user.origin == "user":  # files the model saw, changed by hand since: named once
         outside = await outside_notice(
             settings.seen_files.get(session.session_id), settings.workdir
         )
         if outside is not None:
             prompt = [*prompt, outside]
-        rewound = settings.rewound.pop(session.session_id, None)
-        if rewound:  # files a restore or an undo put back since the last prompt
-            prompt = [*prompt, UserEvent(content=rewound, origin="internal", checkpoint=False)]
+        pending = settings.rewound.pending(session.session_id)
+        if pending is not None:  # files a restore or an undo put back since the last prompt
+            note, token = pending
+            if holds_note(session.events, token):  # sent, then killed before forgetting it
+                settings.rewound.sent(session.session_id, token)
+            else:
+                prompt = [*prompt, settings.rewound.event(note, token)]
+                note_token = token
     if settings.extra_tools is not None:
         settings.extra_tools.start()  # in the background: a turn never waits for it
     await session.append(prompt)
+    if note_token is not None:  # in the log now: the note is not pending any more
+        settings.rewound.sent(session.session_id, note_token)
     emit(TurnStarted(session.session_id, checkpoint, user.origin))
 
     calls = 0

@@ -1,6 +1,7 @@
 """The model is never out of step with the files after time travel (#20): the next request
 after a restore, an undo or a branch switch names, in a short note, the files it put back (a
-files-only restore and ``revert_file`` say so in their own notice, tested in test_restore.py).
+files-only restore and ``revert_file`` say so in their own notice, tested in test_restore.py),
+also when that request comes from another agent or process (the note waits on disk), once.
 The real ``anthropic`` client against the fake Messages API server, real files."""
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from typing import Any
 
 from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
 
-from lite_agent_jupyter import LiteAgent
+from lite_agent_jupyter import LiteAgent, Storage
+from lite_agent_jupyter.agent.rewound import RewoundNotes
+from lite_agent_jupyter.checkpoint.events import AssistantEvent, UserEvent
 
 
 def _last_request(fake: FakeAnthropicServer) -> str:
@@ -114,3 +117,61 @@ async def test_a_branch_switch_names_the_files_it_put_back(
     asked = _last_request(fake_anthropic)
     assert f"The user switched to branch {branch.name}; files reverted" in asked
     assert "written back: a.txt" in asked and "removed: c.txt" in asked
+
+
+async def test_the_note_waits_on_disk_for_the_next_agent_and_is_sent_once(
+    make_agent: Callable[..., LiteAgent],
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    storage: Storage,
+) -> None:
+    first = make_agent(model=claude(), approvals="allow")
+    await _two_prompts(first, fake_anthropic)
+    sid = first.session_id
+    await first.restore(sid, (await first.find_checkpoint(2)).seq)
+    await first.close()  # its memory is gone, as a restarted kernel's is
+
+    pending = RewoundNotes(storage.archive_dir).pending(sid)
+    assert pending is not None and "removed: b.txt" in pending[0]
+    # a process killed after writing the prompt with the note, before forgetting the note:
+    killed = make_agent(model=claude(), approvals="allow")
+    await killed.checkpointer.append(
+        sid,
+        [
+            UserEvent(content="what now?", origin="user", checkpoint=True),
+            RewoundNotes(None).event(*pending),
+            AssistantEvent(content=[{"type": "text", "text": "Noted."}], stop_reason="end_turn"),
+        ],
+    )
+    await killed.close()
+
+    second = make_agent(model=claude(), approvals="allow")
+    second.resume(sid)
+    fake_anthropic.script("Still noted.")
+    await second.send("and now?")
+    asked = _last_request(fake_anthropic)
+    assert asked.count("The user restored an earlier checkpoint; files reverted") == 1, asked
+    assert RewoundNotes(storage.archive_dir).pending(sid) is None
+
+
+async def test_a_new_agent_tells_the_model_what_a_restore_in_another_agent_reverted(
+    make_agent: Callable[..., LiteAgent],
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+) -> None:
+    first = make_agent(model=claude(), approvals="allow")
+    await _two_prompts(first, fake_anthropic)
+    sid = first.session_id
+    await first.restore(sid, (await first.find_checkpoint(2)).seq)
+    await first.close()
+
+    second = make_agent(model=claude(), approvals="allow")
+    second.resume(sid)
+    fake_anthropic.script("Noted.")
+    await second.send("what now?")
+    asked = _last_request(fake_anthropic)
+    assert "The user restored an earlier checkpoint; files reverted" in asked
+    assert "written back: a.txt" in asked and "removed: b.txt" in asked
+    fake_anthropic.script("Nothing new.")
+    await second.send("and now?")
+    assert _last_request(fake_anthropic).count("files reverted") == 1
