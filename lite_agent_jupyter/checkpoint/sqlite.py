@@ -3,11 +3,12 @@
 Owns the schema, its numbered migrations and every SQL statement of the backend; knows
 nothing of agents (it stores :mod:`.events` lines verbatim, as ``TEXT``).
 
-Schema (version 6, kept in ``PRAGMA user_version``)::
+Schema (version 7, kept in ``PRAGMA user_version``)::
 
     sessions   (id PK, mtime, title, turns, created,       WITHOUT ROWID: a row per session
                 changed, head)                              that has events; index on
-                                                            (changed, id) (migration 6)
+                                                            (changed, id, title, turns, head)
+                                                            (migrations 6, 7)
     events     (id PK, session_id, seq, mark, data, mtime) UNIQUE (session_id, seq),
                                                             partial indexes on checkpoints, marks
     task_lists (id PK, data, mtime)                         WITHOUT ROWID (migration 3): the
@@ -30,7 +31,8 @@ the ``sessions`` row itself only when it starts a session or adds a prompt check
 title and turns change): every other append is one ``INSERT`` into ``events`` (migration 5;
 why, and why ``events`` keeps a rowid: docs/design.md), whose ``events_touch`` trigger moves
 the row's ``changed`` and ``head`` in the same statement (migration 6), so ``list()`` is one
-scan of ``sessions`` and a page of the newest a walk of its ``(changed, id)`` index.
+walk of the ``sessions_listing`` index, which holds every column a listing returns
+(migration 7), and a page of the newest the first steps of that walk.
 
 A database written by a newer release (a higher ``user_version``) is refused with
 :class:`~lite_agent_jupyter.errors.UnsupportedVersionError`, never modified. Migrations are
@@ -57,7 +59,7 @@ between threads and event loops freely.
 from __future__ import annotations
 
 import contextlib
-import functools
+import itertools
 import logging
 import os
 import sqlite3
@@ -156,6 +158,14 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
             UPDATE sessions SET changed = NEW.mtime, head = NEW.seq WHERE id = NEW.session_id;
         END""",
     ),
+    7: (
+        # list() (#24): the listing's index carries every column a listing returns, so a
+        # listing walks the index alone (no lookup of each session's row by id: a third of a
+        # fresh list()'s time). The trigger moved the entry on each append already; a wider
+        # entry costs no more pages.
+        "DROP INDEX sessions_changed",
+        "CREATE INDEX sessions_listing ON sessions (changed, id, title, turns, head)",
+    ),
 }
 """Numbered migrations: never edit a released one; add the next number."""
 
@@ -182,10 +192,12 @@ _SQL_ADD_TURNS = (
     "UPDATE sessions SET mtime = ?, title = coalesce(title, ?), turns = turns + ? WHERE id = ?"
 )
 _SQL_READ = "SELECT seq, data FROM events WHERE session_id = ? AND seq > ? ORDER BY seq"
+# Each walks the sessions_listing index from the newest entry (from the cursor: a row-value
+# comparison, which SQLite turns into a range of the index rather than a scan from the top).
 _SQL_LIST = "SELECT id, changed, title, turns, head FROM sessions ORDER BY changed DESC, id DESC"
-_SQL_PAGE = (  # through the sessions_changed index, newest first: costs the page
+_SQL_PAGE = (
     "SELECT id, changed, title, turns, head FROM sessions"
-    " WHERE changed < ? OR (changed = ? AND id < ?) ORDER BY changed DESC, id DESC LIMIT ?"
+    " WHERE (changed, id) < (?, ?) ORDER BY changed DESC, id DESC LIMIT ?"
 )
 _SQL_FIRST_PAGE = (
     "SELECT id, changed, title, turns, head FROM sessions ORDER BY changed DESC, id DESC LIMIT ?"
@@ -247,7 +259,10 @@ class SQLiteCheckpointer:
         busy_timeout: float = 30.0,
     ) -> None:
         name = os.fspath(file)
-        self.file = name if name == MEMORY else str(Path(name).expanduser().absolute())
+        if name != MEMORY:  # absolute, ".." kept (as pathlib's absolute()), without pathlib's cost
+            name = os.path.expanduser(name)
+            name = name if os.path.isabs(name) else os.path.join(os.getcwd(), name)
+        self.file = name
         self.durable = durable
         self.busy_timeout = float(busy_timeout)
         self._conn: sqlite3.Connection | None = None
@@ -337,12 +352,12 @@ class SQLiteCheckpointer:
     def _open(self, busy_ms: int) -> sqlite3.Connection:
         wal = False
         if self.file != MEMORY:
-            path = Path(self.file)
+            path = self.file
             flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
             try:
                 fd = os.open(path, flags, FILE_MODE)
             except FileNotFoundError:  # its folder first (private), then the file
-                ensure_private_dir(path.parent)
+                ensure_private_dir(Path(path).parent)
                 fd = os.open(path, flags, FILE_MODE)
             # Created by us so that it is private from the start (SQLite gives its -wal and
             # -shm files the same mode). Its header says whether it is in WAL mode already
@@ -550,7 +565,6 @@ class SQLiteCheckpointer:
             sql: str = _SQL_PAGE
             params: tuple[object, ...] = (
                 before.timestamp,
-                before.timestamp,
                 before.id,
                 -1 if limit is None else limit,
             )
@@ -561,8 +575,9 @@ class SQLiteCheckpointer:
         rows: list[tuple[str, float, str | None, int, int]] = await self._run(
             lambda conn: conn.execute(sql, params).fetchall()
         )
-        # Rows are (id, changed, title, turns, head): SessionInfo's own layout, built in C.
-        return list(map(_new_info, rows))
+        # Rows are (id, changed, title, turns, head): SessionInfo's own layout, built in C
+        # (map with two iterables calls tuple.__new__ directly: no partial in between).
+        return list(map(tuple.__new__, itertools.repeat(SessionInfo), rows))
 
     async def delete(self, session_id: str) -> None:
         validate_session_id(session_id)
@@ -713,9 +728,6 @@ def _append_after(
     except sqlite3.IntegrityError:
         return False
     return True
-
-
-_new_info = functools.partial(tuple.__new__, SessionInfo)
 
 
 def _tombstoned(conn: sqlite3.Connection, session_id: str) -> bool:

@@ -76,7 +76,7 @@ async def test_sqlite_gains_the_table_by_migration(
         # nor what later migrations changed (tombstones; the stored head; the listing's
         # trigger and columns)
         conn.execute("DROP TRIGGER events_touch")
-        conn.execute("DROP INDEX sessions_changed")
+        conn.execute("DROP INDEX sessions_listing")
         conn.execute("ALTER TABLE sessions DROP COLUMN changed")
         conn.execute("ALTER TABLE sessions DROP COLUMN head")
         conn.execute("DROP TABLE tombstones")
@@ -89,7 +89,7 @@ async def test_sqlite_gains_the_table_by_migration(
     await again.task_lists().set("s", PLAN)
     assert await again.task_lists().get("s") == PLAN
     with sqlite3.connect(tmp_path / "store.db") as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 6
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 7
 
 
 @pytest.mark.parametrize("backend_name", ["postgres"])
@@ -100,10 +100,12 @@ async def test_postgres_gains_the_table_by_migration(
     schema = schema_of(backend_url)
     with psycopg.connect(PG_DSN, autocommit=True) as conn:  # as a release before task lists
         conn.execute(f'DROP TABLE "{schema}".task_lists')
-        # nor what later migrations add (blob references, tombstones)
+        # nor what later migrations add (blob references, tombstones, the listing's index)
         conn.execute(f'DROP TABLE "{schema}".blob_refs')
         conn.execute(f'ALTER TABLE "{schema}".blobs DROP COLUMN used')
         conn.execute(f'DROP TABLE "{schema}".tombstones')
+        conn.execute(f'DROP INDEX "{schema}".sessions_listing_idx')
+        conn.execute(f'CREATE INDEX sessions_mtime_idx ON "{schema}".sessions (mtime DESC)')
         conn.execute(f'DELETE FROM "{schema}".schema_version WHERE version >= 2')
     again = reopen()
     assert isinstance(again, SupportsTaskLists)
@@ -111,7 +113,7 @@ async def test_postgres_gains_the_table_by_migration(
     assert await again.task_lists().get("s") == PLAN
     with psycopg.connect(PG_DSN, autocommit=True) as conn:
         versions = conn.execute(f'SELECT version FROM "{schema}".schema_version ORDER BY 1')
-        assert [row[0] for row in versions] == [1, 2, 3, 4]
+        assert [row[0] for row in versions] == [1, 2, 3, 4, 5]
 
 
 @pytest.mark.parametrize("backend_name", ["sqlite", "postgres"])

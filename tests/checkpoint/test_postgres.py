@@ -365,7 +365,8 @@ async def test_first_use_creates_the_schema_at_the_latest_version(
             "SELECT indexname FROM pg_indexes WHERE schemaname = %s", (schema,)
         ).fetchall()
     }
-    assert "sessions_mtime_idx" in indexes
+    assert "sessions_listing_idx" in indexes  # version 5: the listing's whole order
+    assert "sessions_mtime_idx" not in indexes
 
 
 async def test_a_newer_schema_version_is_refused(
@@ -532,6 +533,29 @@ async def test_a_damaged_row_is_a_corrupt_log_error_naming_where(
         await cp.read("s")
     assert info.value.line == 2 and "[s]" in info.value.path and schema in info.value.path
     assert len(await cp.read("s", after=2)) == 0
+
+
+async def test_list_decodes_titles_together_and_a_damaged_one_still_raises(
+    cp: PostgresCheckpointer, dsn_schema: tuple[str, str], sql: SyncConn
+) -> None:
+    """list() decodes every title with one ``json.loads`` of them all; a ``title_json``
+    damaged outside the package so that it would shift that array (two strings, or none)
+    is not spread over its neighbours: the listing raises as a per-row decode did."""
+    _, schema = dsn_schema
+    for sid in ("a", "b", "c"):
+        await cp.append(sid, [_prompt(f'title of {sid}, with "quotes" and a \x00')])
+    await cp.append("untitled", [AssistantEvent(content=[])])
+    infos = {info.id: info.title for info in await cp.list()}
+    assert infos == {
+        **{sid: f'title of {sid}, with "quotes" and a \x00' for sid in "abc"},
+        "untitled": None,
+    }
+    for damaged in ('"x","y"', ""):
+        sql.execute(
+            _q(schema, "UPDATE {schema}.sessions SET title_json = %s WHERE id = 'b'"), (damaged,)
+        )
+        with pytest.raises(ValueError):
+            await cp.list()
 
 
 async def test_a_missing_row_is_a_gap_like_in_every_backend(

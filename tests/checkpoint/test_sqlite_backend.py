@@ -81,14 +81,15 @@ async def test_schema_and_modes(sstore: SQLiteCheckpointer, db: Path) -> None:
     for suffix in ("", "-wal", "-shm"):
         assert mode(Path(str(db) + suffix)) == 0o600, suffix
     conn = raw(db)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 7
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     assert tables == {"sessions", "events", "task_lists", "tombstones"}
     indexes = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
     assert {"events_checkpoints", "events_marks"} <= indexes
     assert "sessions_mtime" not in indexes  # dropped by migration 5 with the stored head
-    assert "sessions_changed" in indexes  # migration 6: the listing's order, for pages
+    assert "sessions_changed" not in indexes  # migration 6's, widened by migration 7
+    assert "sessions_listing" in indexes  # migration 7: the listing's order and columns
     triggers = {
         row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='trigger'")
     }
@@ -256,11 +257,44 @@ async def test_migration_2_indexes_the_marks_of_an_old_database(db: Path) -> Non
     assert [e.seq for e in await new.read_marks(S, kinds={"compaction"})] == [3]
     await new.close()
     conn = raw(db)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION  # 2, ..., 6
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION  # 2, ..., 7
     assert "mark" in {row[1] for row in conn.execute("PRAGMA table_info(events)")}
     names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
     assert "events_marks" in names
     conn.close()
+
+
+async def test_migration_7_lists_from_the_listing_index_alone(db: Path) -> None:
+    """A version-6 database (its listing index on ``(changed, id)`` only) is upgraded in
+    place; the listing and its pages then read nothing but the new index (SQLite's own
+    query plan says so), and list the same sessions as before the upgrade."""
+    store = sqlite_checkpointer(db)
+    for i in range(5):
+        await store.append(f"s{i}", [prompt(f"q{i}"), user("more")])
+    before = await store.list()
+    await store.close()
+    conn = raw(db)  # as release 6 left it
+    conn.execute("DROP INDEX sessions_listing")
+    conn.execute("CREATE INDEX sessions_changed ON sessions (changed, id)")
+    conn.execute("PRAGMA user_version = 6")
+    conn.close()
+    again = sqlite_checkpointer(db)
+    assert await again.list() == before
+    assert await again.list(limit=2, before=before[1]) == before[2:4]
+    await again.close()
+    conn = raw(db)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 7
+    plans = [
+        conn.execute(f"EXPLAIN QUERY PLAN {sql}", params).fetchall()[-1][-1]
+        for sql, params in [
+            (sqlite_module._SQL_LIST, ()),
+            (sqlite_module._SQL_FIRST_PAGE, (15,)),
+            (sqlite_module._SQL_PAGE, (before[1].timestamp, before[1].id, 2)),
+        ]
+    ]
+    conn.close()
+    assert plans[:2] == ["SCAN sessions USING COVERING INDEX sessions_listing"] * 2
+    assert plans[2] == "SEARCH sessions USING COVERING INDEX sessions_listing ((changed,id)<(?,?))"
 
 
 async def test_migration_5_keeps_heads_and_order_of_a_version_4_database(db: Path) -> None:
