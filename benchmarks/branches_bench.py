@@ -39,7 +39,7 @@ from lite_agent_jupyter.checkpoint.events import (
     ToolResultEvent,
     UserEvent,
 )
-from lite_agent_jupyter.jupyter import render
+from lite_agent_jupyter.jupyter import history_text
 from lite_agent_jupyter.providers import scripted
 
 
@@ -133,7 +133,7 @@ async def review(repeat: int, files: int = 100) -> None:
             await agent.checkpointer.read(sid)
             reading.append(time.perf_counter() - started)
             started = time.perf_counter()
-            text = render.changes_text(await agent.changes(sid))
+            text = history_text.changes_text(await agent.changes(sid))
             times.append(time.perf_counter() - started)
             assert text.count("changed (") == files
         await agent.close()

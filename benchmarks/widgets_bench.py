@@ -7,8 +7,9 @@ Two parts, in one run:
 
 1. **Kernel side, no browser**: the real kernel facade (``AgentRunner``) over the same store
    times what a cell costs in Python: listing the sessions, building the session browser,
-   listing the checkpoints, building the slider (with the newest stop's preview), one slider
-   step in the ``--events``-event session; wall and CPU time (``time.process_time``), and how
+   listing the checkpoints, building the slider (with the newest stop's preview), building
+   the review of the 100-file turn, one slider step in the ``--events``-event session; wall
+   and CPU time (``time.process_time``), and how
    many widget models each widget sends to the front end.
 2. **In the browser**: each scenario timed from Shift+Enter on the cell (or from the key press
    on the slider) until the page shows the result, through the real magics:
@@ -20,7 +21,8 @@ Two parts, in one run:
    * ``%agent checkpoints`` on a session of ``--prompts`` prompts, until the slider and the
      newest stop's preview are on screen (target < 1 s);
    * ``%agent review 1`` of a session whose one prompt wrote 100 files, until the review
-     widget is on screen (#21's target: <= 300 ms);
+     widget is on screen with its last row (#21's target: <= 300 ms);
+   * a row selected in that review until its diff (made in the kernel on demand) is shown;
    * reference step: ArrowLeft on a 500-stop ``SelectionSlider`` whose callback only echoes
      the value into an ``HTML``;
    * preview: ArrowLeft on the slider of a ``--events``-event session (each prompt changed a
@@ -65,8 +67,9 @@ from lab_browser import (
 
 from lite_agent_jupyter import Storage, create_lite_agent, file_checkpointer
 from lite_agent_jupyter.checkpoint.events import AssistantEvent, UserEvent
+from lite_agent_jupyter.jupyter import history_text
 from lite_agent_jupyter.jupyter.runner import AgentRunner
-from lite_agent_jupyter.jupyter.widgets import CheckpointSlider, SessionBrowser
+from lite_agent_jupyter.jupyter.widgets import CheckpointSlider, ReviewPanel, SessionBrowser
 from lite_agent_jupyter.providers.scripted import call, reply, scripted
 
 NAMESPACE = "bench"  # the notebook is bench.ipynb: the magics find this namespace
@@ -268,7 +271,8 @@ def cpu_meter() -> Iterator[dict[str, float]]:
         spent[kind] = after.get(kind, 0.0) - before.get(kind, 0.0)
 
 
-_TIME_UNITS = {"s": 1.0, "ms": 1e-3, "µs": 1e-6, "us": 1e-6, "ns": 1e-9}
+# IPython prints the Greek mu (U+03BC) in "μs"; the micro sign (U+00B5) is accepted too.
+_TIME_UNITS = {"s": 1.0, "ms": 1e-3, "\u03bcs": 1e-6, "\u00b5s": 1e-6, "us": 1e-6, "ns": 1e-9}
 
 
 def cell_times(output: str) -> dict[str, float]:
@@ -309,6 +313,18 @@ def timed_key(nb: LabNotebook, handle: Any, result: Any, expect: str, series: Se
     series.add(elapsed, cpu)
 
 
+def timed_select(rows: Any, shown: Any, index: int, series: Series) -> None:
+    """Select the review's row ``index`` (file ``review/r{index}.txt``) until its diff (made
+    on demand) is in ``shown``."""
+    path = f"review/r{index:03}.txt"
+    with cpu_meter() as cpu:
+        start = time.perf_counter()
+        rows.select_option(index=index)
+        shown.filter(has_text=f"{path}: created").first.wait_for(state="visible", timeout=30_000)
+        elapsed = time.perf_counter() - start
+    series.add(elapsed, cpu)
+
+
 # -- part 1: the kernel side, no browser ----------------------------------------------------
 
 
@@ -343,6 +359,10 @@ def kernel_side(storage: Storage, workdir: Path, runs: int, events: int) -> None
         measure("session browser built", lambda: SessionBrowser(facade))
         measure("list_checkpoints('slider')", lambda: facade.list_checkpoints("slider"))
         measure("checkpoint slider built (with its preview)", lambda: CheckpointSlider(facade))
+        measure(
+            f"review of the {REVIEW_FILES}-file turn built (changes, panel, text twin)",
+            lambda: review_built(facade),
+        )
         slider = CheckpointSlider(facade, "preview")
         stops = iter(range(len(slider.checkpoints) - 2, -1, -1))
         measure(
@@ -351,6 +371,14 @@ def kernel_side(storage: Storage, workdir: Path, runs: int, events: int) -> None
         )
     finally:
         runner.stop()
+
+
+def review_built(facade: Any) -> None:
+    """What ``%agent review 1`` does in the kernel before it displays: the turn's changes
+    (no diff: the panel makes one when its row is selected), the panel and its text twin."""
+    changes = facade.changes("review", None, diffs=False)
+    ReviewPanel(facade, changes)
+    history_text.changes_text(changes, diffs=False)
 
 
 # -- part 2: in the browser -----------------------------------------------------------------
@@ -390,7 +418,7 @@ def in_browser(storage: Storage, workdir: Path, args: argparse.Namespace) -> Non
     cells += ["%agent resume preview", REFERENCE_SLIDER, "%agent checkpoints"]
     write_notebook(notebook, cells)
     last_stop = f"Before prompt {args.prompts}"
-    ref, sessions, slider, ref_key, preview, review = (Series() for _ in range(6))
+    ref, sessions, slider, ref_key, preview, review, diff = (Series() for _ in range(7))
     with (
         tempfile.TemporaryDirectory() as state,
         JupyterLabServer(workdir, Path(state)) as lab,
@@ -407,8 +435,13 @@ def in_browser(storage: Storage, workdir: Path, args: argparse.Namespace) -> Non
             timed_cell(nb, base + 2, f".lite-agent-preview:has-text('{last_stop}')", slider)
         reviews = 1 + 3 * args.runs
         nb.run_cell(reviews)  # %agent resume review
+        last_row = f".lite-agent-review-rows option:has-text('review/r{REVIEW_FILES - 1:03}.txt')"
         for run in range(args.runs):
-            timed_cell(nb, reviews + 1 + run, ".lite-agent-review", review)
+            timed_cell(nb, reviews + 1 + run, last_row, review)
+        rows = nb.cell(reviews + args.runs).locator(".lite-agent-review-rows select")
+        shown_diff = nb.cell(reviews + args.runs).locator(".lite-agent-review-diff")
+        for step in range(1, 2 * args.runs + 2):
+            timed_select(rows, shown_diff, step * 7, diff)
         first = reviews + 1 + args.runs
         for index in range(first, first + 3):
             nb.run_cell(index)
@@ -425,10 +458,12 @@ def in_browser(storage: Storage, workdir: Path, args: argparse.Namespace) -> Non
     # the first step of each slider warms its path up: left out
     ref_key.walls, ref_key.cpus = ref_key.walls[1:], ref_key.cpus[1:]
     preview.walls, preview.cpus = preview.walls[1:], preview.cpus[1:]
+    diff.walls, diff.cpus = diff.walls[1:], diff.cpus[1:]
     print(ref.line("reference cell (one Button)"))
     print(sessions.line(f"%agent sessions, {args.sessions} sessions", ref, 1.0))
     print(slider.line(f"%agent checkpoints, {args.prompts} prompts", ref, 1.0))
     print(review.line(f"%agent review of a {REVIEW_FILES}-file turn", ref, 0.3))
+    print(diff.line("a row selected in the review, until its diff is on screen", ref_key))
     print(ref_key.line("reference slider step (the kernel echoes the value)"))
     print(
         preview.line(

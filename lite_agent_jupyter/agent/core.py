@@ -104,6 +104,7 @@ from .session import SessionLog
 from .timetravel import (
     Branch,
     Checkpoint,
+    FileChange,
     PromptChanges,
     RestorePlan,
     Restorer,
@@ -788,13 +789,20 @@ class LiteAgent:
         self._settings.seen_files.pop(session_id, None)
 
     async def changes(
-        self, session_id: str | None = None, checkpoint: int | None = None
+        self, session_id: str | None = None, checkpoint: int | None = None, *, diffs: bool = True
     ) -> PromptChanges:
         """Every file the prompt at ``checkpoint`` (default: the session's last prompt)
-        changed, through the file tools and shell commands, with diffs; changes nothing."""
+        changed, through the file tools and shell commands, with diffs; changes nothing.
+        ``diffs=False`` leaves each file's ``diff`` out (``None``) for :meth:`change_diff`
+        to make when it is shown: listing a 100-file turn then diffs nothing."""
         sid = self._time_travel("changes", session_id)
         await self._restorer.recover(sid)
-        return await self._restorer.changes(sid, checkpoint)
+        return await self._restorer.changes(sid, checkpoint, diffs=diffs)
+
+    async def change_diff(self, change: FileChange) -> str | None:
+        """The unified diff of one file of :meth:`changes` (made now if ``changes`` left it
+        out); ``None`` for a binary or too large file. Reads two blobs, changes nothing."""
+        return await self._restorer.change_diff(change)
 
     async def revert_file(
         self,

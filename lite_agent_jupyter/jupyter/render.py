@@ -9,6 +9,8 @@ a page) for JupyterLab, Notebook 7, VS Code, GitHub and nbviewer, and as plain t
 IPython, nbconvert to text). Also the text tables of ``%agent sessions`` / ``checkpoints`` /
 ``info``, with control characters shown as escapes (``controls.terminal_safe``): they are
 printed, and a terminal (or a notebook's stream output) obeys ``\\r`` and ``ESC``.
+The texts of review, revert and branches are ``history_text.py``'s (built with
+:func:`clip`, :func:`table` and :func:`printable` from here).
 
 Pure string building: no IPython, no agent; the magic decides where the strings go.
 """
@@ -22,15 +24,11 @@ from datetime import datetime
 from typing import Any
 
 from ..agent import (
-    Branch,
     Checkpoint,
     CompactResult,
     LiteAgentResult,
-    PromptChanges,
     RestorePlan,
     RestoreResult,
-    RewindPoint,
-    SwitchResult,
     TextDelta,
     ToolCallFinished,
     ToolCallInput,
@@ -60,7 +58,8 @@ def short_id(session_id: str) -> str:
     return session_id[:8]
 
 
-def _clip(text: str, limit: int) -> str:
+def clip(text: str, limit: int) -> str:
+    """``text`` stripped and cut at ``limit`` characters with "…"."""
     text = text.strip()
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -95,7 +94,7 @@ def key_field(name: str, arguments: Mapping[str, Any]) -> object | None:
 def key_argument(name: str, arguments: Mapping[str, Any]) -> str:
     """:func:`key_field` on one line, cut at 80 characters (the approvals show it whole)."""
     value = key_field(name, arguments)
-    return "" if value is None else _clip(str(value).replace("\n", " "), 80)
+    return "" if value is None else clip(str(value).replace("\n", " "), 80)
 
 
 def _lines(text: object) -> int:
@@ -270,7 +269,7 @@ def tool_plain(line: ToolLine) -> str:
     text = f"\n[{_tool_head(line)}]"
     if line.output is not None:
         first = line.output.strip().splitlines()[0] if line.output.strip() else ""
-        text += f" {_clip(first, 100)}"
+        text += f" {clip(first, 100)}"
     return text + "\n"
 
 
@@ -341,10 +340,10 @@ def sessions_text(
                 short_id(info.id),
                 _when(info.mtime),
                 "" if info.turns is None else str(info.turns),
-                _clip((info.title or "").replace("\n", " "), 60),
+                clip((info.title or "").replace("\n", " "), 60),
             )
         )
-    lines = [_table(rows)]
+    lines = [table(rows)]
     if len(shown) < len(sessions):
         lines.append(
             f"… and {len(sessions) - len(shown)} older (`%agent sessions --text` lists all)"
@@ -358,7 +357,7 @@ def sessions_text(
     return "\n".join(lines)
 
 
-def _table(rows: Iterable[Sequence[str]]) -> str:
+def table(rows: Iterable[Sequence[str]]) -> str:
     """Aligned columns; each cell shown through ``terminal_safe`` (titles, prompts and paths
     come from the model or a file, and the table is printed)."""
     rows = [[terminal_safe(cell) for cell in r] for r in rows]
@@ -414,21 +413,21 @@ def checkpoints_text(checkpoints: Sequence[Checkpoint], *, limit: int | None = N
             (
                 str(cp.number),
                 _when(cp.ts),
-                _clip(cp.prompt.replace("\n", " "), 50),
+                clip(cp.prompt.replace("\n", " "), 50),
                 files or "-",
                 f"%agent restore {cp.id}",
             )
         )
     older = len(checkpoints) - len(shown)
     head = f"… {older} older (`%agent checkpoints --text` lists all)\n" if older else ""
-    return head + _table(rows)
+    return head + table(rows)
 
 
 def plan_text(plan: RestorePlan, checkpoint: Checkpoint) -> str:
     """What ``%agent restore N`` would do, per file, with diffs."""
     lines = [
         f"Restore of session {short_id(plan.session_id)}… to before prompt "
-        f"{checkpoint.number} ({checkpoint.id}: {_clip(checkpoint.prompt.strip(), 50)!r}): "
+        f"{checkpoint.number} ({checkpoint.id}: {clip(checkpoint.prompt.strip(), 50)!r}): "
         f"{plural(plan.events_cut, 'event')} would be cut from the conversation."
     ]
     return terminal_safe("\n".join(lines + _plan_files(plan, "restore")))
@@ -440,7 +439,7 @@ def switch_plan_text(plan: RestorePlan, name: str) -> str:
         f"Switch of session {short_id(plan.session_id)}… to branch {name}: the "
         f"{plural(plan.events_cut, 'event')} after its fork would be kept as a new branch."
     )
-    return _printable("\n".join([head, *_plan_files(plan, "switch")]))
+    return printable("\n".join([head, *_plan_files(plan, "switch")]))
 
 
 def _plan_files(plan: RestorePlan, what: str) -> list[str]:
@@ -501,131 +500,6 @@ def restore_text(result: RestoreResult, checkpoint: Checkpoint | None) -> str:
     return terminal_safe(text)
 
 
-def changes_text(changes: PromptChanges) -> str:
-    """``%agent review``'s plain text: every file a prompt changed, how, by which tools, with
-    its diff (the widget's twin). Paths, prompt and diffs are untrusted: control characters
-    are shown as ``?``."""
-    prompt = _clip(changes.prompt.replace("\n", " "), 60)
-    lines = [f"Prompt {changes.number}: {prompt}"]
-    if not changes.files:
-        lines.append("It changed no file.")
-    for change in changes.files:
-        lines.append(f"  {change.path}  {change.summary}  by {', '.join(change.tools)}")
-        if change.diff:
-            lines.extend("      " + line for line in change.diff.rstrip().splitlines()[:40])
-    if changes.files:
-        lines.append(
-            f"`%agent revert PATH --prompt {changes.number}` puts one file back to before this "
-            "prompt (`%agent undo` takes the revert back)."
-        )
-    return _printable("\n".join(lines))
-
-
-def revert_text(result: RestoreResult, path: str, number: int) -> str:
-    """What ``%agent revert`` did."""
-    if not result.restored and not result.deleted:
-        return _printable(f"{path} already holds its content from before prompt {number}.")
-    how = "deleted (it did not exist before)" if result.deleted else "put back"
-    text = (
-        f"Reverted {path} to before prompt {number}: {how}; the model is told at the next prompt."
-    )
-    if result.conflicts:
-        text += " It had been changed after that prompt; overwritten (--force)."
-    return _printable(text + "\n`%agent undo` takes the revert back.")
-
-
-def branches_text(
-    branches: Sequence[Branch], checkpoints: Sequence[Checkpoint], current_prompts: int
-) -> str:
-    """``%agent branches``: the live timeline, then each kept branch with its fork point (the
-    prompt of the live timeline it forks before), its prompts and files. Prompt texts are
-    untrusted: control characters are shown as ``?``."""
-    rows = [("branch", "forks", "prompts", "files", "first prompt", "switch with")]
-    rows.append(("(current)", "-", str(current_prompts), "-", "-", "-"))
-    for branch in branches:
-        rows.append(
-            (
-                branch.name,
-                fork_spot(checkpoints, branch.fork),
-                str(branch.prompts),
-                str(branch.files),
-                _clip(branch.first_prompt.replace("\n", " "), 40),
-                f"%agent switch {branch.name}",
-            )
-        )
-    text = _table(rows)
-    if not branches:
-        text += "\nNo other branch yet: a restore keeps the future it leaves as one."
-    return _printable(text)
-
-
-def fork_spot(checkpoints: Sequence[Checkpoint], fork: int) -> str:
-    """Where a branch forks, in prompt numbers: ``before prompt 2``; ``after prompt 1 (the
-    end)`` when nothing was asked since the restore; ``a cut prompt`` when a later restore
-    cut the prompt it forks from."""
-    for cp in checkpoints:
-        if cp.seq == fork:
-            return f"before prompt {cp.number}"
-    if fork == 0:
-        return "before prompt 1"
-    if not checkpoints or fork > checkpoints[-1].seq:
-        return f"after prompt {len(checkpoints)} (the end)"
-    return "a cut prompt"
-
-
-def forks_text(checkpoints: Sequence[Checkpoint], forks: Mapping[int, Sequence[Branch]]) -> str:
-    """The checkpoint summary's line of where branches fork (empty when none do)."""
-    if not forks:
-        return ""
-    spots = [
-        f"{fork_spot(checkpoints, seq)}: " + ", ".join(b.name for b in branches)
-        for seq, branches in sorted(forks.items())
-    ]
-    return _printable("\nBranches fork " + "; ".join(spots) + " (%agent branches lists them).")
-
-
-def switch_text(switched: SwitchResult) -> str:
-    """What ``%agent switch NAME`` did."""
-    result = switched.result
-    text = (
-        f"Switched to branch {switched.branch}: {len(result.restored)} file(s) written, "
-        f"{len(result.deleted)} deleted, conversation moved to its tip."
-    )
-    if switched.kept:
-        text += (
-            f"\nThe future you left is kept as branch {switched.kept} "
-            f"(`%agent switch {switched.kept}` comes back)."
-        )
-    if result.conflicts:
-        text += "\nOverwritten although changed outside the agent (--force): " + ", ".join(
-            result.conflicts
-        )
-    return _printable(text)
-
-
-def points_text(checkpoints: Sequence[Checkpoint], points: Sequence[RewindPoint]) -> str:
-    """``%agent checkpoints --all``: each prompt, and under it every tool call that changed
-    files as a rewind point (``%agent restore 2.3``: just after prompt 2's third such call).
-    Prompt texts and paths are untrusted: control characters are shown as ``?``."""
-    if not checkpoints:
-        return "No checkpoints yet: each %%agent prompt makes one."
-    under: dict[int, list[RewindPoint]] = {}
-    for point in points:
-        under.setdefault(point.prompt, []).append(point)
-    lines = []
-    for cp in checkpoints:
-        prompt = _clip(cp.prompt.replace("\n", " "), 50)
-        lines.append(f"{cp.number}  {prompt}  (before it: %agent restore {cp.id})")
-        for point in under.get(cp.number, ()):
-            files = ", ".join(point.files[:4]) + (
-                f" (+{len(point.files) - 4})" if len(point.files) > 4 else ""
-            )
-            lines.append(
-                f"    {point.name}  after {point.tool}: {files}  (%agent restore {point.name})"
-            )
-    return _printable("\n".join(lines))
-
-
 def mcp_text(servers: Sequence[Mapping[str, Any]]) -> str:
     """``%agent mcp``: each server's state, where it runs (no secret), its tools, its error.
     Server text (errors, stderr) is untrusted: control characters are shown as escapes and
@@ -635,15 +509,17 @@ def mcp_text(servers: Sequence[Mapping[str, Any]]) -> str:
     lines = []
     for server in servers:
         lines.append(
-            f"{server['name']}  {server['state']}  {_printable(str(server['where']))}"
+            f"{server['name']}  {server['state']}  {printable(str(server['where']))}"
             f"  ({server['calls']} calls)"
         )
         tools = ", ".join(server["tools"]) or "(not listed yet: %agent mcp --start)"
-        lines.append(f"  tools: {_printable(tools)}")
+        lines.append(f"  tools: {printable(tools)}")
         if server["error"]:
-            lines.append(f"  error: {_printable(str(server['error']))}")
+            lines.append(f"  error: {printable(str(server['error']))}")
     return "\n".join(lines)
 
 
-def _printable(text: str) -> str:
+def printable(text: str) -> str:
+    """``text`` fit for a terminal and a stream output: control characters as escapes, the
+    secrets in URLs redacted."""
     return terminal_safe(redact_urls(text))

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 from ..agent import (
     Branch,
+    FileChange,
     LiteAgent,
     PromptChanges,
     RestorePlan,
@@ -35,8 +36,13 @@ class ReviewCalls:
     def _idle(self, session_id: str) -> None:  # AgentFacade's
         raise NotImplementedError
 
-    def changes(self, session_id: str, checkpoint: int | None = None) -> PromptChanges:
-        return self.call(lambda a: a.changes(session_id, checkpoint))
+    def changes(
+        self, session_id: str, checkpoint: int | None = None, *, diffs: bool = True
+    ) -> PromptChanges:
+        return self.call(lambda a: a.changes(session_id, checkpoint, diffs=diffs))
+
+    def change_diff(self, change: FileChange) -> str | None:
+        return self.call(lambda a: a.change_diff(change))
 
     def revert_file(
         self, session_id: str, path: str, *, checkpoint: int | None = None, force: bool = False

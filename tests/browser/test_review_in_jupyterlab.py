@@ -1,6 +1,7 @@
 """``%agent review``'s widget in a real JupyterLab, clicked in Debian's Chromium: Revert puts
-one file back to before the prompt (the file on disk says so), Keep leaves the other, the
-diffs are folded until opened, and ``%agent undo`` takes the revert back."""
+one file back to before the prompt (the file on disk says so), Keep leaves the other, a
+diff is shown (made in the kernel) only once its row is selected, and ``%agent undo`` takes
+the revert back."""
 
 from __future__ import annotations
 
@@ -48,20 +49,36 @@ def test_revert_clicked_in_the_review_widget(
     panel = page.locator(".lite-agent-review")
     panel.wait_for(state="visible")
     no_widget_errors(page)
-    diffs = panel.locator(".lite-agent-review-diff")
-    assert diffs.count() == 2 and not diffs.first.is_visible()  # folded
+    rows = panel.locator(".lite-agent-review-rows select")
+    diff = panel.locator(".lite-agent-review-diff")
+    status = panel.locator(".lite-agent-status")
+    assert diff.inner_text().strip() == ""  # folded: no diff until a row is selected
 
-    rows = panel.locator(".widget-hbox")
-    b_row = rows.filter(has_text="b.csv")
-    b_row.locator(".lite-agent-revert").click()
+    rows.select_option(index=_row_index(rows, "b.csv"))
+    wait_for(lambda: "+3,4" in diff.inner_text(), "b.csv's diff, made on demand")
+    page.screenshot(path=str(artifacts / "review-diff.png"))
+    panel.locator(".lite-agent-revert").click()
     wait_for(lambda: (lab_root / "b.csv").read_text() == "x,y\n1,2\n", "b.csv reverted")
-    wait_for(lambda: "Reverted b.csv" in b_row.inner_text(), "the revert's result")
-    assert b_row.locator(".lite-agent-revert").is_disabled()
-    a_row = rows.filter(has_text="a.py")
-    a_row.locator(".lite-agent-keep").click()
-    wait_for(lambda: "kept" in a_row.inner_text(), "kept")
+    wait_for(lambda: "Reverted b.csv" in status.inner_text(), "the revert's result")
+    wait_for(lambda: "reverted" in _row_text(rows, "b.csv"), "b.csv's row marked")
+    rows.select_option(index=_row_index(rows, "a.py"))
+    wait_for(lambda: "+A = 1" in diff.inner_text(), "a.py's diff")
+    panel.locator(".lite-agent-keep").click()
+    wait_for(lambda: "kept" in _row_text(rows, "a.py"), "kept")
+    wait_for(lambda: panel.locator(".lite-agent-keep").is_disabled(), "nothing left to decide")
     assert (lab_root / "a.py").read_text() == "A = 1\n"
     page.screenshot(path=str(artifacts / "review-widget.png"))
 
     nb.run_cell(3)
     wait_for(lambda: (lab_root / "b.csv").read_text() == "x,y\n1,2\n3,4\n", "the undo")
+
+
+def _row_text(rows: Any, path: str) -> str:
+    """The text of the review's row of ``path``."""
+    return str(rows.locator("option").all_inner_texts()[_row_index(rows, path)])
+
+
+def _row_index(rows: Any, path: str) -> int:
+    texts = [t.replace("\u00a0", " ") for t in rows.locator("option").all_inner_texts()]
+    (index,) = [i for i, text in enumerate(texts) if f" {path} " in text]
+    return index

@@ -41,8 +41,12 @@ def test_review_then_revert_one_file_undo_and_conflict(
     review = agent_kernel.run("%agent review").check().stream_text
     assert "Prompt 2" in review and "write a, b and c" in review
     assert "a.py  created" in review and "by write_file" in review
-    assert "b.csv  changed" in review and "by bash" in review and "+3,4" in review
+    assert "b.csv  changed" in review and "by bash" in review
     assert "c.md  created" in review
+    # the widget's twin lists the files; the widget makes a diff when its row is selected,
+    # and --text prints them all
+    assert "+3,4" not in review and "`%agent review 2 --text` prints the diffs" in review
+    assert "+3,4" in agent_kernel.run("%agent review --text").check().stream_text
     first = agent_kernel.run("%agent review 1").check().stream_text
     assert "Prompt 1" in first and "It changed no file." in first
 

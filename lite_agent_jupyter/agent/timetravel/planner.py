@@ -228,6 +228,12 @@ def describe(
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines), summary
 
 
+def diffable(data: bytes | None) -> bool:
+    """Whether :func:`describe` would diff ``data``: text (UTF-8, no NUL) of at most
+    :data:`DIFF_MAX_BYTES`, or absent."""
+    return _text(data) is not None
+
+
 def _text(data: bytes | None) -> str | None:
     if data is None:
         return ""

@@ -24,6 +24,7 @@ from .journal import Journal
 from .listing import Listings
 from .model import (
     Checkpoint,
+    FileChange,
     FilePlan,
     PromptChanges,
     RestorePlan,
@@ -73,8 +74,11 @@ class Restorer:
 
     # -- review and revert (reviewer.py) ----------------------------------------------------
 
-    async def changes(self, session_id: str, seq: int | None) -> PromptChanges:
-        return await reviewer.changes(self.checkpointer, self.blobs, session_id, seq)
+    async def changes(self, session_id: str, seq: int | None, *, diffs: bool) -> PromptChanges:
+        return await reviewer.changes(self.checkpointer, self.blobs, session_id, seq, diffs=diffs)
+
+    async def change_diff(self, change: FileChange) -> str | None:
+        return await reviewer.change_diff(self.blobs, change)
 
     async def revert(
         self, session_id: str, path: str, seq: int | None, *, force: bool

@@ -101,9 +101,16 @@ def _file_changes(events: Sequence[Event]) -> dict[str, tuple[str | None, str | 
 
 
 async def changes(
-    checkpointer: Checkpointer, blobs: Blobs, session_id: str, seq: int | None
+    checkpointer: Checkpointer,
+    blobs: Blobs,
+    session_id: str,
+    seq: int | None,
+    *,
+    diffs: bool = True,
 ) -> PromptChanges:
-    """Every file the prompt at checkpoint ``seq`` changed, with diffs (see the module)."""
+    """Every file the prompt at checkpoint ``seq`` changed (see the module); with
+    ``diffs=False`` each ``FileChange.diff`` is left ``None`` (:func:`change_diff` makes one
+    when it is asked for: a review of a 100-file turn shows the list first)."""
     seq, number, prompt, events, _ = await prompt_events(checkpointer, session_id, seq)
     files = []
     for path, (before, after, tools) in sorted(_file_changes(events).items()):
@@ -115,18 +122,35 @@ async def changes(
         except KeyError:
             files.append(FileChange(path, before, after, tuple(tools), None, "content missing"))
             continue
-        action = planner.action_for(after, old)
-        diff, _ = planner.describe(path, action, old, new)
+        diff = _diff(path, after, old, new) if diffs else None
         if after is None:
             summary = f"deleted ({len(old or b'')} bytes)"
         elif before is None:
             summary = f"created ({len(new or b'')} bytes)"
         else:
             summary = f"changed ({len(old or b'')} -> {len(new or b'')} bytes)"
-        if diff is None and action != "delete":
+        if after is not None and not (planner.diffable(old) and planner.diffable(new)):
             summary += ", binary or too large for a diff"
         files.append(FileChange(path, before, after, tuple(tools), diff, summary))
     return PromptChanges(session_id, seq, number, prompt_text(prompt), tuple(files))
+
+
+def _diff(path: str, after: str | None, old: bytes | None, new: bytes | None) -> str | None:
+    """The unified diff of one file from before the prompt (``old``) to after it."""
+    return planner.describe(path, planner.action_for(after, old), old, new)[0]
+
+
+async def change_diff(blobs: Blobs, change: FileChange) -> str | None:
+    """The diff of one file of :func:`changes`: ``change.diff`` if it was made, else made
+    now from the two blobs (``None``: binary, too large, or its content is missing)."""
+    if change.diff is not None:
+        return change.diff
+    try:
+        old = await blobs.get(change.before) if change.before is not None else None
+        new = await blobs.get(change.after) if change.after is not None else None
+    except KeyError:
+        return None
+    return _diff(change.path, change.after, old, new)
 
 
 async def revert_file(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from .. import render
+from .. import history_text, render
 from ..magics import LiteAgentMagics
 from ..registry import arg, subcommand
 
@@ -29,7 +29,7 @@ def _branches(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
         print(render.key_value_text([("deleted branch", args.delete)]))
         return
     checkpoints = facade.list_checkpoints(sid)
-    print(render.branches_text(facade.list_branches(sid), checkpoints, len(checkpoints)))
+    print(history_text.branches_text(facade.list_branches(sid), checkpoints, len(checkpoints)))
 
 
 @subcommand(
@@ -48,4 +48,4 @@ def _switch(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
     if args.preview:
         print(render.switch_plan_text(facade.preview_switch(sid, args.name), args.name))
         return
-    print(render.switch_text(facade.switch_branch(sid, args.name, force=args.force)))
+    print(history_text.switch_text(facade.switch_branch(sid, args.name, force=args.force)))

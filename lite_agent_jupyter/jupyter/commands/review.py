@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 
 from ...agent.timetravel.checkpoint_ids import find_checkpoint
-from .. import render, widgets
+from .. import history_text, widgets
 from ..magics import LiteAgentMagics
 from ..registry import arg, subcommand
 from .sessions import TEXT
@@ -29,17 +29,19 @@ def _checkpoint(magics: LiteAgentMagics, ref: str | None) -> int | None:
 
 @subcommand(
     "review",
-    "What prompt N (default: the last) changed: each file, Keep / Revert, its diff folded "
-    "(a widget where widgets show, else the text).",
+    "What prompt N (default: the last) changed: each file, Keep / Revert, its diff once "
+    "selected (a widget where widgets show, else the text with every diff).",
     arg("prompt", nargs="?", help="a prompt number (1 = the first) or a checkpoint id (2-k7f2)"),
     TEXT,
 )
 def _review(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
     magics.require_agent()
     facade = magics.runner.facade
-    changes = facade.changes(facade.session_id, _checkpoint(magics, args.prompt))
-    if args.text or not magics.in_kernel or not changes.files:
-        print(render.changes_text(changes))
+    text = args.text or not magics.in_kernel
+    # The widget makes a file's diff when its row is selected, not before (#21).
+    changes = facade.changes(facade.session_id, _checkpoint(magics, args.prompt), diffs=text)
+    if text or not changes.files:
+        print(history_text.changes_text(changes))
         return
     widgets.show_review(facade, changes)
 
@@ -58,4 +60,4 @@ def _revert(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
     checkpoint = _checkpoint(magics, args.prompt)
     changes = facade.changes(sid, checkpoint)
     result = facade.revert_file(sid, args.path, checkpoint=changes.checkpoint, force=args.force)
-    print(render.revert_text(result, args.path, changes.number))
+    print(history_text.revert_text(result, args.path, changes.number))

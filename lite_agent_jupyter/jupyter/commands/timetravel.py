@@ -16,7 +16,7 @@ from IPython.core.error import UsageError
 from ...agent import Checkpoint
 from ...agent.timetravel.checkpoint_ids import find_checkpoint
 from ...errors import UnknownCheckpointError
-from .. import render, widgets
+from .. import history_text, render, widgets
 from ..magics import LiteAgentMagics
 from ..registry import arg, subcommand
 from ..runner import AgentFacade
@@ -38,7 +38,7 @@ def _checkpoints(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
         facade = magics.runner.facade
         sid = facade.session_id
         points = facade.list_rewind_points(sid)
-        print(render.points_text(facade.list_checkpoints(sid), points))
+        print(history_text.points_text(facade.list_checkpoints(sid), points))
         return
     show_widgets(magics, widgets.show_checkpoints, args.text)
 

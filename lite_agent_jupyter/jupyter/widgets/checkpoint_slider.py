@@ -15,7 +15,7 @@ import ipywidgets as w
 
 from ...agent import Branch, Checkpoint, RestorePlan, RestoreResult
 from ...errors import RestoreConflictError, SessionDeletedError
-from .. import render
+from .. import history_text, render
 from ..safe import escape
 from .controls import CheckpointControls
 from .parts import Look, Reporter, batched, fill, relative_time, shorten
@@ -249,7 +249,7 @@ class CheckpointSlider:
             f"Checkpoints of session {render.short_id(self.session_id)}… "
             f"({render.plural(len(self.checkpoints), 'prompt')}):\n"
             + render.checkpoints_text(self.checkpoints, limit=SUMMARY_CHECKPOINTS)
-            + render.forks_text(self.checkpoints, self.forks)
+            + history_text.forks_text(self.checkpoints, self.forks)
         )
 
     # -- actions ------------------------------------------------------------------------
@@ -439,7 +439,8 @@ def _forks_title(checkpoints: Sequence[Checkpoint], forks: dict[int, list[Branch
     if not forks:
         return ""
     spots = [
-        f"{render.fork_spot(checkpoints, seq)}: " + ", ".join(escape(b.name) for b in branches)
+        f"{history_text.fork_spot(checkpoints, seq)}: "
+        + ", ".join(escape(b.name) for b in branches)
         for seq, branches in sorted(forks.items())
     ]
     return " · ⑂ branches fork " + "; ".join(spots)

@@ -1,11 +1,17 @@
-"""``%agent review``'s widget: every file a prompt changed, Keep or Revert per file, each
-diff folded until opened.
+"""``%agent review``'s widget: every file a prompt changed, one row each, Keep or Revert the
+selected file, its diff shown only once it is selected.
 
 Owns :class:`ReviewPanel` and :func:`show_review`. Revert calls the facade's
 ``revert_file`` (the agent's conflict check, journal and undo: ``%agent undo`` takes a
-revert back); Keep only marks the file reviewed. Every path, summary, diff and error is
-untrusted and reaches the page only escaped by ``render`` (``static_html``). Must not know
-how a revert is done.
+revert back); Keep only marks the file reviewed. Must not know how a revert is done.
+
+Why one list and not a row of buttons per file: a widget is a model, a message and a view,
+and a 100-file turn drawn as five widgets per file (row, Keep, Revert, a folded accordion,
+its diff) took ~1.3 s to reach the screen (#21). The rows are the options of one ``Select``
+(their text set as text by the front end, and made printable by :func:`.parts.shorten`);
+the panel is eight widgets whatever the number of files. A file's diff is made in the kernel
+(``change_diff``) the first time its row is selected, never up front. Every diff, summary
+and error reaches the page escaped by ``safe.escape``.
 """
 
 from __future__ import annotations
@@ -14,11 +20,31 @@ from typing import Any, Protocol
 
 import ipywidgets as w
 
-from ...agent import PromptChanges, RestoreResult
-from ...errors import LiteAgentError
-from .. import render
-from .parts import Look
+from ...agent import FileChange, PromptChanges, RestoreResult
+from ...errors import LiteAgentError, SessionBusyError
+from .. import history_text, render
+from ..safe import escape
+from .parts import Look, Reporter, batched, shorten
 from .show import display
+
+_CSS = (
+    "<style>.lite-agent-review select{font-family:var(--jp-code-font-family,monospace);"
+    "font-size:var(--jp-code-font-size,13px)}"
+    ".lite-agent-review option{overflow:hidden;text-overflow:ellipsis}"
+    ".lite-agent-review-diff pre{margin:2px 0;max-height:32em;overflow:auto}"
+    ".lite-agent-review-diff .add{color:var(--jp-success-color0,#080)}"
+    ".lite-agent-review-diff .del{color:var(--jp-error-color0,#b00)}"
+    ".lite-agent-review-diff .hunk{color:var(--jp-info-color0,#05a)}</style>"
+)
+
+MARKS = {"kept": "✓", "reverted": "↶", "not reverted": "!"}
+"""The mark a row gets once its file is decided (or a revert of it was refused)."""
+
+MARKS_DONE = frozenset({"kept", "reverted"})
+"""States after which a file is reviewed (a refused revert leaves it to decide)."""
+
+_PATH_WIDTH = 60
+"""Paths are padded to the longest one up to this width (a row is cut with "…" anyway)."""
 
 
 class ReviewControls(Protocol):
@@ -28,68 +54,201 @@ class ReviewControls(Protocol):
         self, session_id: str, path: str, *, checkpoint: int | None = None, force: bool = False
     ) -> RestoreResult: ...
 
+    def change_diff(self, change: FileChange) -> str | None: ...
+
+
+def review_row(change: FileChange, state: str | None, width: int) -> str:
+    """One row: its mark, the path, what changed, by which tools, and its state."""
+    cells = [
+        shorten(change.path, _PATH_WIDTH).ljust(width),
+        shorten(change.summary, 80),
+        f"by {shorten(', '.join(change.tools), 40)}",
+    ]
+    if state:
+        cells.append(f"· {state}")
+    row = MARKS.get(state or "", " ") + " " + "  ".join(cells)
+    # Non-breaking spaces: a browser collapses runs of ordinary ones inside <option>.
+    return row.replace(" ", "\u00a0")
+
+
+def diff_html(change: FileChange, diff: str | None) -> str:
+    """The diff of one file as escaped HTML (added, removed and hunk lines coloured), or why
+    there is none."""
+    head = f"<div><b>{escape(change.path)}</b>: {escape(change.summary)}</div>"
+    if not diff:
+        return head + "<div><i>no diff to show (binary, too large, or content missing)</i></div>"
+    lines = []
+    for line in diff.rstrip("\n").splitlines():
+        kind = ""
+        if line.startswith("@@"):
+            kind = "hunk"
+        elif line.startswith("+") and not line.startswith("+++"):
+            kind = "add"
+        elif line.startswith("-") and not line.startswith("---"):
+            kind = "del"
+        text = escape(line)
+        lines.append(f"<span class='{kind}'>{text}</span>" if kind else text)
+    return head + "<pre>" + "\n".join(lines) + "</pre>"
+
 
 class ReviewPanel:
-    """One row per changed file (its path and summary, Keep, Revert, a one-line result) and
-    its diff in a folded accordion under it."""
+    """The rows of a prompt's changed files (a ``Select``), Keep and Revert for the selected
+    row, the outcome of the last action, and the selected file's diff.
+
+    Keep and Revert move the selection to the next file not yet decided, so a review is
+    a walk down the list; the row of a decided file says so (``✓ kept``, ``↶ reverted``,
+    ``! not reverted`` after a refused revert, which changed nothing)."""
 
     def __init__(self, controls: ReviewControls, changes: PromptChanges) -> None:
         self.controls = controls
         self.changes = changes
+        self.files = {change.path: change for change in changes.files}
+        self.states: dict[str, str] = {}
+        self._diffs: dict[str, str] = {}
+        """Each file's diff HTML, made the first time its row is selected."""
+        self._width = max((len(shorten(p, _PATH_WIDTH)) for p in self.files), default=0)
+        self._drawing = False
         look = Look()
-        self.results: dict[str, w.HTML] = {}
-        self.buttons: dict[str, tuple[w.Button, w.Button]] = {}
-        rows: list[w.Widget] = [
-            look.html(render.static_html(render.changes_text(_headline(changes))), "review-head")
+        self.report = Reporter(look)
+        self.head = look.html(_CSS + _headline_html(changes), "review-head")
+        self.rows = w.Select(
+            options=self._options(),
+            value=None,
+            rows=max(2, min(len(self.files), 12)),  # 1 would draw a drop-down
+            layout=look.full,
+            _dom_classes=("lite-agent-review-rows",),
+        )
+        self.keep_button = look.button(
+            "Keep", "keep", disabled=True, tooltip="mark the selected file reviewed"
+        )
+        self.revert_button = look.button(
+            "Revert",
+            "revert",
+            button_style="warning",
+            disabled=True,
+            tooltip="put the selected file back to before this prompt (%agent undo takes it back)",
+        )
+        self.diff = look.html("", "review-diff")
+        self.keep_button.on_click(lambda _b: self.keep(self.selected))
+        self.revert_button.on_click(lambda _b: self.revert(self.selected))
+        self.rows.observe(self._selection_changed, names="value")
+        self.widget = w.VBox(
+            [
+                self.head,
+                self.rows,
+                look.hbox([self.keep_button, self.revert_button, self.report.status]),
+                self.diff,
+            ],
+            layout=look.full,
+            _dom_classes=("lite-agent-review",),
+        )
+
+    @property
+    def selected(self) -> str | None:
+        """The path of the selected row (None: no row selected)."""
+        value = self.rows.value
+        return None if value is None else str(value)
+
+    def select(self, path: str | None) -> None:
+        """Select the row of ``path`` (None: none): its diff is shown, made if need be."""
+        self.rows.value = path
+
+    def _options(self) -> list[tuple[str, str]]:
+        return [
+            (review_row(change, self.states.get(path), self._width), path)
+            for path, change in self.files.items()
         ]
-        for change in changes.files:
-            keep = look.button("Keep", "keep")
-            revert = look.button("Revert", "revert", button_style="warning")
-            result = look.html("", "review-result")
-            label = look.html(render.static_html(f"{change.path}  {change.summary}"), "review-path")
-            keep.on_click(lambda _b, path=change.path: self.keep(path))
-            revert.on_click(lambda _b, path=change.path: self.revert(path))
-            self.results[change.path] = result
-            self.buttons[change.path] = (keep, revert)
-            rows.append(look.hbox([label, keep, revert, result]))
-            if change.diff:
-                diff = w.Accordion(
-                    children=[look.html(render.static_html(change.diff), "review-diff")],
-                    selected_index=None,
+
+    def _selection_changed(self, _change: object) -> None:
+        if not self._drawing:
+            self.report.run("Showing the diff", self._show_selected)
+
+    def _show_selected(self) -> None:
+        path = self.selected
+        decided = self.states.get(path or "") in MARKS_DONE
+        with batched(self.keep_button, self.revert_button, self.diff):
+            self.keep_button.disabled = path is None or decided
+            self.revert_button.disabled = path is None or decided
+            self.diff.value = "" if path is None else self._diff_of(path)
+
+    def _diff_of(self, path: str) -> str:
+        if path not in self._diffs:
+            change = self.files[path]
+            self._diffs[path] = diff_html(change, self.controls.change_diff(change))
+        return self._diffs[path]
+
+    def _decided(self, path: str, state: str) -> None:
+        """Mark ``path``'s row and select the next file not decided yet (after it, then
+        from the top; none: no selection)."""
+        self.states[path] = state
+        paths = list(self.files)
+        at = paths.index(path)
+        undecided = [
+            p for p in paths[at + 1 :] + paths[:at] if self.states.get(p) not in MARKS_DONE
+        ]
+        following = undecided[0] if undecided else None
+        with batched(self.rows):
+            self._drawing = True
+            try:
+                self.rows.options = self._options()
+                self.rows.value = following
+            finally:
+                self._drawing = False
+        self._show_selected()
+
+    def keep(self, path: str | None) -> None:
+        def action() -> None:
+            if path is None:
+                self.report.ok("Select a file first.")
+                return
+            self._decided(path, "kept")
+            self.report.ok(f"Kept {shorten(path, 200)}.{self._left()}")
+
+        self.report.run("Keep", action)
+
+    def revert(self, path: str | None) -> None:
+        def action() -> None:
+            if path is None:
+                self.report.ok("Select a file first.")
+                return
+            try:
+                result = self.controls.revert_file(
+                    self.changes.session_id, path, checkpoint=self.changes.checkpoint
                 )
-                diff.set_title(0, "diff")
-                rows.append(diff)
-        self.widget = w.VBox(rows, _dom_classes=("lite-agent-review",))
-
-    def keep(self, path: str) -> None:
-        for button in self.buttons[path]:
-            button.disabled = True
-        self.results[path].value = render.static_html("kept")
-
-    def revert(self, path: str) -> None:
-        try:
-            result = self.controls.revert_file(
-                self.changes.session_id, path, checkpoint=self.changes.checkpoint
+            except SessionBusyError:
+                raise  # said by the reporter; the row stays as it was
+            except LiteAgentError as exc:  # a conflict: said, nothing changed
+                self._decided(path, "not reverted")
+                self.report.ok(f"{shorten(path, 200)} not reverted: {exc}")
+                return
+            self._decided(path, "reverted")
+            text = " ".join(
+                history_text.revert_text(result, path, self.changes.number).splitlines()
             )
-        except LiteAgentError as exc:  # a conflict, busy: said inline, nothing changed
-            self.results[path].value = render.static_html(f"not reverted: {exc}")
-            return
-        for button in self.buttons[path]:
-            button.disabled = True
-        text = render.revert_text(result, path, self.changes.number)
-        self.results[path].value = render.static_html(text.splitlines()[0])
+            self.report.ok(text + self._left())
+
+        self.report.run("Revert", action)
+
+    def _left(self) -> str:
+        left = sum(self.states.get(p) not in MARKS_DONE for p in self.files)
+        return f" {render.plural(left, 'file')} left to review." if left else " All reviewed."
 
 
-def _headline(changes: PromptChanges) -> PromptChanges:
-    """The changes without files: the panel's first line ("Prompt N: ...")."""
-    return PromptChanges(changes.session_id, changes.checkpoint, changes.number, changes.prompt, ())
+def _headline_html(changes: PromptChanges) -> str:
+    prompt = shorten(changes.prompt, 120)
+    count = render.plural(len(changes.files), "file")
+    return (
+        f"<div><b>Prompt {changes.number}</b>: {escape(prompt)} · {escape(count)} changed. "
+        "Select a file to see its diff; Keep or Revert it "
+        f"(<code>%agent undo</code> takes a revert back).</div>"
+    )
 
 
 def show_review(controls: ReviewControls, changes: PromptChanges) -> ReviewPanel:
-    """Display the panel with its plain-text twin (what a saved notebook keeps), and print
-    the twin under it."""
+    """Display the panel with its plain-text twin (what a saved notebook keeps: the files,
+    without the diffs the panel made only on demand), and print the twin under it."""
     panel = ReviewPanel(controls, changes)
-    summary = render.changes_text(changes)
+    summary = history_text.changes_text(changes, diffs=False)
     view: dict[str, Any] = panel.widget._repr_mimebundle_()
     view["text/plain"] = summary
     view["text/html"] = render.static_html(summary)

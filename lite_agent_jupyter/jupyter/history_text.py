@@ -1,0 +1,143 @@
+"""What the review, revert, branch and rewind-point commands say (#21): ``%agent review``'s
+text (the widget's twin), ``%agent revert``, ``%agent branches``, ``%agent switch``,
+``%agent checkpoints --all``, and where a branch forks (the slider's title and summary).
+
+Owns these texts; pure string building, as ``render.py`` (whose clipping, tables and
+printable filter they share) is. Prompt texts, paths and diffs are untrusted: every text is
+made printable before it is returned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from ..agent import Branch, Checkpoint, PromptChanges, RestoreResult, RewindPoint, SwitchResult
+from .render import clip, printable, table
+
+
+def changes_text(changes: PromptChanges, *, diffs: bool = True) -> str:
+    """``%agent review``'s plain text: every file a prompt changed, how, by which tools, with
+    its diff (``diffs=False``: the files only, and the command that prints the diffs: the
+    widget's twin, as the widget makes a diff only when its file is selected). Paths, prompt
+    and diffs are untrusted: control characters are shown as ``?``."""
+    prompt = clip(changes.prompt.replace("\n", " "), 60)
+    lines = [f"Prompt {changes.number}: {prompt}"]
+    if not changes.files:
+        lines.append("It changed no file.")
+    for change in changes.files:
+        lines.append(f"  {change.path}  {change.summary}  by {', '.join(change.tools)}")
+        if change.diff and diffs:
+            lines.extend("      " + line for line in change.diff.rstrip().splitlines()[:40])
+    if changes.files and not diffs:
+        lines.append(f"`%agent review {changes.number} --text` prints the diffs.")
+    if changes.files:
+        lines.append(
+            f"`%agent revert PATH --prompt {changes.number}` puts one file back to before this "
+            "prompt (`%agent undo` takes the revert back)."
+        )
+    return printable("\n".join(lines))
+
+
+def revert_text(result: RestoreResult, path: str, number: int) -> str:
+    """What ``%agent revert`` did."""
+    if not result.restored and not result.deleted:
+        return printable(f"{path} already holds its content from before prompt {number}.")
+    how = "deleted (it did not exist before)" if result.deleted else "put back"
+    text = (
+        f"Reverted {path} to before prompt {number}: {how}; the model is told at the next prompt."
+    )
+    if result.conflicts:
+        text += " It had been changed after that prompt; overwritten (--force)."
+    return printable(text + "\n`%agent undo` takes the revert back.")
+
+
+def branches_text(
+    branches: Sequence[Branch], checkpoints: Sequence[Checkpoint], current_prompts: int
+) -> str:
+    """``%agent branches``: the live timeline, then each kept branch with its fork point (the
+    prompt of the live timeline it forks before), its prompts and files. Prompt texts are
+    untrusted: control characters are shown as ``?``."""
+    rows = [("branch", "forks", "prompts", "files", "first prompt", "switch with")]
+    rows.append(("(current)", "-", str(current_prompts), "-", "-", "-"))
+    for branch in branches:
+        rows.append(
+            (
+                branch.name,
+                fork_spot(checkpoints, branch.fork),
+                str(branch.prompts),
+                str(branch.files),
+                clip(branch.first_prompt.replace("\n", " "), 40),
+                f"%agent switch {branch.name}",
+            )
+        )
+    text = table(rows)
+    if not branches:
+        text += "\nNo other branch yet: a restore keeps the future it leaves as one."
+    return printable(text)
+
+
+def fork_spot(checkpoints: Sequence[Checkpoint], fork: int) -> str:
+    """Where a branch forks, in prompt numbers: ``before prompt 2``; ``after prompt 1 (the
+    end)`` when nothing was asked since the restore; ``a cut prompt`` when a later restore
+    cut the prompt it forks from."""
+    for cp in checkpoints:
+        if cp.seq == fork:
+            return f"before prompt {cp.number}"
+    if fork == 0:
+        return "before prompt 1"
+    if not checkpoints or fork > checkpoints[-1].seq:
+        return f"after prompt {len(checkpoints)} (the end)"
+    return "a cut prompt"
+
+
+def forks_text(checkpoints: Sequence[Checkpoint], forks: Mapping[int, Sequence[Branch]]) -> str:
+    """The checkpoint summary's line of where branches fork (empty when none do)."""
+    if not forks:
+        return ""
+    spots = [
+        f"{fork_spot(checkpoints, seq)}: " + ", ".join(b.name for b in branches)
+        for seq, branches in sorted(forks.items())
+    ]
+    return printable("\nBranches fork " + "; ".join(spots) + " (%agent branches lists them).")
+
+
+def switch_text(switched: SwitchResult) -> str:
+    """What ``%agent switch NAME`` did."""
+    result = switched.result
+    text = (
+        f"Switched to branch {switched.branch}: {len(result.restored)} file(s) written, "
+        f"{len(result.deleted)} deleted, conversation moved to its tip."
+    )
+    if switched.kept:
+        text += (
+            f"\nThe future you left is kept as branch {switched.kept} "
+            f"(`%agent switch {switched.kept}` comes back)."
+        )
+    if result.conflicts:
+        text += "\nOverwritten although changed outside the agent (--force): " + ", ".join(
+            result.conflicts
+        )
+    return printable(text)
+
+
+def points_text(checkpoints: Sequence[Checkpoint], points: Sequence[RewindPoint]) -> str:
+    """``%agent checkpoints --all``: each prompt, and under it every tool call that changed
+    files as a rewind point (``%agent restore 2.3``: just after prompt 2's third such call).
+    Prompt texts and paths are untrusted: control characters are shown as ``?``."""
+    if not checkpoints:
+        return "No checkpoints yet: each %%agent prompt makes one."
+    under: dict[int, list[RewindPoint]] = {}
+    for point in points:
+        under.setdefault(point.prompt, []).append(point)
+    lines = []
+    for cp in checkpoints:
+        prompt = clip(cp.prompt.replace("\n", " "), 50)
+        lines.append(f"{cp.number}  {prompt}  (before it: %agent restore {cp.id})")
+        for point in under.get(cp.number, ()):
+            files = ", ".join(point.files[:4]) + (
+                f" (+{len(point.files) - 4})" if len(point.files) > 4 else ""
+            )
+            lines.append(
+                f"    {point.name}  after {point.tool}: {files}  (%agent restore {point.name})"
+            )
+    return printable("\n".join(lines))
