@@ -169,7 +169,7 @@ async def run_turn(
     note_token: str | None = None
     if user.origin == "user":  # files the model saw, changed by hand since: named once
         outside = await outside_notice(
-            settings.seen_files.get(session.session_id), settings.workdir
+            settings.seen_files.get(session.session_id), settings.workdir, session.events
         )
         if outside is not None:
             prompt = [*prompt, outside]

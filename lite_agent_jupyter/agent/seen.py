@@ -6,6 +6,13 @@ start of each prompt :func:`outside_notice` hashes those files again and, for th
 changed since, returns one short notice that goes with the prompt, so the model's next
 request names exactly the paths that changed outside it. A change is told once: the table
 remembers what was told, and ``edit_file`` still refuses the file until it is read again.
+
+The agent's own commands are not news: a foreground shell call refreshes the table when it
+returns (:func:`refresh`); a file whose snapshots show the agent's tools took it from the
+content the model saw to the one it holds now (a background job's edits, recorded by whichever
+scan came first: its own call's or the job's when it ended) is taken as seen, not named. A
+hand edit is recorded by the tracker as ``outside`` (or not at all), breaks that chain, and is
+still named.
 """
 
 from __future__ import annotations
@@ -16,7 +23,8 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..checkpoint.events import UserEvent
+from ..checkpoint.events import Event, FileSnapshotEvent, UserEvent
+from .tracking import OUTSIDE
 
 TOLD = "told:"
 """Key prefix, in a session's table, of the hash a notice already named."""
@@ -30,26 +38,70 @@ def _hash(path: str) -> str | None:
         return None
 
 
-def _changed(seen: dict[str, str]) -> list[str]:
-    changed = []
+def _changed(seen: dict[str, str]) -> dict[str, str | None]:
+    """Path -> current hash of the files in ``seen`` whose content is not the one the model
+    saw, and not one a notice named already."""
+    changed: dict[str, str | None] = {}
     for path, digest in list(seen.items()):
         if path.startswith(TOLD):
             continue
         now = _hash(path)
         if now != digest and seen.get(TOLD + path) != str(now):
-            seen[TOLD + path] = str(now)
-            changed.append(path)
+            changed[path] = now
     return changed
 
 
-async def outside_notice(seen: dict[str, str] | None, workdir: Path) -> UserEvent | None:
-    """The notice naming the files in ``seen`` changed since the model saw them, if any."""
+def _agents_own(
+    events: Sequence[Event], workdir: Path, seen: dict[str, str], changed: dict[str, str | None]
+) -> set[str]:
+    """Of ``changed``, the files the agent's own tools took from the content the model saw to
+    the content they hold now: a chain of the session's snapshots recorded for its tools (a
+    write, a shell command, a background job scanned when it ended), each starting where the
+    previous ended. A hand edit in between is recorded as ``outside`` (or not at all) and
+    breaks the chain, so it is still news."""
+    wanted: dict[str, str] = {}
+    for path in changed:
+        try:
+            wanted[Path(path).relative_to(workdir).as_posix()] = path
+        except ValueError:
+            continue
+    state: dict[str, str | None] = {path: seen[path] for path in wanted.values()}
+    for event in events:
+        if not isinstance(event, FileSnapshotEvent) or event.path not in wanted:
+            continue
+        path = wanted[event.path]
+        if event.extra.get("tool") != OUTSIDE and event.before == state[path]:
+            state[path] = event.after
+    return {path for path, now in state.items() if now == changed[path]}
+
+
+async def outside_notice(
+    seen: dict[str, str] | None, workdir: Path, events: Sequence[Event] = ()
+) -> UserEvent | None:
+    """The notice naming the files in ``seen`` changed since the model saw them, if any.
+    ``events``: the session's (live) log; a file its snapshots there show the agent's own
+    tools took from what the model saw to what it holds now (a background job that ended
+    after its call returned, say) is the agent's doing: taken as seen, not named."""
     if not seen:
         return None
     changed = await asyncio.to_thread(_changed, seen)
     if not changed:
         return None
-    shown = ", ".join(sorted(_relative(p, workdir) for p in changed))
+    own = _agents_own(events, workdir, seen, changed)
+    told: list[str] = []
+    for path, now in changed.items():
+        if path in own:
+            if now is None:
+                seen.pop(path, None)
+            else:
+                seen[path] = now
+            seen.pop(TOLD + path, None)
+        else:
+            seen[TOLD + path] = str(now)
+            told.append(path)
+    if not told:
+        return None
+    shown = ", ".join(sorted(_relative(p, workdir) for p in told))
     text = (
         f"[Changed outside the agent since you last read or wrote them: {shown}. "
         "Read them again before relying on their content or editing them.]"

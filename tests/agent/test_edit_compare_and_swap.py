@@ -1,6 +1,7 @@
 """The model hears of hand edits, and ``edit_file`` never writes over what it has not seen
 (#20): the next prompt after a hand edit of a file the model read names the path, and
-``edit_file`` refuses the file ("changed since you read it") until it is read again. The real
+``edit_file`` refuses the file ("changed since you read it") until it is read again; what the
+agent's own background job wrote is not a hand edit. The real
 ``anthropic`` client against the fake Messages API server, real files."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
 
 from lite_agent_jupyter import LiteAgent
@@ -70,3 +72,57 @@ async def test_edit_after_a_hand_edit_is_refused_until_read_again(
     assert notes.read_text() == "alpha\ndelta\nby hand\n"
     told = json.dumps(fake_anthropic.message_requests[6].messages[-1]["content"])
     assert "Changed outside the agent" not in told  # told once, and its own edits are no news
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["echo beta >> notes.txt", "sleep 0.5; echo beta >> notes.txt"],
+    ids=["before-its-call-returns", "after-its-call-returned"],
+)
+async def test_a_background_job_s_edits_are_the_agent_s_own_not_hand_edits(
+    command: str,
+    make_agent: Callable[..., LiteAgent],
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    workdir: Path,
+) -> None:
+    notes = workdir / "notes.txt"
+    notes.write_text("alpha\n")
+    agent = make_agent(model=claude(), approvals="allow")
+    fake_anthropic.script(
+        FakeReply("Reading.", tool_calls=[FakeToolCall("read_file", {"path": "notes.txt"})]),
+        FakeReply(
+            "Appending in the background.",
+            tool_calls=[FakeToolCall("bash", {"command": command, "background": True})],
+        ),
+        "Started.",
+        "The job appended beta.",  # its completion turn
+    )
+    await agent.send("read notes.txt, then append beta in the background")
+    await agent.wait_background()
+    assert notes.read_text() == "alpha\nbeta\n"
+
+    fake_anthropic.script(
+        FakeReply(
+            "Editing.",
+            tool_calls=[
+                FakeToolCall(
+                    "edit_file", {"path": "notes.txt", "old_string": "beta", "new_string": "gamma"}
+                )
+            ],
+        ),
+        "Done.",
+    )
+    await agent.send("replace beta with gamma")
+    asked = json.dumps(fake_anthropic.message_requests[4].messages[-1]["content"])
+    assert "replace beta with gamma" in asked
+    assert "Changed outside the agent" not in asked  # its own job wrote it
+    edited = _results(fake_anthropic, 5)[0]
+    assert not edited.get("is_error"), edited
+    assert notes.read_text() == "alpha\ngamma\n"
+
+    notes.write_text("alpha\ngamma\nby hand\n")  # a true hand edit is still news
+    fake_anthropic.script("Noted.")
+    await agent.send("anything new?")
+    told = json.dumps(fake_anthropic.message_requests[6].messages[-1]["content"])
+    assert "Changed outside the agent since you last read or wrote them: notes.txt." in told

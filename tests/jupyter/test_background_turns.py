@@ -71,3 +71,31 @@ def test_a_background_turn_asking_for_approval_with_no_cell_waiting_is_denied(
     assert result["is_error"] is True and "denied" in str(result["content"])
     shown = kernel.run("%%agent\nAnd now?").check().html
     assert "I could not write the report." in shown
+
+
+def test_what_a_background_job_wrote_is_not_called_a_hand_edit(
+    agent_kernel: Kernel, fake_anthropic: FakeAnthropicServer, tmp_path: Path
+) -> None:
+    notes = tmp_path / "work" / "notes.txt"
+    notes.write_text("alpha\n")
+    fake_anthropic.script(
+        tool_reply("Reading.", "read_file", path="notes.txt"),
+        tool_reply(
+            "Appending.", "bash", command="sleep 1; echo beta >> notes.txt", background=True
+        ),
+        "Started.",
+        "The job appended beta.",  # the completion turn
+        "Nothing else.",
+    )
+    agent_kernel.run("%%agent\nread notes.txt, then append beta in the background").check()
+    agent_kernel.run(WAIT_BACKGROUND).check()
+    assert notes.read_text() == "alpha\nbeta\n"
+    agent_kernel.run("%%agent\nanything else?").check()
+    asked = json.dumps(fake_anthropic.last_request.messages[-1]["content"])
+    assert "anything else?" in asked and "Changed outside the agent" not in asked
+
+    notes.write_text("alpha\nbeta\nby hand\n")
+    fake_anthropic.script("Noted.")
+    agent_kernel.run("%%agent\nand now?").check()
+    told = json.dumps(fake_anthropic.last_request.messages[-1]["content"])
+    assert "Changed outside the agent since you last read or wrote them: notes.txt." in told
