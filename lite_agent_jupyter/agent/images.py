@@ -77,9 +77,19 @@ def _inline(block: Any) -> tuple[str, bytes] | None:
         raw = base64.b64decode(data, validate=True)
     except (binascii.Error, ValueError):
         return None
-    if base64.b64encode(raw).decode("ascii") != data:  # e.g. padding bits set: not exact
+    if not _canonical(raw, data):
         return None
     return media_type, raw
+
+
+def _canonical(raw: bytes, data: str) -> bool:
+    """Whether ``data`` is exactly ``base64.b64encode(raw)``, without encoding it all again.
+    Decoded with ``validate=True`` (alphabet and padding checked), it can differ only in its
+    length or in the unused bits of its last group (``"QR=="`` decodes as ``"QQ=="`` does)."""
+    if len(data) != 4 * -(-len(raw) // 3):
+        return False
+    tail = len(raw) % 3 or 3
+    return not raw or base64.b64encode(raw[-tail:]).decode("ascii") == data[-4:]
 
 
 def _nested(block: Any) -> list[Any] | None:

@@ -57,7 +57,8 @@ class FileBlobStore(BlobCollector):
 
     A blob's name is the sha256 of its content, so storing the same content twice costs
     nothing and a snapshot event stays small (a hash, not the file). A one-byte header says
-    how the content is kept: ``R`` raw, ``Z`` zlib (when that saves at least an eighth), or
+    how the content is kept: ``R`` raw, ``Z`` zlib (when that saves at least an eighth; not
+    tried on a large content whose first 16 KB do not compress: a PNG, a JPEG, a zip), or
     ``D`` a delta: the 64-hex hash of a base blob (the previous version of the same file,
     given as ``put(data, base=...)``) and a zstd frame compressed with the base's content as
     its dictionary. A few changed lines of a 1 MB file then cost a few hundred bytes instead of
@@ -197,7 +198,7 @@ class FileBlobStore(BlobCollector):
             payload = delta  # far smaller than any compression of the whole content
         else:
             payload = RAW + data
-            if len(data) >= 64:
+            if len(data) >= 64 and _may_pay(data):
                 packed = zlib.compress(data, 6)
                 if len(packed) <= len(data) - len(data) // 8:  # compress only if it pays
                     payload = ZLIB + packed
@@ -454,6 +455,19 @@ class FileBlobStore(BlobCollector):
                 digest = sub.name + name
                 if HASH_PATTERN.fullmatch(digest):
                     yield digest
+
+
+_SAMPLE = 16 << 10
+
+
+def _may_pay(data: bytes) -> bool:
+    """Whether compressing ``data`` may pay: for a large content, a fast compression of its
+    first 16 KB must save a tenth. A PNG, a JPEG or a zip fails at once, so storing a 1 MB
+    plot costs no 40 ms compression that saves nothing."""
+    if len(data) < 4 * _SAMPLE:
+        return True
+    sample = data[:_SAMPLE]
+    return len(zlib.compress(sample, 1)) < len(sample) - len(sample) // 10
 
 
 def _touch(path: Path) -> None:

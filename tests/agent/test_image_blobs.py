@@ -142,3 +142,26 @@ async def test_a_compaction_summarises_the_images_and_keeps_their_blobs(
     assert sent_images(fake_anthropic.message_requests[-1].messages) == [png]  # the summary
     await agent.collect_blobs()  # raw events stay: a restore may go back past the summary
     assert await agent.blobs.has(blob_hash(png))
+
+
+async def test_only_images_that_come_back_byte_for_byte_are_stored_by_reference() -> None:
+    from lite_agent_jupyter.agent.images import ImageStore
+    from lite_agent_jupyter.storage import BlobRef, MemoryBlobStore
+
+    store = ImageStore(MemoryBlobStore(), BlobRef("test:", "s"))
+    exact = image_block(noise_png(1))
+    odd_bits = {
+        "type": "image",
+        "source": {"type": "base64", "media_type": "image/png", "data": "QR=="},
+    }
+    extra_key = {**exact, "source": {**exact["source"], "note": "kept"}}
+    marked = {**exact, "cache_control": {"type": "ephemeral"}}
+    [event] = await store.store([UserEvent(content=[exact, odd_bits, extra_key, marked])])
+    assert isinstance(event, UserEvent) and isinstance(event.content, list)
+    kept = event.content
+    assert kept[0]["source"]["type"] == "blob" and kept[3]["source"]["type"] == "blob"
+    assert kept[1] == odd_bits and kept[2] == extra_key  # would not come back the same: inline
+    assert kept[3]["cache_control"] == {"type": "ephemeral"}
+    fresh = ImageStore(store.blobs, store.ref)  # as after a resume: read from the store
+    [message] = await fresh.resolve([{"role": "user", "content": kept}])
+    assert message["content"] == [exact, odd_bits, extra_key, marked]
