@@ -15,7 +15,9 @@ connection) and closes it.
      DESC`` on a fresh ``sqlite3`` connection. Target <= 1.5x. Beside it, LangGraph users'
      query for their threads (``checkpoints`` grouped by ``thread_id``).
    * file ``list()`` vs a raw ``os.scandir`` + ``stat`` + sort of the ``*.jsonl`` logs.
-     Target <= 1.2x.
+     Target <= 1.2x. The folder is unchanged between runs, so ours reads its listing
+     snapshot (``checkpoint/_listing.py``); beside it, the first listing after a change
+     (the snapshot removed before each run: a scan of the folder and a new snapshot).
    * PostgreSQL ``list()`` vs SQLite ``list()``. Target <= 2x.
    * paging: ``list(limit=15)`` of 10,000 sessions vs of 100, per backend (the session
      browser's first page): target "costs the same" (reported as the ratio).
@@ -32,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import platform
@@ -181,6 +184,25 @@ def peer_query(path: str, sql: str) -> Timer:
     return run
 
 
+def file_after_a_change(folder: str) -> Timer:
+    """The file backend's ``list()`` as after a change of the folder: its snapshot removed
+    first, so it scans the folder (and, the folder being settled, writes a new one)."""
+    from lite_agent_jupyter.checkpoint import _listing
+
+    snapshot = os.path.join(folder, ".locks", _listing.NAME)
+
+    async def run() -> int:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(snapshot)
+        store = file_checkpointer(folder)
+        try:
+            return len(await store.list())
+        finally:
+            await store.close()
+
+    return run
+
+
 def ours_list(make: Callable[[], Any], **kwargs: Any) -> Timer:
     async def run() -> int:
         store = make()
@@ -212,6 +234,7 @@ async def bench_list(tmp: Path, report: Report, sessions: int, runs: int, pg: st
         "openai": peer_query(str(tmp / "openai.db"), OPENAI_LIST),
         "langgraph": peer_query(str(tmp / "langgraph.db"), LANGGRAPH_LIST),
         "file": ours_list(lambda: file_checkpointer(folder)),
+        "file, changed": file_after_a_change(folder),
         "scandir": lambda: asyncio.sleep(0, len(raw_scan(folder))),
     }
     schema = ""
@@ -252,6 +275,14 @@ async def bench_list(tmp: Path, report: Report, sessions: int, runs: int, pg: st
     )
     report.pair(f"file list() of {n}", got, "file", "scandir", "scandir + stat + sort", 1.2)
     report.row(f"  CPU: file list() of {n}", got["file"][1], got["scandir"][1], "raw CPU", None)
+    report.pair(
+        f"  file list() of {n} after a change (scan + new snapshot)",
+        got,
+        "file, changed",
+        "scandir",
+        "scandir + stat + sort",
+        None,
+    )
     if pg:
         report.pair(
             f"PostgreSQL list() of {n}, open objects",

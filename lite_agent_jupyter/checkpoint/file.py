@@ -13,6 +13,8 @@ directory, usually ``Storage.sessions_dir``)::
     <directory>/<id>.deleted        the tombstone a delete leaves (see SupportsTombstones)
     <directory>/.locks/<id>.lock    the file lock of a session (and .index.lock)
     <directory>/.locks/<id>.turn    the turn claim of a session (flock, held for a whole turn)
+    <directory>/.locks/listing.json the last full listing, with the key it holds under
+                                    (see ._listing)
 
 A per-session file lock makes head check + write one step across processes; a torn final
 line (a crash mid-append) is repaired on the next write with a :class:`LogRepairedWarning`;
@@ -48,7 +50,7 @@ from filelock import FileLock, Timeout
 from ..atomic import atomic_write, fsync_dir, sweep_stale, write_all
 from ..errors import CheckpointerUnavailableError, CorruptLogError
 from ..storage import FILE_MODE, ensure_private_dir
-from . import _recent
+from . import _listing, _recent
 from ._blocking import POLL_SECONDS, Gate, ThreadGate, run_gated
 from ._claims import flock_claim
 from .events import (
@@ -199,6 +201,7 @@ class FileCheckpointer:
         self._locks_dir = os.path.join(self._dir, LOCKS_DIR)
         self._index_path = os.path.join(self._dir, INDEX_NAME)
         self._recent_path = os.path.join(self._dir, _recent.RECENT_NAME)
+        self._listing_path = os.path.join(self._locks_dir, _listing.NAME)
         self._sessions: dict[str, _Session] = {}
         self._entries_synced: set[str] = set()
         """Logs whose folder entry this object has fsynced (a sync needs it only once)."""
@@ -427,15 +430,37 @@ class FileCheckpointer:
     async def list(
         self, *, limit: int | None = None, before: SessionInfo | None = None
     ) -> list[SessionInfo]:
-        """See the protocol. The whole listing scans the folder (a ``stat`` per log: the
-        order is the logs' mtimes) and folds the session index once, building each
-        ``SessionInfo`` as it meets the log. A page (``limit``) reads the recency journal
-        backwards instead (see :mod:`._recent`): it costs what it returns, not the folder,
-        and looks up the titles and turns of the sessions it returns only."""
+        """See the protocol. The whole listing is the folder's snapshot when nothing has
+        changed since it was taken (see :mod:`._listing`: three ``stat`` s and one read),
+        else a scan of the folder (a ``stat`` per log: the order is the logs' mtimes) that
+        folds the session index once, building each ``SessionInfo`` as it meets the log.
+        A page (``limit``) reads the recency journal backwards instead (see
+        :mod:`._recent`): it costs what it returns, not the folder, and looks up the titles
+        and turns of the sessions it returns only."""
         check_page(limit, before)
         self._check_open()
         if limit is not None:
             return await self._page(limit, before)
+        since = time.time_ns()
+        key = _listing.key(self._dir, self._recent_path, self._index_path)
+        if key is None:  # no folder: nothing written yet
+            return []
+        found = _listing.load(self._listing_path, key)
+        if found is None:
+            found = await self._scan()
+            if (
+                _listing.settled(key, since)
+                and os.path.isdir(self._locks_dir)  # created by a write, never by a listing
+                and _listing.key(self._dir, self._recent_path, self._index_path) == key
+            ):
+                _listing.store(self._listing_path, key, found)
+        if before is not None:
+            cursor = page_key(before)
+            found = [info for info in found if (info[1], info[0]) < cursor]
+        return found
+
+    async def _scan(self) -> builtins.list[SessionInfo]:
+        """The whole listing from the folder and the session index, newest first."""
         titles = await self._read_index()
         get = titles.get
         missing = (None, 0)
@@ -459,9 +484,6 @@ class FileCheckpointer:
                         append(new(SessionInfo, (sid, st.st_mtime, *get(sid, missing), None)))
         except FileNotFoundError:
             return []
-        if before is not None:
-            cursor = page_key(before)
-            found = [info for info in found if (info[1], info[0]) < cursor]
         found.sort(key=_LISTING_ORDER, reverse=True)
         return found
 
@@ -809,6 +831,8 @@ class FileCheckpointer:
             warnings.warn(message, RuntimeWarning, stacklevel=3)
             now = time.time_ns()
             set_mtime(now)
+            with contextlib.suppress(OSError):  # its key would not show this change
+                _listing.remove(self._listing_path)
 
     async def _page(self, limit: int, before: SessionInfo | None) -> builtins.list[SessionInfo]:
         """A page from the recency journal, rebuilt first when absent or grown."""
