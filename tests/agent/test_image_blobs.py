@@ -8,12 +8,20 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+import pytest
 from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
 from image_helpers import image_block, noise_png, sent_images
 
-from lite_agent_jupyter import LiteAgent, Storage
+from lite_agent_jupyter import (
+    LiteAgent,
+    Storage,
+    checkpointer_from_url,
+    export_session,
+    import_session,
+)
 from lite_agent_jupyter.agent.images import event_images
 from lite_agent_jupyter.checkpoint.events import AssistantEvent, ToolResultEvent, UserEvent, encode
 from lite_agent_jupyter.storage import blob_hash
@@ -165,3 +173,42 @@ async def test_only_images_that_come_back_byte_for_byte_are_stored_by_reference(
     fresh = ImageStore(store.blobs, store.ref)  # as after a resume: read from the store
     [message] = await fresh.resolve([{"role": "user", "content": kept}])
     assert message["content"] == [exact, odd_bits, extra_key, marked]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+async def test_images_travel_between_backends_and_go_with_their_session(
+    backend: str,
+    backend_url_for: Callable[[str], str],
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    tmp_path: Path,
+) -> None:
+    png = noise_png(17)
+    digest = blob_hash(png)
+    url = backend_url_for(backend)
+    agent = make_agent(model=claude(), checkpointer=checkpointer_from_url(url), blob_grace=0)
+    fake_anthropic.script("A plot.")
+    await agent.send([{"type": "text", "text": "look"}, image_block(png)])
+    sid = agent.session_id
+    assert [event_images(e) for e in await agent.checkpointer.read(sid) if event_images(e)] == [
+        [digest]
+    ]
+    again = make_agent(model=claude(), checkpointer=checkpointer_from_url(url))
+    again.resume(sid)  # another agent on the same database: as another process would
+    fake_anthropic.script("Still a plot.")
+    await again.send("and now?")
+    assert sent_images(fake_anthropic.last_request.messages) == [png]
+
+    bundle = tmp_path / "plot.zip"
+    await export_session(agent, bundle, session_id=sid)
+    elsewhere = make_agent(model=claude(), storage=Storage(tmp_path / "elsewhere", "other"))
+    await import_session(elsewhere, bundle)
+    fake_anthropic.script("The same plot.")
+    await elsewhere.send("what did I show you?")
+    assert sent_images(fake_anthropic.last_request.messages) == [png]
+
+    await agent.delete_session(sid)
+    await agent.wait_maintenance()
+    assert not await agent.blobs.has(digest)  # the imported copy lives in its own store
+    assert await elsewhere.blobs.has(digest)
