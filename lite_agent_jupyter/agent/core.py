@@ -762,15 +762,17 @@ class LiteAgent:
     async def undo_restore(
         self, session_id: str, *, force: bool = False, stop_jobs: bool = False
     ) -> RestoreResult:
-        """Undo the newest restore of the session still undoable: files and conversation
-        exactly as before it. Several restores undo newest first. Background jobs of the
-        session refuse it as they refuse :meth:`restore`."""
+        """Undo the newest restore of the session still undoable (a :meth:`revert_file` is
+        one): files and conversation exactly as before it. Several restores undo newest
+        first. The result's ``undid`` says which it was (``the revert of b.csv (to before
+        prompt 2)``), and so does the note the model gets at the next request. Background
+        jobs of the session refuse it as they refuse :meth:`restore`."""
         sid = self._time_travel("undo_restore", session_id)
         await self._settle_jobs(sid, stop_jobs)
         async with self._idle(sid):
             result = await self._restorer.undo(sid, force=force)
         self._forget_seen(sid)
-        self._note_rewound(sid, "undid a restore", result)
+        self._note_rewound(sid, f"undid {result.undid or 'a restore'}", result)
         self._session_id = sid
         return result
 

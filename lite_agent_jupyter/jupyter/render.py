@@ -459,15 +459,20 @@ def _plan_files(plan: RestorePlan, what: str) -> list[str]:
     return lines
 
 
+def undone_noun(result: RestoreResult) -> str:
+    """What an undo took back, in one word: ``revert`` or ``restore``."""
+    return "revert" if (result.undid or "").startswith("the revert of ") else "restore"
+
+
 def restore_text(result: RestoreResult, checkpoint: Checkpoint | None) -> str:
     """What a restore to before ``checkpoint`` (``None``: an undo) did, in words that tell a
     rewind from an undo: only a restore rewinds the conversation; an undo puts it back as it
     was before that restore (the prompts it cut come back, or, after a files-only restore,
     the note that told the model its files were rewound is withdrawn)."""
     if checkpoint is None:
-        what = "Undid the last restore"
+        what = f"Undid {result.undid or 'the last restore'}"
         said = (
-            "conversation as it was before that restore"
+            f"conversation as it was before that {undone_noun(result)}"
             if result.conversation_restored
             else "conversation unchanged"
         )

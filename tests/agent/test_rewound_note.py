@@ -70,13 +70,61 @@ async def test_an_undo_names_the_files_it_put_back(
     agent = make_agent(model=claude(), approvals="allow")
     await _two_prompts(agent, fake_anthropic)
     await agent.restore(agent.session_id, (await agent.find_checkpoint(2)).seq)
-    await agent.undo_restore(agent.session_id)
+    undone = await agent.undo_restore(agent.session_id)
+    assert undone.undid == "the restore to before prompt 2"
     assert (workdir / "a.txt").read_text() == "two\n" and (workdir / "b.txt").exists()
     fake_anthropic.script("Noted.")
     await agent.send("after undo?")
     asked = _last_request(fake_anthropic)
-    assert "The user undid a restore; files reverted (written back: a.txt, b.txt)" in asked
+    assert (
+        "The user undid the restore to before prompt 2; files reverted (written back: a.txt, "
+        "b.txt)" in asked
+    )
     assert "restored an earlier checkpoint" not in asked  # the newest says it: one note
+
+
+async def test_an_undo_of_a_revert_says_it_undid_that_revert(
+    make_agent: Callable[..., LiteAgent],
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    workdir: Path,
+) -> None:
+    agent = make_agent(model=claude(), approvals="allow")
+    await _two_prompts(agent, fake_anthropic)
+    reverted = await agent.revert_file(agent.session_id, "b.txt")  # prompt 2 created it
+    assert reverted.undid is None and not (workdir / "b.txt").exists()
+    undone = await agent.undo_restore(agent.session_id)
+    assert undone.undid == "the revert of b.txt (to before prompt 2)"
+    assert (workdir / "b.txt").read_text() == "new\n"
+    fake_anthropic.script("Noted.")
+    await agent.send("after undo?")
+    asked = _last_request(fake_anthropic)
+    assert (
+        "The user undid the revert of b.txt (to before prompt 2); files reverted (written "
+        "back: b.txt)" in asked
+    )
+    assert "undid a restore" not in asked and "undid the restore" not in asked
+
+
+async def test_an_undo_names_each_kind_of_restore_it_undid(
+    make_agent: Callable[..., LiteAgent],
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+) -> None:
+    agent = make_agent(model=claude(), approvals="allow")
+    await _two_prompts(agent, fake_anthropic)
+    sid, second = agent.session_id, await agent.find_checkpoint(2)
+    await agent.restore(sid, second.seq, conversation=False)
+    assert (await agent.undo_restore(sid)).undid == "the files-only restore to before prompt 2"
+    await agent.restore(sid, second.seq, files=False)
+    assert (await agent.undo_restore(sid)).undid == (
+        "the conversation-only restore to before prompt 2"
+    )
+    (point, *_) = await agent.list_rewind_points(sid)
+    await agent.restore(sid, point.seq)
+    assert (await agent.undo_restore(sid)).undid == (
+        f"the restore to just after tool call {point.name}"
+    )
 
 
 async def test_a_restore_that_moves_no_file_adds_no_note(

@@ -73,7 +73,7 @@ def test_slider_restore_undo_and_session_browser_new_in_chromium(
     undo = slider.locator(".lite-agent-undo")
     undo.click()
     wait_for(lambda: notes.read_text() == "version two\n", "the undo of the restore")
-    wait_for(lambda: "Undid the last restore" in result.inner_text(), "the undo result")
+    wait_for(lambda: "Undid the restore to before prompt 2" in result.inner_text(), "the undo")
     wait_for(
         lambda: readout.inner_text() == "before prompt 2: Change notes.txt", "the slider reloaded"
     )

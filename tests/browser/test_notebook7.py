@@ -87,7 +87,7 @@ def test_stream_slider_keys_restore_and_undo_in_notebook_7(
     wait_for(
         lambda: notes.exists() and notes.read_text() == "version two\n", "the undo of the restore"
     )
-    wait_for(lambda: "Undid the last restore" in result.inner_text(), "the undo result")
+    wait_for(lambda: "Undid the restore to before prompt 1" in result.inner_text(), "the undo")
     page.screenshot(path=str(artifacts / "notebook7.png"), full_page=True)
     no_widget_errors(page)
 

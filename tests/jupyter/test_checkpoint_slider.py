@@ -103,7 +103,7 @@ def test_restore_then_undo_restore(
     assert (workdir / "notes.txt").read_text() == "version two\n"
     assert (workdir / "other.txt").read_text() == "other\n"
     assert len(logged_prompts(storage, sid)) == 3
-    assert "Undid the last restore" in slider.result.value
+    assert "Undid the restore to before prompt 2</b>" in slider.result.value
     assert "Conversation as it was before that restore" in slider.result.value
     assert not slider.restore_button.disabled
     assert not slider.shows(slider.undo_button)
@@ -128,9 +128,29 @@ def test_files_only_keeps_the_conversation(
     slider.undo_button.click()
     assert (workdir / "notes.txt").read_text() == "version two\n"
     # the undo of a files-only restore does not claim a conversation was put back
-    assert "Undid the last restore" in slider.result.value
+    assert "Undid the files-only restore to before prompt 1</b>" in slider.result.value
     assert "Conversation as it was before that restore" in slider.result.value
     assert "rewound" not in slider.result.value
+
+
+def test_undo_restore_after_a_revert_says_it_undid_the_revert(
+    facade: AgentFacade, three_prompts: str, workdir: Path
+) -> None:
+    """The slider's Undo restore undoes the newest record: a revert made after its restore
+    (by %agent revert or the review's Revert) is what it takes back, and it says so."""
+    sid = three_prompts
+    slider = CheckpointSlider(facade)
+    slider.slider.value = 2
+    slider.restore_button.click()  # prompt 3 (other.txt) rewound
+    second = facade.list_checkpoints(sid)[1]
+    facade.revert_file(sid, "notes.txt", checkpoint=second.seq)
+    assert (workdir / "notes.txt").read_text() == "version one\n"
+    slider.undo_button.click()
+    assert (workdir / "notes.txt").read_text() == "version two\n"
+    assert not (workdir / "other.txt").exists()  # the restore itself stands
+    assert "Undid the revert of notes.txt (to before prompt 2)</b>" in slider.result.value
+    assert "Conversation as it was before that revert" in slider.result.value
+    assert "restore" not in slider.result.value.split("</b>")[0]
 
 
 def test_a_file_edited_outside_the_agent_is_a_conflict_then_restore_anyway(

@@ -56,9 +56,11 @@ def test_review_then_revert_one_file_undo_and_conflict(
     assert (work / "b.csv").read_bytes() == BEFORE_CSV
     assert (work / "a.py").read_text() == "A = 1\n" and (work / "c.md").read_text() == "# C\n"
 
-    # %agent undo brings the agent's b.csv back
-    agent_kernel.run("%agent undo").check()
+    # %agent undo brings the agent's b.csv back, and says it undid that revert
+    undone = agent_kernel.run("%agent undo").check().stream_text
     assert (work / "b.csv").read_bytes() == agent_b
+    assert undone.startswith("Undid the revert of b.csv (to before prompt 2): 1 file(s) "), undone
+    assert "restore" not in undone
 
     # a hand edit before the revert is a conflict: nothing changed
     (work / "b.csv").write_bytes(b"hand,edit\n")

@@ -78,6 +78,11 @@ class RestoreResult:
     skipped: tuple[str, ...]
     conflicts: tuple[str, ...]
     conversation_restored: bool
+    undid: str | None = None
+    """For an undo, what it took back, in words: ``the revert of b.csv (to before prompt
+    2)``, ``the restore to before prompt 2``, ``the files-only restore to before prompt 1``,
+    ``the conversation-only restore ...``, ``the restore to just after tool call 2.3``.
+    ``None`` for a restore or a revert."""
 
 
 @dataclass(slots=True)

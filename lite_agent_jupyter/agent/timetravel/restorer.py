@@ -10,12 +10,22 @@ revert, branches) composes those the same way instead of copying them. Must not 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
-from ...checkpoint.events import Event, FileSnapshotEvent, UnknownEvent, UserEvent, encode, now_iso
-from ...checkpoint.protocol import Checkpointer, validate_session_id
+from ...checkpoint.events import (
+    Event,
+    FileSnapshotEvent,
+    UnknownEvent,
+    UserEvent,
+    encode,
+    is_checkpoint,
+    now_iso,
+)
+from ...checkpoint.protocol import Checkpointer, read_marks, validate_session_id
 from ...errors import RestoreConflictError, UnknownCheckpointError
 from ...storage import BlobRef, Blobs, Storage, blob_hash
 from . import planner, points, reviewer
@@ -279,9 +289,33 @@ class Restorer:
                     await self.blobs.put(plan.disk, ref=ref)
             data = json.dumps(journal, ensure_ascii=False, separators=(",", ":")).encode()
             skipped = [s.path for s in snapshots if s.path not in {p.path for p in todo}]
-            return await self.journal.apply(
+            result = await self.journal.apply(
                 session_id, journal, data, todo, skipped, (), log_op in ("reappend", "cut")
             )
+            return dataclasses.replace(result, undid=await self._undid(session_id, header))
+
+    async def _undid(self, session_id: str, header: dict[str, Any]) -> str:
+        """What the undo record ``header`` was, in words (``RestoreResult.undid``), read
+        after the undo: the prompts a restore cut are back, so its numbers are the ones
+        ``%agent checkpoints`` shows."""
+        seq = header.get("journal", {}).get("seq")  # the header's own "seq" is its line's
+        marks = await read_marks(self.checkpointer, session_id, kinds=("checkpoint",))
+        prompts = [e.seq - 1 for e in marks if isinstance(e, UserEvent) and is_checkpoint(e)]
+        if seq in prompts:
+            where = f"before prompt {prompts.index(seq) + 1}"
+        else:  # a rewind point inside a turn (list_rewind_points)
+            found = await points.rewind_points(self.checkpointer, session_id)
+            names = {p.seq: p.name for p in found}
+            where = f"just after tool call {names[seq]}" if seq in names else "an earlier point"
+        if header.get("revert"):
+            return f"the revert of {header['revert']} (to {where})"
+        if not header.get("files"):
+            kind = "conversation-only "
+        elif header.get("notice"):  # files rewound, the conversation kept with a notice
+            kind = "files-only "
+        else:
+            kind = ""
+        return f"the {kind}restore to {where}"
 
 
 def _notice(todo: Iterable[FilePlan], seq: int, record: str) -> UserEvent:

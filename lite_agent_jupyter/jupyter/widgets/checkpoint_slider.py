@@ -366,7 +366,8 @@ class CheckpointSlider:
             self._armed = True
             self._set_buttons(undoable=False)
             self.reload()
-            self.result.value = _result_html("Undid the last restore", result, undo=True)
+            what = f"Undid {result.undid or 'the last restore'}"
+            self.result.value = _result_html(what, result, undo=True)
             self.report.ok("")
 
         self.report.run("Undo restore", action)
@@ -421,7 +422,7 @@ def _result_html(what: str, result: RestoreResult, *, undo: bool = False) -> str
         parts.append(f"Skipped: {paths(result.skipped)}.")
     if undo:
         parts.append(
-            "Conversation as it was before that restore."
+            f"Conversation as it was before that {render.undone_noun(result)}."
             if result.conversation_restored
             else "Conversation unchanged."
         )
