@@ -238,6 +238,7 @@ class LiteAgent:
             blob_ref=self._blob_ref,
             gate=ApprovalGate(policy=options.approvals or {}, handler=options.on_approval),
             start_background=self._start_background,
+            running_jobs=self._running_jobs,
             task_lists=self.task_lists,
             tracker=FileTracker(
                 workdir,
@@ -451,6 +452,10 @@ class LiteAgent:
         record.task = asyncio.ensure_future(self._run_background(record, job))
         self._jobs[job_id] = record
         return job_id
+
+    def _running_jobs(self, session_id: str) -> list[str]:
+        """The ids of the session's background jobs not ended yet (with their turn)."""
+        return [j.job_id for j in self._jobs.values() if j.session_id == session_id]
 
     async def _run_background(self, record: _BackgroundJob, job: BackgroundJob) -> None:
         try:

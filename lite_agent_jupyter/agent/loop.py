@@ -91,6 +91,8 @@ class TurnSettings:
     """The reference a session's snapshots record in ``blobs`` before storing or reusing."""
     gate: ApprovalGate
     start_background: Callable[[SessionLog, str, BackgroundJob], str] | None
+    running_jobs: Callable[[str], list[str]] | None = None
+    """Session id -> its background jobs not ended yet (their changes are not known yet)."""
     task_lists: TaskLists | None = None
     tracker: FileTracker | None = None
     """Scans the workdir around shell tools so their file changes are snapshotted."""
@@ -169,7 +171,10 @@ async def run_turn(
     note_token: str | None = None
     if user.origin == "user":  # files the model saw, changed by hand since: named once
         outside = await outside_notice(
-            settings.seen_files.get(session.session_id), settings.workdir, session.events
+            settings.seen_files.get(session.session_id),
+            settings.workdir,
+            session.events,
+            settings.running_jobs(session.session_id) if settings.running_jobs else (),
         )
         if outside is not None:
             prompt = [*prompt, outside]

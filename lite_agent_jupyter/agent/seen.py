@@ -12,7 +12,8 @@ returns (:func:`refresh`); a file whose snapshots show the agent's tools took it
 content the model saw to the one it holds now (a background job's edits, recorded by whichever
 scan came first: its own call's or the job's when it ended) is taken as seen, not named. A
 hand edit is recorded by the tracker as ``outside`` (or not at all), breaks that chain, and is
-still named.
+still named. While a background job of the session runs, a change is named with the job, not
+as "outside the agent": nothing can tell its work from a hand edit before it ends.
 """
 
 from __future__ import annotations
@@ -76,12 +77,18 @@ def _agents_own(
 
 
 async def outside_notice(
-    seen: dict[str, str] | None, workdir: Path, events: Sequence[Event] = ()
+    seen: dict[str, str] | None,
+    workdir: Path,
+    events: Sequence[Event] = (),
+    jobs: Sequence[str] = (),
 ) -> UserEvent | None:
     """The notice naming the files in ``seen`` changed since the model saw them, if any.
     ``events``: the session's (live) log; a file its snapshots there show the agent's own
     tools took from what the model saw to what it holds now (a background job that ended
-    after its call returned, say) is the agent's doing: taken as seen, not named."""
+    after its call returned, say) is the agent's doing: taken as seen, not named. ``jobs``:
+    the session's background jobs still running; while one runs a change cannot be told from
+    its work (its scan comes when it ends), so the notice names the job instead of calling
+    the change "outside the agent"."""
     if not seen:
         return None
     changed = await asyncio.to_thread(_changed, seen)
@@ -102,10 +109,15 @@ async def outside_notice(
     if not told:
         return None
     shown = ", ".join(sorted(_relative(p, workdir) for p in told))
-    text = (
-        f"[Changed outside the agent since you last read or wrote them: {shown}. "
-        "Read them again before relying on their content or editing them.]"
-    )
+    if jobs:
+        running = f"job {jobs[0]} is" if len(jobs) == 1 else f"jobs {', '.join(jobs)} are"
+        why = (
+            f"Changed since you last read or wrote them, while your background {running} "
+            "running (its work, or an edit outside the agent)"
+        )
+    else:
+        why = "Changed outside the agent since you last read or wrote them"
+    text = f"[{why}: {shown}. Read them again before relying on their content or editing them.]"
     return UserEvent(content=text, origin="internal", checkpoint=False)
 
 

@@ -6,6 +6,7 @@ agent's own background job wrote is not a hand edit. The real
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -126,3 +127,32 @@ async def test_a_background_job_s_edits_are_the_agent_s_own_not_hand_edits(
     await agent.send("anything new?")
     told = json.dumps(fake_anthropic.message_requests[6].messages[-1]["content"])
     assert "Changed outside the agent since you last read or wrote them: notes.txt." in told
+
+
+async def test_a_change_while_the_session_s_job_runs_is_not_called_outside(
+    make_agent: Callable[..., LiteAgent],
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    workdir: Path,
+) -> None:
+    notes = workdir / "notes.txt"
+    notes.write_text("alpha\n")
+    agent = make_agent(model=claude(), approvals="allow")
+    job = {"command": "sleep 0.5; echo beta >> notes.txt; sleep 3", "background": True}
+    fake_anthropic.script(
+        FakeReply("Reading.", tool_calls=[FakeToolCall("read_file", {"path": "notes.txt"})]),
+        FakeReply("Appending.", tool_calls=[FakeToolCall("bash", job)]),
+        "Started.",
+        "Noted.",  # the prompt sent while the job runs
+        "The job appended beta.",  # its completion turn
+    )
+    await agent.send("read notes.txt, then append beta in the background")
+    for _ in range(100):  # the job has written, and is still running
+        if notes.read_text() == "alpha\nbeta\n":
+            break
+        await asyncio.sleep(0.05)
+    await agent.send("how is it going?")
+    asked = json.dumps(fake_anthropic.message_requests[3].messages[-1]["content"])
+    assert "how is it going?" in asked and "Changed outside the agent" not in asked
+    assert "while your background job bg-" in asked and "notes.txt" in asked
+    await agent.wait_background()
