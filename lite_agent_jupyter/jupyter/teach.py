@@ -4,7 +4,7 @@ Owns where the kernel's agent gets its answers (the live model, the live model r
 a cassette, or a cassette replayed with no key and no network), what the ``replay`` settings
 of :class:`~.magics.LiteAgentMagics` mean, the note and footer that mark replayed answers,
 and the usage lines of ``%agent info`` (per session and per notebook, with a cost only from
-prices the user gives). The cassette format is ``providers/cassette.py``'s. Must not import
+prices the user gives). The cassette format is ``providers/cassette/``'s. Must not import
 the magics (it reads them through :class:`TeachSettings`) nor register subcommands: the
 ``%agent record`` / ``replay`` / ``live`` commands are ``commands/teaching.py``.
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import CassetteError
+from ...errors import CassetteError
 
 __all__ = ["MAX_DEPTH", "check_entry"]
 
