@@ -9,9 +9,11 @@ API key, at the recorded pace times ``speed``. Knows nothing of sessions, tools 
 Format: a JSON-lines file, mode 0600. The first line is a header (``{"kind": "header", "v":
 1, ...}``); each later line is one answered model call (``"kind": "call"``: the key, the
 normalised request, the streamed events with their time offsets, and the final message with
-usage and stop reason), a token count (``"kind": "count"``), or a tool list stored once and
-referenced by hash (``"kind": "tools"``). A cassette never holds an API key or an HTTP header:
-only what the agent put in the request, and what the model answered.
+usage and stop reason), a token count (``"kind": "count"``), or a tool list or a message
+stored once and referenced by hash from the calls (``"kind": "tools"`` / ``"message"``, so a
+cassette grows with what the conversation adds, not with the square of its length). A
+cassette never holds an API key or an HTTP header: only what the agent put in the request,
+and what the model answered.
 
 Key: a SHA-256 of the canonical JSON of the normalised request's model, system prompt, tool
 specs and messages (``cache_control`` marks dropped, string contents as text blocks, keys
