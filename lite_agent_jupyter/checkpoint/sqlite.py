@@ -3,12 +3,14 @@
 Owns the schema, its numbered migrations and every SQL statement of the backend; knows
 nothing of agents (it stores :mod:`.events` lines verbatim, as ``TEXT``).
 
-Schema (version 7, kept in ``PRAGMA user_version``)::
+Schema (version 8, kept in ``PRAGMA user_version``)::
 
     sessions   (id PK, mtime, title, turns, created,       WITHOUT ROWID: a row per session
                 changed, head)                              that has events; index on
                                                             (changed, id, title, turns, head)
                                                             (migrations 6, 7)
+    listing_mark (one PK, upto)                             one row: the last event folded
+                                                            into ``sessions`` (migration 8)
     events     (id PK, session_id, seq, mark, data, mtime) UNIQUE (session_id, seq),
                                                             partial indexes on checkpoints, marks
     task_lists (id PK, data, mtime)                         WITHOUT ROWID (migration 3): the
@@ -28,11 +30,16 @@ partial index, never the whole session.
 
 A session's head is its largest ``seq`` (one probe of the unique index). An append writes
 the ``sessions`` row itself only when it starts a session or adds a prompt checkpoint (the
-title and turns change): every other append is one ``INSERT`` into ``events`` (migration 5;
-why, and why ``events`` keeps a rowid: docs/design.md), whose ``events_touch`` trigger moves
-the row's ``changed`` and ``head`` in the same statement (migration 6), so ``list()`` is one
-walk of the ``sessions_listing`` index, which holds every column a listing returns
-(migration 7), and a page of the newest the first steps of that walk.
+title and turns change): every other append is one ``INSERT`` into ``events`` and nothing
+else (migration 5; why, and why ``events`` keeps a rowid: docs/design.md). Each write that
+runs a transaction (a new session, a prompt, a truncate, a delete) also *folds* every event
+inserted since the last fold - those with a rowid above ``listing_mark.upto`` - into its
+session's ``changed`` and ``head`` (:func:`_fold`, migration 8; migration 6's trigger did
+this on every insert, at a third more per append). ``list()`` is one walk of the
+``sessions_listing`` index, which holds every column a listing returns (migration 7), and a
+page of the newest the first steps of that walk; while events are unfolded (a turn running)
+the listing adds their sessions' new times and heads (:data:`_SQL_MERGED_PAGE`: the walk
+without those sessions, merged with them).
 
 A database written by a newer release (a higher ``user_version``) is refused with
 :class:`~lite_agent_jupyter.errors.UnsupportedVersionError`, never modified. Migrations are
@@ -166,6 +173,18 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
         "DROP INDEX sessions_changed",
         "CREATE INDEX sessions_listing ON sessions (changed, id, title, turns, head)",
     ),
+    8: (
+        # The common append writes one row again (#24): no trigger; a session's last change
+        # and head are folded into its row by every write that runs a transaction (a new
+        # session, a prompt, a truncate, a delete), for every event inserted since the last
+        # fold, whose rowids are above ``listing_mark.upto``. A listing adds those few.
+        "DROP TRIGGER events_touch",
+        """CREATE TABLE listing_mark (
+            one INTEGER PRIMARY KEY CHECK (one = 0),
+            upto INTEGER NOT NULL
+        )""",
+        "INSERT INTO listing_mark (one, upto) SELECT 0, coalesce(max(id), 0) FROM events",
+    ),
 }
 """Numbered migrations: never edit a released one; add the next number."""
 
@@ -184,23 +203,59 @@ _SQL_INSERT_AFTER = (  # one statement, so atomic without BEGIN; see _append_aft
     " VALUES (?, (SELECT seq + 1 FROM events WHERE session_id = ? AND seq = ?), ?, ?, ?)"
 )
 _SQL_CREATE = (
-    "INSERT INTO sessions (id, mtime, title, turns, created) VALUES (?, ?, ?, ?, ?)"
+    "INSERT INTO sessions (id, mtime, title, turns, created, changed, head)"
+    " VALUES (?, ?, ?, ?, ?, ?, 0)"
     " ON CONFLICT (id) DO UPDATE SET mtime = excluded.mtime, title = excluded.title,"
-    " turns = excluded.turns, created = excluded.created"
+    " turns = excluded.turns, created = excluded.created, changed = excluded.changed, head = 0"
 )
+# The fold (migration 8): the events above the mark, by session, into the sessions rows; then
+# the mark moves to the last event (also after a delete or a cut, so that the rowids SQLite
+# hands out next are above it). Only inside a write transaction (no insert can interleave).
+_SQL_UNFOLDED_BY_SESSION = (  # +session_id: the rowid range, never a walk of the whole index
+    "SELECT session_id AS sid, max(seq) AS seq, max(mtime) AS mtime FROM events"
+    " WHERE id > (SELECT upto FROM listing_mark) GROUP BY +session_id"
+)
+_SQL_FOLD = (
+    "UPDATE sessions SET changed = max(coalesce(changed, 0), r.mtime),"
+    " head = max(coalesce(head, 0), r.seq)"
+    f" FROM ({_SQL_UNFOLDED_BY_SESSION}) AS r WHERE sessions.id = r.sid"
+)
+_SQL_FOLDED = "UPDATE listing_mark SET upto = (SELECT coalesce(max(id), 0) FROM events)"
+
 _SQL_ADD_TURNS = (
     "UPDATE sessions SET mtime = ?, title = coalesce(title, ?), turns = turns + ? WHERE id = ?"
 )
 _SQL_READ = "SELECT seq, data FROM events WHERE session_id = ? AND seq > ? ORDER BY seq"
 # Each walks the sessions_listing index from the newest entry (from the cursor: a row-value
 # comparison, which SQLite turns into a range of the index rather than a scan from the top).
-_SQL_LIST = "SELECT id, changed, title, turns, head FROM sessions ORDER BY changed DESC, id DESC"
+# Each answers nothing while some events are unfolded (a condition evaluated once): the
+# caller then asks _SQL_MERGED_PAGE. One statement, so one moment of the database.
+_FOLDED = "NOT EXISTS (SELECT 1 FROM events WHERE id > (SELECT upto FROM listing_mark))"
+_SQL_LIST = (
+    "SELECT id, changed, title, turns, head FROM sessions"
+    f" WHERE {_FOLDED} ORDER BY changed DESC, id DESC"
+)
 _SQL_PAGE = (
     "SELECT id, changed, title, turns, head FROM sessions"
-    " WHERE (changed, id) < (?, ?) ORDER BY changed DESC, id DESC LIMIT ?"
+    f" WHERE {_FOLDED} AND (changed, id) < (?, ?) ORDER BY changed DESC, id DESC LIMIT ?"
 )
 _SQL_FIRST_PAGE = (
-    "SELECT id, changed, title, turns, head FROM sessions ORDER BY changed DESC, id DESC LIMIT ?"
+    "SELECT id, changed, title, turns, head FROM sessions"
+    f" WHERE {_FOLDED} ORDER BY changed DESC, id DESC LIMIT ?"
+)
+# The same while events are unfolded: the page of the sessions without any (the index walk,
+# as above) joined with the few that have some (their rows, moved by those events), in order.
+_SQL_MERGED_PAGE = (
+    f"WITH r AS ({_SQL_UNFOLDED_BY_SESSION}),"
+    " still AS (SELECT id, changed, title, turns, head FROM sessions"
+    " WHERE (changed, id) < (?, ?) AND id NOT IN (SELECT sid FROM r)"
+    " ORDER BY changed DESC, id DESC LIMIT ?),"
+    " moved AS (SELECT s.id AS id, max(coalesce(s.changed, 0), r.mtime) AS changed,"
+    " s.title AS title, s.turns AS turns, max(coalesce(s.head, 0), r.seq) AS head"
+    " FROM r JOIN sessions AS s ON s.id = r.sid)"
+    " SELECT id, changed, title, turns, head FROM still"
+    " UNION ALL SELECT id, changed, title, turns, head FROM moved WHERE (changed, id) < (?, ?)"
+    " ORDER BY changed DESC, id DESC LIMIT ?"
 )
 _SQL_DELETE_EVENTS = "DELETE FROM events WHERE session_id = ?"
 _SQL_DELETE_SESSION = "DELETE FROM sessions WHERE id = ?"
@@ -268,7 +323,7 @@ class SQLiteCheckpointer:
         self._conn: sqlite3.Connection | None = None
         self._busy_ms = 0
         self._guard = ThreadGate()
-        self._local_claims = LocalClaims()
+        self._local_claims = LocalClaims() if name == MEMORY else None  # ":memory:" only
         self._closed = False
         self._heads: dict[str, int] = {}
         """The head each session had after this object's last write to it: a guess for the
@@ -458,7 +513,7 @@ class SQLiteCheckpointer:
             head = _head(conn, session_id)
             check_head(session_id, expected_head, head, lambda: _tombstoned(conn, session_id))
             if head == 0:
-                conn.execute(_SQL_CREATE, (session_id, now, title, turns, now))
+                conn.execute(_SQL_CREATE, (session_id, now, title, turns, now, now))
             elif turns:
                 conn.execute(_SQL_ADD_TURNS, (now, title, turns, session_id))
             ts = now_iso()
@@ -485,6 +540,7 @@ class SQLiteCheckpointer:
                         )
                     ],
                 )
+            _fold(conn)
             conn.execute("COMMIT")
             if len(self._heads) >= _KNOWN_HEADS:
                 self._heads.clear()
@@ -572,12 +628,27 @@ class SQLiteCheckpointer:
             sql, params = _SQL_FIRST_PAGE, (limit,)
         else:
             sql, params = _SQL_LIST, ()
-        rows: list[tuple[str, float, str | None, int, int]] = await self._run(
-            lambda conn: conn.execute(sql, params).fetchall()
+        merged = (
+            float("inf") if before is None else before.timestamp,
+            "" if before is None else before.id,
+            -1 if limit is None else limit,
         )
-        # Rows are (id, changed, title, turns, head): SessionInfo's own layout, built in C
-        # (map with two iterables calls tuple.__new__ directly: no partial in between).
-        return list(map(tuple.__new__, itertools.repeat(SessionInfo), rows))
+
+        def op(conn: sqlite3.Connection) -> list[SessionInfo]:
+            # Nothing unfolded (the usual case: a listing far from a running turn): the index
+            # alone. Else (or when there is nothing to list) the merged form. Rows are (id,
+            # changed, title, turns, head): SessionInfo's own layout, each built in C as its
+            # row is read (map with two iterables calls tuple.__new__ directly), so a row's
+            # tuple is gone before the next is made (half the garbage collector's work).
+            return list(map(tuple.__new__, _SESSION_INFO, conn.execute(sql, params))) or list(
+                map(
+                    tuple.__new__,
+                    _SESSION_INFO,
+                    conn.execute(_SQL_MERGED_PAGE, (*merged[:3], *merged)),
+                )
+            )
+
+        return await self._run(op)
 
     async def delete(self, session_id: str) -> None:
         validate_session_id(session_id)
@@ -587,6 +658,7 @@ class SQLiteCheckpointer:
             conn.execute(_SQL_DELETE_EVENTS, (session_id,))
             if conn.execute(_SQL_DELETE_LIVE, (session_id,)).fetchone() is not None:
                 conn.execute(_SQL_TOMBSTONE, (session_id, time.time()))
+            _fold(conn)
             conn.execute("COMMIT")
             self._heads.pop(session_id, None)
 
@@ -605,6 +677,7 @@ class SQLiteCheckpointer:
         validate_session_id(session_id)
         self._check_open()
         if self.file == MEMORY:
+            assert self._local_claims is not None
             return self._local_claims.claim(session_id)
         folder = self.file + ".locks"
         return flock_claim(
@@ -640,6 +713,7 @@ class SQLiteCheckpointer:
                     title, _ = checkpoint_stats(first)
                 now = time.time()
                 conn.execute(_SQL_RETITLE, (now, now, to_seq, title, len(checkpoints), session_id))
+            _fold(conn)
             conn.execute("COMMIT")
             if session_id in self._heads:
                 self._heads[session_id] = to_seq
@@ -728,6 +802,18 @@ def _append_after(
     except sqlite3.IntegrityError:
         return False
     return True
+
+
+_SESSION_INFO = itertools.repeat(SessionInfo)
+"""``SessionInfo`` endlessly: the first iterable of a ``map(tuple.__new__, ...)``."""
+
+
+def _fold(conn: sqlite3.Connection) -> None:
+    """Fold the events inserted since the last fold into their sessions' rows (their last
+    change and head; see migration 8) and move the mark past them. Inside a write
+    transaction only."""
+    conn.execute(_SQL_FOLD)
+    conn.execute(_SQL_FOLDED)
 
 
 def _tombstoned(conn: sqlite3.Connection, session_id: str) -> bool:

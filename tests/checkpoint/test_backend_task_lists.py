@@ -75,7 +75,7 @@ async def test_sqlite_gains_the_table_by_migration(
         conn.execute("DROP TABLE task_lists")
         # nor what later migrations changed (tombstones; the stored head; the listing's
         # trigger and columns)
-        conn.execute("DROP TRIGGER events_touch")
+        conn.execute("DROP TABLE listing_mark")
         conn.execute("DROP INDEX sessions_listing")
         conn.execute("ALTER TABLE sessions DROP COLUMN changed")
         conn.execute("ALTER TABLE sessions DROP COLUMN head")
@@ -89,7 +89,7 @@ async def test_sqlite_gains_the_table_by_migration(
     await again.task_lists().set("s", PLAN)
     assert await again.task_lists().get("s") == PLAN
     with sqlite3.connect(tmp_path / "store.db") as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 7
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 8
 
 
 @pytest.mark.parametrize("backend_name", ["postgres"])

@@ -21,6 +21,7 @@ from lite_agent_jupyter.checkpoint.events import (
     now_iso,
     prompt_text,
 )
+from lite_agent_jupyter.checkpoint.protocol import SessionInfo
 from lite_agent_jupyter.checkpoint.sqlite import (
     SCHEMA_VERSION,
     SQLiteCheckpointer,
@@ -81,10 +82,10 @@ async def test_schema_and_modes(sstore: SQLiteCheckpointer, db: Path) -> None:
     for suffix in ("", "-wal", "-shm"):
         assert mode(Path(str(db) + suffix)) == 0o600, suffix
     conn = raw(db)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 7
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 8
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    assert tables == {"sessions", "events", "task_lists", "tombstones"}
+    assert tables == {"sessions", "events", "task_lists", "tombstones", "listing_mark"}
     indexes = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
     assert {"events_checkpoints", "events_marks"} <= indexes
     assert "sessions_mtime" not in indexes  # dropped by migration 5 with the stored head
@@ -93,7 +94,7 @@ async def test_schema_and_modes(sstore: SQLiteCheckpointer, db: Path) -> None:
     triggers = {
         row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='trigger'")
     }
-    assert triggers == {"events_touch"}
+    assert triggers == set()  # migration 8 dropped migration 6's events_touch
     row = conn.execute("SELECT session_id, seq, mark, data, mtime FROM events").fetchone()
     assert row[:3] == (S, 1, 1) and row[3].startswith('{"v":1,"seq":1,')
     assert isinstance(row[4], float)
@@ -273,7 +274,9 @@ async def test_migration_7_lists_from_the_listing_index_alone(db: Path) -> None:
         await store.append(f"s{i}", [prompt(f"q{i}"), user("more")])
     before = await store.list()
     await store.close()
-    conn = raw(db)  # as release 6 left it
+    conn = raw(db)  # as release 6 left it (every change folded: the trigger's rows)
+    conn.execute("DROP TABLE listing_mark")
+    conn.execute(sqlite_module._MIGRATIONS[6][-1])  # the trigger
     conn.execute("DROP INDEX sessions_listing")
     conn.execute("CREATE INDEX sessions_changed ON sessions (changed, id)")
     conn.execute("PRAGMA user_version = 6")
@@ -283,18 +286,27 @@ async def test_migration_7_lists_from_the_listing_index_alone(db: Path) -> None:
     assert await again.list(limit=2, before=before[1]) == before[2:4]
     await again.close()
     conn = raw(db)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 7
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 8
     plans = [
-        conn.execute(f"EXPLAIN QUERY PLAN {sql}", params).fetchall()[-1][-1]
+        [row[-1] for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}", params)]
         for sql, params in [
             (sqlite_module._SQL_LIST, ()),
             (sqlite_module._SQL_FIRST_PAGE, (15,)),
             (sqlite_module._SQL_PAGE, (before[1].timestamp, before[1].id, 2)),
+            (sqlite_module._SQL_MERGED_PAGE, (1.0, "a", 2, 1.0, "a", 2)),
+            (sqlite_module._SQL_FOLD, ()),
         ]
     ]
     conn.close()
-    assert plans[:2] == ["SCAN sessions USING COVERING INDEX sessions_listing"] * 2
-    assert plans[2] == "SEARCH sessions USING COVERING INDEX sessions_listing ((changed,id)<(?,?))"
+    sessions_read = [[step for step in plan if " sessions " in step] for plan in plans]
+    assert sessions_read[:2] == [["SCAN sessions USING COVERING INDEX sessions_listing"]] * 2
+    assert sessions_read[2] == [
+        "SEARCH sessions USING COVERING INDEX sessions_listing ((changed,id)<(?,?))"
+    ]
+    # events are read above the fold mark only (a range of rowids), never scanned whole
+    for plan in plans:
+        events_read = [step for step in plan if " events " in step]
+        assert set(events_read) == {"SEARCH events USING INTEGER PRIMARY KEY (rowid>?)"}, plan
 
 
 async def test_migration_5_keeps_heads_and_order_of_a_version_4_database(db: Path) -> None:
@@ -322,10 +334,11 @@ async def test_migration_5_keeps_heads_and_order_of_a_version_4_database(db: Pat
     await store.close()
     conn = raw(db)
     assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
-    # migration 6 keeps the head again, for the listing only (moved by the trigger)
+    # migrations 6-8 keep the head again, for the listing only: "old"'s last append was one
+    # INSERT, not yet folded into its row (the listing above added it)
     assert conn.execute("SELECT id, head FROM sessions ORDER BY id").fetchall() == [
         ("new", 3),
-        ("old", 3),
+        ("old", 2),
     ]
     conn.close()
 
@@ -333,24 +346,106 @@ async def test_migration_5_keeps_heads_and_order_of_a_version_4_database(db: Pat
 async def test_an_append_without_a_prompt_writes_one_row(
     sstore: SQLiteCheckpointer, db: Path
 ) -> None:
-    """The design the durable-append benchmark rests on (docs/design.md): only a session's
-    first append and prompt checkpoints write its ``sessions`` row; the rest is one
-    ``events`` row (whose trigger moves the row's ``changed`` and ``head`` in the same
-    statement), and ``list()`` sees the change."""
+    """The design the append benchmarks rest on (docs/design.md): only a session's first
+    append, prompt checkpoints, truncates and deletes write its ``sessions`` row (and fold
+    into the rows the events appended since the last of them: migration 8); the rest is one
+    ``events`` row and nothing else, and ``list()`` sees the change all the same."""
     await sstore.append(S, [prompt("hi")])
     conn = raw(db)
-    before = conn.execute("SELECT mtime, title, turns FROM sessions").fetchall()
+    before = conn.execute("SELECT * FROM sessions").fetchall()
+    mark = conn.execute("SELECT upto FROM listing_mark").fetchall()
     await sstore.append(S, [user("more")])
-    assert conn.execute("SELECT mtime, title, turns FROM sessions").fetchall() == before
+    assert conn.execute("SELECT * FROM sessions").fetchall() == before
+    assert conn.execute("SELECT upto FROM listing_mark").fetchall() == mark
     last = conn.execute("SELECT mtime FROM events WHERE seq = 2").fetchone()[0]
-    assert conn.execute("SELECT changed, head FROM sessions").fetchall() == [(last, 2)]
     (info,) = await sstore.list()
-    last = conn.execute("SELECT mtime FROM events WHERE seq = 2").fetchone()[0]
-    assert (info.head, info.turns) == (2, 1)
-    assert abs(info.mtime.timestamp() - last) < 1e-5  # a datetime keeps microseconds
-    await sstore.append(S, [prompt("again")])
-    assert conn.execute("SELECT turns FROM sessions").fetchone()[0] == 2
+    assert (info.head, info.turns, info.timestamp) == (2, 1, last)
+    assert await sstore.list(limit=1) == [info]
+    await sstore.append(S, [prompt("again")])  # a transaction: folds
+    assert conn.execute("SELECT turns, head FROM sessions").fetchone() == (2, 3)
+    assert (
+        conn.execute("SELECT upto FROM listing_mark").fetchone()[0]
+        == conn.execute("SELECT max(id) FROM events").fetchone()[0]
+    )
     conn.close()
+
+
+async def test_events_not_yet_folded_list_and_page_in_their_place(db: Path) -> None:
+    """Events appended by one INSERT each (from another object, as another process would)
+    are not in their sessions' rows until the next transaction folds them; meanwhile every
+    listing and every page adds them: the order, heads and times are those of the events."""
+    writer = sqlite_checkpointer(db)
+    for i in range(8):
+        await writer.append(f"s{i}", [prompt(f"q{i}"), user("a")])
+    for i in (2, 5, 0):  # the one-statement path: unfolded
+        await writer.append(f"s{i}", [user("later")])
+    conn = raw(db)
+    unfolded = "SELECT count(*) FROM events WHERE id > (SELECT upto FROM listing_mark)"
+    assert conn.execute(unfolded).fetchone()[0] == 3
+    truth = conn.execute(
+        "SELECT session_id, max(mtime), max(seq) FROM events GROUP BY session_id"
+        " ORDER BY 2 DESC, 1 DESC"
+    ).fetchall()
+    conn.close()
+    reader = sqlite_checkpointer(db)
+    whole = await reader.list()
+    assert [(i.id, i.timestamp, i.head) for i in whole] == truth
+    assert [i.id for i in whole[:3]] == ["s0", "s5", "s2"]
+    assert [(i.title, i.turns) for i in whole[:3]] == [("q0", 1), ("q5", 1), ("q2", 1)]
+    for size in (1, 2, 3, 5):
+        paged: list[SessionInfo] = []
+        page = await reader.list(limit=size)
+        while page:
+            paged += page
+            page = await reader.list(limit=size, before=page[-1])
+        assert paged == whole, size
+    assert await reader.list(before=whole[2]) == whole[3:]
+    await writer.close()
+    await reader.close()
+
+
+async def test_a_delete_keeps_new_rowids_above_the_mark(db: Path) -> None:
+    """A delete (or a cut) of the newest events lets SQLite hand their rowids out again; the
+    mark moves down to the last event with the fold, so an event appended next is seen as
+    unfolded (not taken for one folded before)."""
+    store = sqlite_checkpointer(db)
+    await store.append("keep", [prompt("k"), user("a")])
+    await store.append("gone", [prompt("g"), user("a")])
+    for _ in range(5):
+        await store.append("gone", [user("more")])  # the highest rowids, unfolded
+    await store.delete("gone")
+    await store.append("keep", [user("after")])  # one INSERT: a rowid freed by the delete
+    (info,) = await sqlite_checkpointer(db).list()
+    assert (info.id, info.head) == ("keep", 3)
+    await store.truncate("keep", 2)
+    await store.append("keep", [user("again")])
+    assert [(i.id, i.head) for i in await sqlite_checkpointer(db).list()] == [("keep", 3)]
+    await store.close()
+
+
+async def test_migration_8_drops_the_trigger_and_starts_the_mark_at_the_last_event(
+    db: Path,
+) -> None:
+    store = sqlite_checkpointer(db)
+    for i in range(3):
+        await store.append(f"s{i}", [prompt(f"q{i}"), user("a")])
+    before = await store.list()
+    await store.close()
+    conn = raw(db)  # as release 7 left it: the trigger kept every row current
+    conn.execute("DROP TABLE listing_mark")
+    conn.execute(sqlite_module._MIGRATIONS[6][-1])
+    conn.execute("PRAGMA user_version = 7")
+    conn.close()
+    again = sqlite_checkpointer(db)
+    assert await again.list() == before
+    conn = raw(db)
+    assert conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall() == []
+    assert conn.execute("SELECT upto FROM listing_mark").fetchone()[0] == 6  # the last event
+    conn.close()
+    await again.append("s0", [user("b")])
+    first = (await again.list())[0]
+    assert (first.id, first.head) == ("s0", 3)
+    await again.close()
 
 
 async def test_the_one_statement_append_never_trusts_a_stale_head(db: Path) -> None:
