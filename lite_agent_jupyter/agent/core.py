@@ -819,19 +819,39 @@ class LiteAgent:
         checkpoint: int | None = None,
         force: bool = False,
         stop_jobs: bool = False,
+        hunks: Sequence[int] | None = None,
     ) -> RestoreResult:
         """Put ``path`` back to its content before the prompt at ``checkpoint`` (default: the
         last prompt), keeping every other file and the conversation; the model is told at the
         next request. Refuses with :class:`RestoreConflictError` if the file changed after
         that prompt (unless ``force=True``), and while background jobs of the session run, as
         :meth:`restore` does (``stop_jobs=True`` stops them); journaled, undone by
-        :meth:`undo_restore`."""
+        :meth:`undo_restore`.
+
+        ``hunks`` (numbers, 1 = the first hunk of the file's diff in :meth:`changes`) puts
+        back only those parts of a text file the prompt changed, keeping the rest of it, and
+        later edits elsewhere in it: each hunk's lines must still be as the prompt left them,
+        else it is a conflict that ``force`` does not override (revert the whole file)."""
         sid = self._time_travel("revert_file", session_id)
         await self._settle_jobs(sid, stop_jobs)
         async with self._idle(sid):
-            result = await self._restorer.revert(sid, path, checkpoint, force=force)
+            result = await self._restorer.revert(sid, path, checkpoint, force=force, hunks=hunks)
         self._forget_seen(sid)
         return result
+
+    async def preview_revert(
+        self,
+        session_id: str | None,
+        path: str,
+        *,
+        checkpoint: int | None = None,
+        hunks: Sequence[int] | None = None,
+    ) -> RestorePlan:
+        """What :meth:`revert_file` would do now (one file: its action, the diff from the
+        disk to the result, a conflict in ``conflicts`` with its reason in the summary);
+        changes nothing."""
+        sid = self._time_travel("preview_revert", session_id)
+        return await self._restorer.preview_revert(sid, path, checkpoint, hunks)
 
     async def list_rewind_points(self, session_id: str | None = None) -> list[RewindPoint]:
         """Every tool call of the session that changed files, oldest first: each

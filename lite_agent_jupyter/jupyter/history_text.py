@@ -11,7 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ..agent import Branch, Checkpoint, PromptChanges, RestoreResult, RewindPoint, SwitchResult
+from ..agent import (
+    Branch,
+    Checkpoint,
+    PromptChanges,
+    RestorePlan,
+    RestoreResult,
+    RewindPoint,
+    SwitchResult,
+)
 from .render import clip, printable, table
 
 
@@ -27,24 +35,36 @@ def changes_text(changes: PromptChanges, *, diffs: bool = True) -> str:
     for change in changes.files:
         lines.append(f"  {change.path}  {change.summary}  by {', '.join(change.tools)}")
         if change.diff and diffs:
-            lines.extend("      " + line for line in change.diff.rstrip().splitlines()[:40])
+            lines.extend("      " + line for line in numbered_hunks(change.diff)[:40])
     if changes.files and not diffs:
         lines.append(f"`%agent review {changes.number} --text` prints the diffs.")
     if changes.files:
         lines.append(
             f"`%agent revert PATH --prompt {changes.number}` puts one file back to before this "
-            "prompt (`%agent undo` takes the revert back)."
+            "prompt (`--hunk K`: only hunk K of its diff; `%agent undo` takes the revert back)."
         )
     return printable("\n".join(lines))
 
 
-def revert_text(result: RestoreResult, path: str, number: int) -> str:
+def hunk_words(hunks: Sequence[int] | None) -> str:
+    """``hunk 2`` / ``hunks 1, 3`` (empty for none)."""
+    chosen = sorted(set(hunks or ()))
+    return f"hunk{'s' * (len(chosen) > 1)} {', '.join(map(str, chosen))}" if chosen else ""
+
+
+def revert_text(
+    result: RestoreResult, path: str, number: int, hunks: Sequence[int] | None = None
+) -> str:
     """What ``%agent revert`` did."""
+    part = f"{hunk_words(hunks)} of " if hunks else ""
     if not result.restored and not result.deleted:
-        return printable(f"{path} already holds its content from before prompt {number}.")
+        return printable(f"{part}{path} already as before prompt {number}: nothing changed.")
     how = "deleted (it did not exist before)" if result.deleted else "put back"
+    if hunks:
+        how = "those lines put back, the rest of the file kept"
     text = (
-        f"Reverted {path} to before prompt {number}: {how}; the model is told at the next prompt."
+        f"Reverted {part}{path} to before prompt {number}: {how}; the model is told at the "
+        "next prompt."
     )
     if result.conflicts:
         text += " It had been changed after that prompt; overwritten (--force)."
@@ -141,3 +161,33 @@ def points_text(checkpoints: Sequence[Checkpoint], points: Sequence[RewindPoint]
                 f"    {point.name}  after {point.tool}: {files}  (%agent restore {point.name})"
             )
     return printable("\n".join(lines))
+
+
+def revert_preview_text(plan: RestorePlan, number: int, hunks: Sequence[int] | None) -> str:
+    """``%agent revert PATH --preview``: what the revert would do, its diff (from the file
+    now to the result), or why it would be refused; nothing was changed."""
+    (action,) = plan.files
+    part = f"{hunk_words(hunks)} of " if hunks else ""
+    lines = [f"Revert of {part}{action.path} to before prompt {number}:"]
+    if action.action == "conflict" and action.diff is None:
+        lines.append(f"  refused: {action.summary}")
+    elif action.action == "unchanged":
+        lines.append("  nothing to do: the file already holds that content")
+    else:
+        lines.append(f"  {action.action}  {action.summary}")
+        if action.diff:
+            lines.extend("      " + line for line in action.diff.rstrip().splitlines())
+    lines.append("Nothing was changed (preview).")
+    return printable("\n".join(lines))
+
+
+def numbered_hunks(diff: str) -> list[str]:
+    """A unified diff's lines, each hunk header followed by its number (``@@ -1,2 +1,3 @@
+    hunk 1``: what ``%agent revert PATH --hunk 1`` takes)."""
+    lines, count = [], 0
+    for line in diff.rstrip().splitlines():
+        if line.startswith("@@"):
+            count += 1
+            line = f"{line}  hunk {count}"
+        lines.append(line)
+    return lines

@@ -1,14 +1,14 @@
 """The kernel facade's review, revert and branch calls (a part of ``AgentFacade``).
 
-Owns the blocking, thread-safe wrappers of ``LiteAgent.changes / revert_file /
-list_branches / preview_switch / switch_branch / delete_branch`` for magics and widgets;
-``AgentFacade`` (``runner.py``) mixes them in and provides ``call``, the runner's lock and
-the busy check. Must not know magics or widgets.
+Owns the blocking, thread-safe wrappers of ``LiteAgent.changes / change_diff / revert_file
+/ preview_revert / list_branches / preview_switch / switch_branch / delete_branch`` for
+magics and widgets; ``AgentFacade`` (``runner.py``) mixes them in and provides ``call``,
+the runner's lock and the busy check. Must not know magics or widgets.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 from ..agent import (
@@ -45,14 +45,35 @@ class ReviewCalls:
         return self.call(lambda a: a.change_diff(change))
 
     def revert_file(
-        self, session_id: str, path: str, *, checkpoint: int | None = None, force: bool = False
+        self,
+        session_id: str,
+        path: str,
+        *,
+        checkpoint: int | None = None,
+        force: bool = False,
+        hunks: Sequence[int] | None = None,
     ) -> RestoreResult:
-        """Put ``path`` back to before the prompt at ``checkpoint`` (see LiteAgent)."""
+        """Put ``path`` (or its ``hunks``) back to before the prompt at ``checkpoint`` (see
+        LiteAgent)."""
         with self._runner.lock:
             self._idle(session_id)
             return self.call(
-                lambda a: a.revert_file(session_id, path, checkpoint=checkpoint, force=force)
+                lambda a: a.revert_file(
+                    session_id, path, checkpoint=checkpoint, force=force, hunks=hunks
+                )
             )
+
+    def preview_revert(
+        self,
+        session_id: str,
+        path: str,
+        *,
+        checkpoint: int | None = None,
+        hunks: Sequence[int] | None = None,
+    ) -> RestorePlan:
+        return self.call(
+            lambda a: a.preview_revert(session_id, path, checkpoint=checkpoint, hunks=hunks)
+        )
 
     def list_branches(self, session_id: str) -> list[Branch]:
         return self.call(lambda a: a.list_branches(session_id))

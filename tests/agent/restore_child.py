@@ -5,11 +5,11 @@ SIGKILL: a real process killed mid-restore.
 
 CONFIG_JSON: {"workdir", "root", "namespace", "session_id", "seq", "stop_after": "file" |
 "log"}; with "branch": NAME, a switch to that branch instead of a restore; with "revert":
-PATH, a revert of that file (after the last prompt). ``file``: stop
-after the first workdir file was replaced (the other files and the log not yet); ``log``:
-stop right after the log was truncated (before the journal is cleared; a switch has not
-appended the branch yet). The stop is this test program wrapping the functions the restore
-calls; the library has no hook.
+PATH, a revert of that file (after the last prompt; with "hunks": [N, ...], of those hunks
+only). ``file``: stop after the first workdir file was replaced (the other files and the log
+not yet); ``log``: stop right after the log was truncated (before the journal is cleared; a
+switch has not appended the branch yet). The stop is this test program wrapping the
+functions the restore calls; the library has no hook.
 """
 
 from __future__ import annotations
@@ -68,7 +68,9 @@ async def main(config: dict[str, Any]) -> None:
         if "branch" in config:  # a branch switch (same journal, same stops)
             await agent.switch_branch(config["session_id"], config["branch"])
         elif "revert" in config:  # one file reverted (same journal; "file" stop only)
-            await agent.revert_file(config["session_id"], config["revert"])
+            await agent.revert_file(
+                config["session_id"], config["revert"], hunks=config.get("hunks")
+            )
         else:
             await agent.restore(config["session_id"], config["seq"])
     sys.exit("the restore finished without being stopped")

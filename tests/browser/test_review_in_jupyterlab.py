@@ -75,10 +75,58 @@ def test_revert_clicked_in_the_review_widget(
 
 def _row_text(rows: Any, path: str) -> str:
     """The text of the review's row of ``path``."""
-    return str(rows.locator("option").all_inner_texts()[_row_index(rows, path)])
+    text = rows.locator("option").all_inner_texts()[_row_index(rows, path)]
+    return str(text).replace("\u00a0", " ")
 
 
 def _row_index(rows: Any, path: str) -> int:
     texts = [t.replace("\u00a0", " ") for t in rows.locator("option").all_inner_texts()]
     (index,) = [i for i, text in enumerate(texts) if f" {path} " in text]
     return index
+
+
+def test_one_hunk_reverted_in_the_review_widget(
+    lab: JupyterLabServer,
+    lab_root: Path,
+    fake_anthropic: FakeAnthropicServer,
+    page: Any,
+    artifacts: Path,
+) -> None:
+    original = "".join(f"line {n}\n" for n in range(1, 21))
+    (lab_root / "data.txt").write_text(original)
+    agent = original.replace("line 2\n", "agent two\n").replace("line 18\n", "agent 18\n")
+    fake_anthropic.script(
+        FakeReply(
+            "Editing.",
+            tool_calls=[FakeToolCall("write_file", {"path": "data.txt", "content": agent})],
+        ),
+        "Done.",
+    )
+    write_notebook(
+        lab_root / "hunks.ipynb",
+        [SETUP_ALLOW, "%%agent\nChange lines 2 and 18", "%agent review", "%agent undo"],
+    )
+    nb = LabNotebook(page, lab, "hunks.ipynb").open()
+    for index in range(3):
+        nb.run_cell(index)
+    panel = page.locator(".lite-agent-review")
+    panel.wait_for(state="visible")
+    rows = panel.locator(".lite-agent-review-rows select")
+    rows.select_option(index=_row_index(rows, "data.txt"))
+    diff = panel.locator(".lite-agent-review-diff")
+    wait_for(lambda: "hunk 2" in diff.inner_text(), "the diff with its hunks numbered")
+    pick = panel.locator(".lite-agent-review-hunk select")
+    pick.wait_for(state="visible")
+    pick.select_option(label="hunk 2")
+    panel.locator(".lite-agent-revert-hunk").click()
+    reverted = original.replace("line 2\n", "agent two\n")
+    wait_for(lambda: (lab_root / "data.txt").read_text() == reverted, "hunk 2 reverted")
+    status = panel.locator(".lite-agent-status")
+    wait_for(lambda: "Reverted hunk 2 of data.txt" in status.inner_text(), "the result")
+    wait_for(lambda: "hunk 2 reverted" in _row_text(rows, "data.txt"), "the row marked")
+    no_widget_errors(page)
+    page.screenshot(path=str(artifacts / "review-hunk.png"))
+
+    nb.run_cell(3)  # %agent undo
+    wait_for(lambda: (lab_root / "data.txt").read_text() == agent, "the undo")
+    assert "Undid the revert of hunk 2 of data.txt" in nb.output_text(3)

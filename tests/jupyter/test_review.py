@@ -64,6 +64,9 @@ def test_review_then_revert_one_file_undo_and_conflict(
 
     # a hand edit before the revert is a conflict: nothing changed
     (work / "b.csv").write_bytes(b"hand,edit\n")
+    preview = agent_kernel.run("%agent revert b.csv --prompt 2 --preview").check().stream_text
+    assert "conflict  changed after prompt 2" in preview and "forcing overwrites" in preview
+    assert "-hand,edit" in preview and "+x,y" in preview
     refused = agent_kernel.run("%agent revert b.csv --prompt 2")
     assert "changed after prompt 2" in refused.text
     assert (work / "b.csv").read_bytes() == b"hand,edit\n"
@@ -93,6 +96,46 @@ def test_revert_a_file_the_prompt_did_not_change_is_a_clear_error(
     assert not (tmp_path / "work" / "a.py").exists()
     agent_kernel.run("%agent undo").check()
     assert (tmp_path / "work" / "a.py").read_text() == "A = 1\n"
+
+
+def test_revert_one_hunk_preview_undo_and_conflict(
+    agent_kernel: Kernel, fake_anthropic: FakeAnthropicServer, tmp_path: Path
+) -> None:
+    data = tmp_path / "work" / "data.txt"
+    original = "".join(f"line {n}\n" for n in range(1, 21))
+    data.write_text(original)
+    agent = original.replace("line 2\n", "agent two\n").replace("line 18\n", "agent 18\n")
+    fake_anthropic.script(
+        FakeReply(
+            "Editing.",
+            tool_calls=[FakeToolCall("write_file", {"path": "data.txt", "content": agent})],
+        ),
+        "Done.",
+    )
+    agent_kernel.run("%%agent\nchange lines 2 and 18").check()
+    review = agent_kernel.run("%agent review --text").check().stream_text
+    assert "@@ -1,5 +1,5 @@  hunk 1" in review and "@@ -15,6 +15,6 @@  hunk 2" in review
+
+    preview = agent_kernel.run("%agent revert data.txt --hunk 2 --preview").check().stream_text
+    assert "Revert of hunk 2 of data.txt to before prompt 1:" in preview
+    assert "-agent 18" in preview and "+line 18" in preview and "Nothing was changed" in preview
+    assert data.read_text() == agent
+
+    done = agent_kernel.run("%agent revert data.txt --hunk 2").check().stream_text
+    assert "Reverted hunk 2 of data.txt to before prompt 1: those lines put back" in done
+    assert data.read_text() == original.replace("line 2\n", "agent two\n")
+    undone = agent_kernel.run("%agent undo").check().stream_text
+    assert undone.startswith("Undid the revert of hunk 2 of data.txt (to before prompt 1)")
+    assert data.read_text() == agent
+
+    # an edit to hunk 1's lines since: refused, even with --force; nothing changed
+    data.write_text(agent.replace("agent two", "hand two"))
+    refused = agent_kernel.run("%agent revert data.txt --hunk 1 --force").check().stream_text
+    assert "RestoreConflictError: hunk 1 of data.txt cannot be reverted" in refused
+    assert "hunk 1 no longer matches" in refused
+    assert data.read_text() == agent.replace("agent two", "hand two")
+    preview = agent_kernel.run("%agent revert data.txt --hunk 1 --preview").check().stream_text
+    assert "refused: hunk 1 cannot be reverted: hunk 1 no longer matches" in preview
 
 
 def test_branches_and_switch_in_the_kernel(

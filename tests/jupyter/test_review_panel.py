@@ -8,6 +8,7 @@ escaped. Assertions read the files on disk and what the widgets hold."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -36,9 +37,17 @@ class CountingFacade:
         return self.facade.change_diff(change)
 
     def revert_file(
-        self, session_id: str, path: str, *, checkpoint: int | None = None, force: bool = False
+        self,
+        session_id: str,
+        path: str,
+        *,
+        checkpoint: int | None = None,
+        force: bool = False,
+        hunks: Sequence[int] | None = None,
     ) -> RestoreResult:
-        return self.facade.revert_file(session_id, path, checkpoint=checkpoint, force=force)
+        return self.facade.revert_file(
+            session_id, path, checkpoint=checkpoint, force=force, hunks=hunks
+        )
 
 
 @pytest.fixture
@@ -100,7 +109,7 @@ def test_the_panel_is_the_same_few_widgets_whatever_the_number_of_files(
         before = len(_instances)
         ReviewPanel(facade, dataclasses.replace(changes, files=files))
         counts.append(len(_instances) - before)
-    assert counts[0] == counts[1] <= 16
+    assert counts[0] == counts[1] <= 18
 
 
 def test_revert_puts_the_selected_file_back_and_moves_on(
@@ -184,3 +193,64 @@ def test_changes_without_diffs_say_the_same_but_the_diff(facade: AgentFacade, tu
     assert [dataclasses.replace(f, diff=None) for f in full.files] == list(bare.files)
     assert isinstance(bare, PromptChanges) and all(f.diff is None for f in bare.files)
     assert [facade.change_diff(f) for f in bare.files] == [f.diff for f in full.files]
+
+
+def test_revert_one_hunk_of_a_file_from_the_panel(
+    runner: AgentRunner, facade: AgentFacade, fake_anthropic: FakeAnthropicServer, workdir: Path
+) -> None:
+    original = "".join(f"line {n}\n" for n in range(1, 21))
+    (workdir / "data.txt").write_text(original)
+    agent = original.replace("line 2\n", "agent two\n").replace("line 18\n", "agent 18\n")
+    fake_anthropic.script(
+        FakeReply(
+            "Editing.",
+            tool_calls=[FakeToolCall("write_file", {"path": "data.txt", "content": agent})],
+        ),
+        "Done.",
+    )
+    send(runner, "change lines 2 and 18")
+    panel, _ = _panel(facade, runner.agent().session_id)
+    assert panel.hunk_pick not in panel.actions.children  # offered once a file is shown
+    panel.select("data.txt")
+    assert "@@ -15,6 +15,6 @@  hunk 2</span>" in panel.diff.value
+    assert panel.hunk_pick in panel.actions.children
+    assert panel.hunk_pick.options == (("hunk 1", 1), ("hunk 2", 2))
+
+    panel.hunk_pick.value = 2
+    panel.hunk_button.click()
+    assert (workdir / "data.txt").read_text() == original.replace("line 2\n", "agent two\n")
+    assert "Reverted hunk 2 of data.txt to before prompt 1" in panel.report.status.value
+    assert panel.selected == "data.txt" and panel.hunk_pick.options == (("hunk 1", 1),)
+    assert _row(panel, "data.txt").startswith("◐ data.txt")
+    assert "· hunk 2 reverted" in _row(panel, "data.txt")
+
+    # the rest of the file by Revert: the hunk revert was the last change, so no conflict
+    panel.revert("data.txt")
+    assert (workdir / "data.txt").read_text() == original
+    assert "· reverted" in _row(panel, "data.txt")
+    facade.undo_restore(runner.agent().session_id)
+    assert (workdir / "data.txt").read_text() == original.replace("line 2\n", "agent two\n")
+
+
+def test_a_hunk_edited_since_is_refused_in_the_panel(
+    runner: AgentRunner, facade: AgentFacade, fake_anthropic: FakeAnthropicServer, workdir: Path
+) -> None:
+    original = "".join(f"line {n}\n" for n in range(1, 21))
+    (workdir / "data.txt").write_text(original)
+    agent = original.replace("line 2\n", "agent two\n").replace("line 18\n", "agent 18\n")
+    fake_anthropic.script(
+        FakeReply(
+            "Editing.",
+            tool_calls=[FakeToolCall("write_file", {"path": "data.txt", "content": agent})],
+        ),
+        "Done.",
+    )
+    send(runner, "change lines 2 and 18")
+    panel, _ = _panel(facade, runner.agent().session_id)
+    (workdir / "data.txt").write_text(agent.replace("agent two", "hand two"))
+    panel.select("data.txt")
+    panel.revert_hunk("data.txt", 1)
+    assert "Hunk 1 of data.txt not reverted" in panel.report.status.value
+    assert "no longer matches" in panel.report.status.value
+    assert (workdir / "data.txt").read_text() == agent.replace("agent two", "hand two")
+    assert panel.hunk_pick.options == (("hunk 1", 1), ("hunk 2", 2))

@@ -54,7 +54,8 @@ copy them): ``model.py`` the shared types; ``workdir.py`` file access through th
 confinement; ``planner.py`` the plan, the three-way conflict check and the preview;
 ``journal.py`` the lock, the journal, undo records, apply, rollback and recovery;
 ``listing.py`` the checkpoints; ``restorer.py`` restore and undo; ``reviewer.py`` a
-prompt's changes and the revert of one file (a one-file, files-only restore); ``branches.py``
+prompt's changes and the revert of one file or some of its hunks (a one-file, files-only
+restore; ``hunks.py`` the hunks); ``branches.py``
 the futures restores abandon, and switching to them. Imports go
 model <- workdir <- planner, listing <- journal <- restorer. Nothing here knows Jupyter;
 ``LiteAgent`` exposes it.

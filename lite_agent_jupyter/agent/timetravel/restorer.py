@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -91,7 +91,13 @@ class Restorer:
         return await reviewer.change_diff(self.blobs, change)
 
     async def revert(
-        self, session_id: str, path: str, seq: int | None, *, force: bool
+        self,
+        session_id: str,
+        path: str,
+        seq: int | None,
+        *,
+        force: bool,
+        hunks: Sequence[int] | None = None,
     ) -> RestoreResult:
         return await reviewer.revert_file(
             self.checkpointer,
@@ -103,6 +109,15 @@ class Restorer:
             path,
             seq,
             force=force,
+            hunks=hunks,
+        )
+
+    async def preview_revert(
+        self, session_id: str, path: str, seq: int | None, hunks: Sequence[int] | None
+    ) -> RestorePlan:
+        await self.recover(session_id)
+        return await reviewer.preview_revert(
+            self.checkpointer, self.blobs, self.files, session_id, path, seq, hunks
         )
 
     async def rewind_points(self, session_id: str) -> list[points.RewindPoint]:
@@ -308,7 +323,9 @@ class Restorer:
             names = {p.seq: p.name for p in found}
             where = f"just after tool call {names[seq]}" if seq in names else "an earlier point"
         if header.get("revert"):
-            return f"the revert of {header['revert']} (to {where})"
+            chosen = header.get("hunks") or []
+            part = f"hunk{'s' * (len(chosen) > 1)} {', '.join(map(str, chosen))} of " * bool(chosen)
+            return f"the revert of {part}{header['revert']} (to {where})"
         if not header.get("files"):
             kind = "conversation-only "
         elif header.get("notice"):  # files rewound, the conversation kept with a notice

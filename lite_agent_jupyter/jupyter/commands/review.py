@@ -48,9 +48,18 @@ def _review(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
 
 @subcommand(
     "revert",
-    "Put PATH back to its content before prompt N (default: the last); undone by %agent undo.",
+    "Put PATH (or some of its hunks) back to its content before prompt N (default: the "
+    "last); undone by %agent undo.",
     arg("path", help="the file, relative to the agent's folder"),
     arg("--prompt", help="a prompt number (1 = the first) or a checkpoint id (2-k7f2)"),
+    arg(
+        "--hunk",
+        type=int,
+        action="append",
+        help="only this hunk of the file's diff (1 = the first, as %%agent review numbers "
+        "them); repeat for more",
+    ),
+    arg("--preview", action="store_true", help="show what would change; change nothing"),
     arg("--force", action="store_true", help="overwrite edits made to PATH after that prompt"),
 )
 def _revert(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
@@ -58,6 +67,12 @@ def _revert(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
     facade = magics.runner.facade
     sid = facade.session_id
     checkpoint = _checkpoint(magics, args.prompt)
-    changes = facade.changes(sid, checkpoint)
-    result = facade.revert_file(sid, args.path, checkpoint=changes.checkpoint, force=args.force)
-    print(history_text.revert_text(result, args.path, changes.number))
+    changes = facade.changes(sid, checkpoint, diffs=False)
+    if args.preview:
+        plan = facade.preview_revert(sid, args.path, checkpoint=changes.checkpoint, hunks=args.hunk)
+        print(history_text.revert_preview_text(plan, changes.number, args.hunk))
+        return
+    result = facade.revert_file(
+        sid, args.path, checkpoint=changes.checkpoint, force=args.force, hunks=args.hunk
+    )
+    print(history_text.revert_text(result, args.path, changes.number, args.hunk))

@@ -1,5 +1,5 @@
 """``%agent review``'s widget: every file a prompt changed, one row each, Keep or Revert the
-selected file, its diff shown only once it is selected.
+selected file (or one hunk of it), its diff shown only once it is selected.
 
 Owns :class:`ReviewPanel` and :func:`show_review`. Revert calls the facade's
 ``revert_file`` (the agent's conflict check, journal and undo: ``%agent undo`` takes a
@@ -9,13 +9,14 @@ Why one list and not a row of buttons per file: a widget is a model, a message a
 and a 100-file turn drawn as five widgets per file (row, Keep, Revert, a folded accordion,
 its diff) took ~1.3 s to reach the screen (#21). The rows are the options of one ``Select``
 (their text set as text by the front end, and made printable by :func:`.parts.shorten`);
-the panel is eight widgets whatever the number of files. A file's diff is made in the kernel
+the panel is ten widgets whatever the number of files. A file's diff is made in the kernel
 (``change_diff``) the first time its row is selected, never up front. Every diff, summary
 and error reaches the page escaped by ``safe.escape``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 import ipywidgets as w
@@ -51,10 +52,22 @@ class ReviewControls(Protocol):
     """What the panel needs of the kernel's facade."""
 
     def revert_file(
-        self, session_id: str, path: str, *, checkpoint: int | None = None, force: bool = False
+        self,
+        session_id: str,
+        path: str,
+        *,
+        checkpoint: int | None = None,
+        force: bool = False,
+        hunks: Sequence[int] | None = None,
     ) -> RestoreResult: ...
 
     def change_diff(self, change: FileChange) -> str | None: ...
+
+
+def _mark(state: str | None) -> str:
+    if state and state.startswith("hunk"):  # some hunks reverted, the file still to decide
+        return "◐"
+    return MARKS.get(state or "", " ")
 
 
 def review_row(change: FileChange, state: str | None, width: int) -> str:
@@ -66,7 +79,7 @@ def review_row(change: FileChange, state: str | None, width: int) -> str:
     ]
     if state:
         cells.append(f"· {state}")
-    row = MARKS.get(state or "", " ") + " " + "  ".join(cells)
+    row = _mark(state) + " " + "  ".join(cells)
     # Non-breaking spaces: a browser collapses runs of ordinary ones inside <option>.
     return row.replace(" ", "\u00a0")
 
@@ -78,7 +91,7 @@ def diff_html(change: FileChange, diff: str | None) -> str:
     if not diff:
         return head + "<div><i>no diff to show (binary, too large, or content missing)</i></div>"
     lines = []
-    for line in diff.rstrip("\n").splitlines():
+    for line in history_text.numbered_hunks(diff):
         kind = ""
         if line.startswith("@@"):
             kind = "hunk"
@@ -106,6 +119,9 @@ class ReviewPanel:
         self.states: dict[str, str] = {}
         self._diffs: dict[str, str] = {}
         """Each file's diff HTML, made the first time its row is selected."""
+        self._hunks: dict[str, int] = {}
+        """How many hunks each shown diff has (a changed text file's; else 0)."""
+        self.hunks_reverted: dict[str, set[int]] = {}
         self._width = max((len(shorten(p, _PATH_WIDTH)) for p in self.files), default=0)
         self._drawing = False
         look = Look()
@@ -128,17 +144,23 @@ class ReviewPanel:
             disabled=True,
             tooltip="put the selected file back to before this prompt (%agent undo takes it back)",
         )
+        self.hunk_pick = w.Dropdown(
+            options=[], layout=look.auto, _dom_classes=("lite-agent-review-hunk",)
+        )
+        self.hunk_button = look.button(
+            "Revert hunk",
+            "revert-hunk",
+            tooltip="put only the chosen hunk of the selected file back to before this prompt, "
+            "keeping the rest of it (%agent undo takes it back)",
+        )
         self.diff = look.html("", "review-diff")
         self.keep_button.on_click(lambda _b: self.keep(self.selected))
         self.revert_button.on_click(lambda _b: self.revert(self.selected))
+        self.hunk_button.on_click(lambda _b: self.revert_hunk(self.selected, self.hunk_pick.value))
         self.rows.observe(self._selection_changed, names="value")
+        self.actions = look.hbox(self._actions(False))
         self.widget = w.VBox(
-            [
-                self.head,
-                self.rows,
-                look.hbox([self.keep_button, self.revert_button, self.report.status]),
-                self.diff,
-            ],
+            [self.head, self.rows, self.actions, self.diff],
             layout=look.full,
             _dom_classes=("lite-agent-review",),
         )
@@ -163,30 +185,52 @@ class ReviewPanel:
         if not self._drawing:
             self.report.run("Showing the diff", self._show_selected)
 
+    def _actions(self, hunks: bool) -> list[w.Widget]:
+        """The action row; the hunk controls only for a file with hunks left to revert."""
+        hunk_parts = [self.hunk_pick, self.hunk_button] if hunks else []
+        return [self.keep_button, self.revert_button, *hunk_parts, self.report.status]
+
     def _show_selected(self) -> None:
         path = self.selected
         decided = self.states.get(path or "") in MARKS_DONE
-        with batched(self.keep_button, self.revert_button, self.diff):
+        with batched(self.keep_button, self.revert_button, self.diff, self.hunk_pick):
             self.keep_button.disabled = path is None or decided
             self.revert_button.disabled = path is None or decided
             self.diff.value = "" if path is None else self._diff_of(path)
+            left = [] if path is None or decided else self._hunks_left(path)
+            self.hunk_pick.options = [(f"hunk {n}", n) for n in left]
+        children = self._actions(bool(left))
+        if list(self.actions.children) != children:
+            self.actions.children = children
 
     def _diff_of(self, path: str) -> str:
         if path not in self._diffs:
             change = self.files[path]
-            self._diffs[path] = diff_html(change, self.controls.change_diff(change))
+            diff = self.controls.change_diff(change)
+            both = change.before is not None and change.after is not None
+            count = sum(line.startswith("@@") for line in (diff or "").splitlines())
+            self._hunks[path] = count if both else 0
+            self._diffs[path] = diff_html(change, diff)
         return self._diffs[path]
 
-    def _decided(self, path: str, state: str) -> None:
+    def _hunks_left(self, path: str) -> list[int]:
+        """The hunks of ``path`` the panel offers to revert one by one: a changed text
+        file's, when it has two or more (one hunk is the whole file's Revert), less those
+        already reverted."""
+        count = self._hunks.get(path, 0)
+        done = self.hunks_reverted.get(path, set())
+        return [n for n in range(1, count + 1) if n not in done] if count > 1 else []
+
+    def _decided(self, path: str, state: str, *, stay: bool = False) -> None:
         """Mark ``path``'s row and select the next file not decided yet (after it, then
-        from the top; none: no selection)."""
+        from the top; none: no selection), or with ``stay`` keep ``path`` selected."""
         self.states[path] = state
         paths = list(self.files)
         at = paths.index(path)
         undecided = [
             p for p in paths[at + 1 :] + paths[:at] if self.states.get(p) not in MARKS_DONE
         ]
-        following = undecided[0] if undecided else None
+        following = path if stay else (undecided[0] if undecided else None)
         with batched(self.rows):
             self._drawing = True
             try:
@@ -228,6 +272,34 @@ class ReviewPanel:
             self.report.ok(text + self._left())
 
         self.report.run("Revert", action)
+
+    def revert_hunk(self, path: str | None, number: int | None) -> None:
+        """Revert one hunk of ``path`` (its number in the diff shown); the file stays
+        selected, with its other hunks still offered."""
+
+        def action() -> None:
+            if path is None or number is None:
+                self.report.ok("Select a file and a hunk first.")
+                return
+            try:
+                result = self.controls.revert_file(
+                    self.changes.session_id,
+                    path,
+                    checkpoint=self.changes.checkpoint,
+                    hunks=[number],
+                )
+            except SessionBusyError:
+                raise
+            except LiteAgentError as exc:  # its lines changed since: said, nothing changed
+                self.report.ok(f"Hunk {number} of {shorten(path, 200)} not reverted: {exc}")
+                return
+            done = self.hunks_reverted.setdefault(path, set())
+            done.add(number)
+            self._decided(path, f"{history_text.hunk_words(sorted(done))} reverted", stay=True)
+            text = history_text.revert_text(result, path, self.changes.number, [number])
+            self.report.ok(" ".join(text.splitlines()))
+
+        self.report.run("Revert hunk", action)
 
     def _left(self) -> str:
         left = sum(self.states.get(p) not in MARKS_DONE for p in self.files)
