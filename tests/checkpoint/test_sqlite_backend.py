@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import stat
+import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -402,6 +404,41 @@ async def test_events_not_yet_folded_list_and_page_in_their_place(db: Path) -> N
     assert await reader.list(before=whole[2]) == whole[3:]
     await writer.close()
     await reader.close()
+
+
+async def test_another_process_appending_is_seen_by_the_next_listing(db: Path) -> None:
+    """Another OS process appends to a session; its one-statement append leaves the event
+    unfolded, and the next listing here (an open object, then a fresh one) shows the new head
+    and time and puts the session first."""
+    store = sqlite_checkpointer(db)
+    for i in range(3):
+        await store.append(f"s{i}", [prompt(f"q{i}"), user("a")])
+    assert [i.id for i in await store.list()] == ["s2", "s1", "s0"]
+    code = (
+        "import asyncio, sys\n"
+        "from lite_agent_jupyter.checkpoint import sqlite_checkpointer\n"
+        "from lite_agent_jupyter.testing import user\n"
+        "async def main():\n"
+        "    store = sqlite_checkpointer(sys.argv[1])\n"
+        "    await store.append('s0', [user('the long way: read the head')])\n"
+        "    await store.append('s0', [user('one INSERT')])\n"
+        "    await store.close()\n"
+        "asyncio.run(main())\n"
+    )
+    child = await asyncio.create_subprocess_exec(sys.executable, "-c", code, str(db))
+    assert await child.wait() == 0
+    conn = raw(db)
+    unfolded = conn.execute(
+        "SELECT count(*) FROM events WHERE id > (SELECT upto FROM listing_mark)"
+    ).fetchone()[0]
+    last = conn.execute("SELECT max(mtime) FROM events WHERE session_id = 's0'").fetchone()[0]
+    conn.close()
+    assert unfolded == 1
+    for lister in (store, sqlite_checkpointer(db)):
+        first = (await lister.list())[0]
+        assert (first.id, first.head, first.turns, first.timestamp) == ("s0", 4, 1, last)
+        assert await lister.list(limit=1) == [first]
+    await store.close()
 
 
 async def test_a_delete_keeps_new_rowids_above_the_mark(db: Path) -> None:
