@@ -57,12 +57,19 @@ async def _run_writers(ctx: Context, mode: list[str]) -> list[int]:
 
 @check("persistent", "processes")
 async def processes_append_concurrently(ctx: Context) -> None:
-    """Four processes append to one session at once: nothing lost, duplicated or split."""
+    """Four processes append to one session at once: nothing lost, duplicated or split; and
+    a listing here afterwards, by an object that listed before them (whatever it or its
+    backend keeps for listings) as by a fresh one, shows the session as they left it."""
+    assert await ctx.store.list() == []
     await _run_writers(ctx, [])
     store = ctx.reopen()
     events = await store.read("shared")
     _check_log(events, WRITERS, BATCHES)
     assert await store.head("shared") == len(events)
+    for lister in (ctx.store, store):
+        (info,) = await lister.list()
+        assert info.id == "shared" and info.head in (None, len(events))
+        assert await lister.list(limit=1) == [info]
 
 
 @check("persistent", "processes")
