@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from ..abort import AbortSignal
 from ..controls import terminal_safe
+from ..tools import Tool, ToolContext, tool
 from ..tools.base import ToolKind
 
 Decision = Literal["allow", "ask", "deny"]
@@ -162,3 +163,25 @@ def console_approval(request: ApprovalRequest, signal: AbortSignal) -> bool:
     except EOFError:
         return False
     return not signal.aborted and answer.strip().lower() in ("y", "yes")
+
+
+def ask_user_tool(handler: InputHandler) -> Tool:
+    """The ``ask_user`` tool, given to the model only when the agent has an ``on_input``
+    handler: the question goes to the handler, and closing it cancels the call."""
+
+    async def ask_user(ctx: ToolContext, question: str) -> str:
+        """Ask the user a question and wait for the answer. Use it when a decision
+        needs the user (an ambiguity, a missing fact), not for confirmation of routine
+        steps.
+
+        Args:
+            question: The question, in one or two sentences.
+        """
+        answered, answer = await call_handler(
+            handler, InputRequest(question, ctx.session_id, ctx.tool_use_id), ctx.signal
+        )
+        if not answered:
+            raise asyncio.CancelledError("the question was closed")
+        return str(answer)
+
+    return tool(ask_user, name="ask_user", kind="read")

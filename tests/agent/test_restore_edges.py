@@ -181,7 +181,7 @@ async def test_restore_refuses_while_a_background_job_runs_and_can_stop_it(
     agent = make_agent(model=claude(), approvals="allow")
     await agent.send("write v1")
     await agent.send("start the slow job")
-    [job_id] = list(agent._jobs)
+    [job_id] = agent._runner.running_jobs(agent.session_id)
     with pytest.raises(BackgroundJobsRunningError, match=job_id) as caught:
         await agent.restore(agent.session_id, 0)
     assert "sleep 30" in str(caught.value) and "--stop-jobs" in str(caught.value)
@@ -191,7 +191,7 @@ async def test_restore_refuses_while_a_background_job_runs_and_can_stop_it(
         await agent.undo_restore(agent.session_id)
     result = await agent.restore(agent.session_id, 0, stop_jobs=True)
     assert result.restored == ("data.txt",)
-    assert not agent._jobs
+    assert not agent._runner.running_jobs(agent.session_id)
     assert (workdir / "data.txt").read_text() == "v0\n"
     await agent.wait_background()
     assert await agent.checkpointer.head(agent.session_id) == 0

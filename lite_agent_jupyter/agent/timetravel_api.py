@@ -1,0 +1,212 @@
+"""The time-travel half of :class:`LiteAgent`'s API: checkpoints, restore and undo, per-prompt
+changes and reverts, rewind points and branches.
+
+The work is done in ``timetravel/`` (the :class:`Restorer`); these methods add what the
+agent knows and the restorer must not: which session is current, refusing while a turn or a
+background job of the session runs (``turns.py``), holding the turn claim around each change
+of the timeline, and telling the model at its next request what changed under it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+
+from .base import AgentBase
+from .seen import rewound_note
+from .timetravel import (
+    Branch,
+    Checkpoint,
+    FileChange,
+    PromptChanges,
+    RestorePlan,
+    RestoreResult,
+    RewindPoint,
+    SwitchResult,
+)
+from .timetravel.checkpoint_ids import find_checkpoint
+
+
+class TimeTravelMixin(AgentBase):
+    """``LiteAgent``'s time-travel methods (mixed into it; reads only :class:`AgentBase`)."""
+
+    @contextlib.asynccontextmanager
+    async def _rewinding(
+        self, what: str, session_id: str | None, stop_jobs: bool
+    ) -> AsyncIterator[str]:
+        """Around a change of the session's timeline (yields its id): refuse memory mode,
+        settle its background jobs (refuse, or ``stop_jobs``), then hold it idle (no turn
+        here or elsewhere, not deleted) until the change is done."""
+        sid = self._time_travel(what, session_id)
+        await self._runner.settle_jobs(sid, stop_jobs)
+        async with self._runner.idle(sid):
+            yield sid
+
+    async def list_checkpoints(self, session_id: str | None = None) -> list[Checkpoint]:
+        """One :class:`Checkpoint` per user prompt of the session (default: the current
+        one), oldest first: ``seq`` to pass to :meth:`restore`, the prompt, its time and
+        the files changed from there on. Reads the backend's mark index, not the log."""
+        sid = self._time_travel("list_checkpoints", session_id)
+        return await self._restorer.list_checkpoints(sid)
+
+    async def find_checkpoint(self, ref: str | int, session_id: str | None = None) -> Checkpoint:
+        """The checkpoint ``ref`` names in the session (default: the current one): a prompt
+        number as people see it (``3``: prompt 3 of the timeline now) or a checkpoint id
+        (``"3-k7f2"``: that very prompt, refused with :class:`UnknownCheckpointError` once a
+        restore has cut it). Pass its ``seq`` to :meth:`restore`."""
+        return find_checkpoint(await self.list_checkpoints(session_id), ref)
+
+    async def preview_restore(self, session_id: str, seq: int) -> RestorePlan:
+        """What :meth:`restore` would do now, per file with diffs; changes nothing."""
+        sid = self._time_travel("preview_restore", session_id)
+        await self._runner.refuse_deleted(sid)
+        return await self._restorer.preview(sid, seq)
+
+    async def restore(
+        self,
+        session_id: str,
+        seq: int,
+        *,
+        files: bool = True,
+        conversation: bool = True,
+        force: bool = False,
+        stop_jobs: bool = False,
+    ) -> RestoreResult:
+        """Rewind the session to checkpoint ``seq`` (0: before its first prompt): the files
+        the agent changed since, and (``conversation=True``) the conversation. Refuses with
+        :class:`RestoreConflictError` if a file was changed outside the agent (unless
+        ``force=True``) or the log moved meanwhile, and with
+        :class:`BackgroundJobsRunningError` while background jobs of the session run (unless
+        ``stop_jobs=True``, which stops them first); undoable with :meth:`undo_restore`.
+        Makes ``session_id`` current."""
+        async with self._rewinding("restore", session_id, stop_jobs) as sid:
+            result = await self._restorer.restore(
+                sid, seq, files=files, conversation=conversation, force=force
+            )
+        self._forget_seen(sid)
+        if conversation:  # a files-only restore puts its own notice in the log
+            self._note_rewound(sid, "restored an earlier checkpoint", result)
+        self._session_id = sid
+        return result
+
+    async def undo_restore(
+        self, session_id: str, *, force: bool = False, stop_jobs: bool = False
+    ) -> RestoreResult:
+        """Undo the newest restore of the session still undoable (a :meth:`revert_file` is
+        one): files and conversation exactly as before it. Several restores undo newest
+        first. The result's ``undid`` says which it was (``the revert of b.csv (to before
+        prompt 2)``), and so does the note the model gets at the next request. Background
+        jobs of the session refuse it as they refuse :meth:`restore`."""
+        async with self._rewinding("undo_restore", session_id, stop_jobs) as sid:
+            result = await self._restorer.undo(sid, force=force)
+        self._forget_seen(sid)
+        self._note_rewound(sid, f"undid {result.undid or 'a restore'}", result)
+        self._session_id = sid
+        return result
+
+    def _note_rewound(self, session_id: str, done: str, result: RestoreResult) -> None:
+        """Keep for the session's next prompt the note naming the files ``result`` put
+        back (``seen.rewound_note``): the model is told what changed under it. The newest
+        restore or undo replaces an earlier note not yet sent: each leaves the conversation
+        its note speaks to (a restore cuts it, an undo brings it back). Kept on disk
+        (``rewound.py``): a kernel restart before the next prompt does not lose it."""
+        self._settings.rewound.put(session_id, rewound_note(done, result.restored, result.deleted))
+
+    def _forget_seen(self, session_id: str) -> None:
+        """After time travel the model's picture of the files is what the (rewound)
+        conversation and the restore's own notice say: the file tools' compare-and-swap
+        table starts again (``seen.py``), so a restore is not taken for a hand edit."""
+        self._settings.seen_files.pop(session_id, None)
+
+    async def changes(
+        self, session_id: str | None = None, checkpoint: int | None = None, *, diffs: bool = True
+    ) -> PromptChanges:
+        """Every file the prompt at ``checkpoint`` (default: the session's last prompt)
+        changed, through the file tools and shell commands, with diffs; changes nothing.
+        ``diffs=False`` leaves each file's ``diff`` out (``None``) for :meth:`change_diff`
+        to make when it is shown: listing a 100-file turn then diffs nothing."""
+        sid = self._time_travel("changes", session_id)
+        await self._restorer.recover(sid)
+        return await self._restorer.changes(sid, checkpoint, diffs=diffs)
+
+    async def change_diff(self, change: FileChange) -> str | None:
+        """The unified diff of one file of :meth:`changes` (made now if ``changes`` left it
+        out); ``None`` for a binary or too large file. Reads two blobs, changes nothing."""
+        return await self._restorer.change_diff(change)
+
+    async def revert_file(
+        self,
+        session_id: str | None,
+        path: str,
+        *,
+        checkpoint: int | None = None,
+        force: bool = False,
+        stop_jobs: bool = False,
+        hunks: Sequence[int] | None = None,
+    ) -> RestoreResult:
+        """Put ``path`` back to its content before the prompt at ``checkpoint`` (default: the
+        last prompt), keeping every other file and the conversation; the model is told at the
+        next request. Refuses with :class:`RestoreConflictError` if the file changed after
+        that prompt (unless ``force=True``), and while background jobs of the session run, as
+        :meth:`restore` does (``stop_jobs=True`` stops them); journaled, undone by
+        :meth:`undo_restore`.
+
+        ``hunks`` (numbers, 1 = the first hunk of the file's diff in :meth:`changes`) puts
+        back only those parts of a text file the prompt changed, keeping the rest of it, and
+        later edits elsewhere in it: each hunk's lines must still be as the prompt left them,
+        else it is a conflict that ``force`` does not override (revert the whole file)."""
+        async with self._rewinding("revert_file", session_id, stop_jobs) as sid:
+            result = await self._restorer.revert(sid, path, checkpoint, force=force, hunks=hunks)
+        self._forget_seen(sid)
+        return result
+
+    async def preview_revert(
+        self,
+        session_id: str | None,
+        path: str,
+        *,
+        checkpoint: int | None = None,
+        hunks: Sequence[int] | None = None,
+    ) -> RestorePlan:
+        """What :meth:`revert_file` would do now (one file: its action, the diff from the
+        disk to the result, a conflict in ``conflicts`` with its reason in the summary);
+        changes nothing."""
+        sid = self._time_travel("preview_revert", session_id)
+        return await self._restorer.preview_revert(sid, path, checkpoint, hunks)
+
+    async def list_rewind_points(self, session_id: str | None = None) -> list[RewindPoint]:
+        """Every tool call of the session that changed files, oldest first: each
+        :class:`RewindPoint`'s ``seq`` is a point :meth:`restore` accepts (just after that
+        call, mid-turn; the conversation stays valid for the API)."""
+        sid = self._time_travel("list_rewind_points", session_id)
+        return await self._restorer.rewind_points(sid)
+
+    async def list_branches(self, session_id: str | None = None) -> list[Branch]:
+        """The futures the session's restores (and switches) left behind, oldest first: each
+        :class:`Branch` with its name, fork point, prompts and files."""
+        sid = self._time_travel("list_branches", session_id)
+        return await self._restorer.list_branches(sid)
+
+    async def preview_switch(self, session_id: str | None, name: str) -> RestorePlan:
+        """What :meth:`switch_branch` would do now, per file with diffs; changes nothing."""
+        sid = self._time_travel("preview_switch", session_id)
+        await self._runner.refuse_deleted(sid)
+        return await self._restorer.preview_switch(sid, name)
+
+    async def switch_branch(
+        self, session_id: str | None, name: str, *, force: bool = False, stop_jobs: bool = False
+    ) -> SwitchResult:
+        """Move the session's files and conversation to branch ``name``'s tip; the future
+        left behind becomes a branch (switch to it to come back). Conflict-checked and
+        journaled as :meth:`restore` is, and refused the same way while background jobs of
+        the session run (``stop_jobs=True`` stops them). Makes the session current."""
+        async with self._rewinding("switch_branch", session_id, stop_jobs) as sid:
+            result = await self._restorer.switch(sid, name, force=force)
+        self._note_rewound(sid, f"switched to branch {name}", result.result)
+        self._session_id = sid
+        return result
+
+    async def delete_branch(self, session_id: str | None, name: str) -> None:
+        """Forget branch ``name`` (its blobs are freed with the session)."""
+        sid = self._time_travel("delete_branch", session_id)
+        await self._restorer.delete_branch(sid, name)
