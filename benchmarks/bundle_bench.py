@@ -6,8 +6,8 @@ Scenario (issue #22): a session of 5,000 events whose prompts touched 500 files 
 written once, with its snapshot: a "before" and an "after" blob, 1,000 blobs of 2-12 KB of
 source-like text), on the file backend. Timed, as the caller sees them:
 
-* ``export_session`` of the whole session to a bundle. Target <= 2 s.
-* ``import_session`` of that bundle into a fresh SQLite store and another workdir (a new
+* ``LiteAgent.export_session`` of the whole session to a bundle. Target <= 2 s.
+* ``LiteAgent.import_session`` of that bundle into a fresh SQLite store and another workdir (a new
   store each run, so every import writes every blob). Target <= 2 s.
 
 The reference, measured in the same run, is what any export or import must do at least: one
@@ -32,7 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from lite_agent_jupyter import Storage, create_lite_agent, export_session, import_session
+from lite_agent_jupyter import Storage, create_lite_agent
 from lite_agent_jupyter.agent.bundle import referenced_blobs
 from lite_agent_jupyter.checkpoint.events import (
     AssistantEvent,
@@ -135,7 +135,7 @@ async def main(repeat: int) -> int:
             read_refs.append(time.perf_counter() - started)
 
             started, cpu = time.perf_counter(), time.process_time()
-            info = await export_session(source, bundle, session_id=sid)
+            info = await source.export_session(bundle, session_id=sid)
             exports.append(time.perf_counter() - started)
             exports_cpu.append(time.process_time() - cpu)
 
@@ -149,7 +149,7 @@ async def main(repeat: int) -> int:
                 checkpointer=db,
             )
             started, cpu = time.perf_counter(), time.process_time()
-            result = await import_session(target, bundle)
+            result = await target.import_session(bundle)
             imports.append(time.perf_counter() - started)
             imports_cpu.append(time.process_time() - cpu)
             assert result.events == EVENTS and result.blobs == len(contents), result

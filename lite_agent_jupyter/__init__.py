@@ -49,9 +49,7 @@ from .agent import (
     UsageUpdate,
     console_approval,
     create_lite_agent,
-    export_session,
     hooks,
-    import_session,
 )
 from .checkpoint import (
     Checkpointer,
@@ -227,11 +225,9 @@ __all__ = [
     "checkpointer_from_url",
     "console_approval",
     "create_lite_agent",
-    "export_session",
     "file_checkpointer",
     "get_agent",
     "hooks",
-    "import_session",
     "load_ipython_extension",
     "memory_checkpointer",
     "postgres_checkpointer",

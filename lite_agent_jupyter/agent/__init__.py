@@ -2,7 +2,7 @@
 
 from . import hooks
 from .approvals import ApprovalRequest, Decision, InputRequest, console_approval
-from .bundle import BundleInfo, ImportResult, export_session, import_session
+from .bundle import BundleInfo, ImportResult
 from .compact import Compaction, CompactProgress, CompactResult
 from .core import LiteAgent, create_lite_agent
 from .notices import Subscription
@@ -83,7 +83,5 @@ __all__ = [
     "UsageUpdate",
     "console_approval",
     "create_lite_agent",
-    "export_session",
     "hooks",
-    "import_session",
 ]

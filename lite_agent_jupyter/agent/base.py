@@ -2,7 +2,8 @@
 
 ``LiteAgent`` is one public class assembled from a domain per module: the time-travel
 methods come from ``timetravel_api.TimeTravelMixin``, the persisted-session methods from
-``sessions_api.SessionsMixin``, and the rest is in ``core.py``. The mixins read the agent's
+``sessions_api.SessionsMixin``, export and import from ``portability_api.PortabilityMixin``,
+and the rest is in ``core.py``. The mixins read the agent's
 state only through the attributes and helpers declared here, and ``LiteAgent.__init__``
 sets every one of them, so mypy checks both sides of the contract.
 """
@@ -43,10 +44,22 @@ class AgentBase:
 
     _blob_scope: str
     _blob_owner: str
+    _storage_ready: bool
+    """Whether the storage root exists (made on the first write, never in memory mode)."""
 
     def _blob_ref(self, session_id: str) -> BlobRef:
         """The reference a session's blobs are recorded under (see storage.BlobRef)."""
         return BlobRef(self._blob_scope, self._blob_owner + session_id)
+
+    def _ensure_storage(self) -> None:
+        """Create the storage root (0700, ``.gitignore``) before the first write, and never
+        in memory mode (``sessions=False`` writes nothing to disk). The first time, also start
+        the sweep of the workdir for temp files a killed writer of ours left behind."""
+        if not self._storage_ready:
+            if self.sessions_enabled:
+                self.storage.ensure()
+            self._maintenance.start_sweep()
+        self._storage_ready = True
 
     def _check_open(self) -> None:
         if self._closed:

@@ -1,5 +1,5 @@
 """Session bundles: one versioned, checksummed file that carries a session to another machine,
-backend or workdir (``export_session`` / ``import_session``).
+backend or workdir (``LiteAgent.export_session`` / ``import_session``).
 
 A bundle is a zip file (readable by any unzip, so a teacher can look inside)::
 
@@ -29,7 +29,9 @@ half-visible session. A session id that exists already is imported under a new i
 
 The export adds nothing the log does not already hold: no environment, no absolute path of
 the exporting machine (the notebook is named by its file name only), no secret.
-This module knows nothing of Jupyter; ``jupyter/`` offers it as ``%agent export/import``.
+This module is the format: it writes and checks files and knows nothing of agents;
+``agent/portability_api.py`` gathers a session for it and writes what it read, and
+``jupyter/`` offers both as ``%agent export/import``.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from ..checkpoint.events import (
     Event,
@@ -57,7 +59,7 @@ from ..checkpoint.events import (
     encode,
     now_iso,
 )
-from ..checkpoint.protocol import SupportsVerbatimAppend, new_session_id, validate_session_id
+from ..checkpoint.protocol import validate_session_id
 from ..errors import (
     BundleChecksumError,
     BundleError,
@@ -66,11 +68,8 @@ from ..errors import (
     UnsupportedBundleVersionError,
     UnsupportedVersionError,
 )
-from ..storage import FILE_MODE, SupportsPutMany, ensure_private_dir, write_private_file
+from ..storage import FILE_MODE, ensure_private_dir, write_private_file
 from .images import event_images
-
-if TYPE_CHECKING:
-    from .core import LiteAgent
 
 __all__ = [
     "BUNDLE_FORMAT",
@@ -78,11 +77,18 @@ __all__ = [
     "DEFAULT_MAX_SIZE",
     "BlobReferrer",
     "BundleInfo",
+    "Checked",
     "ImportResult",
-    "export_session",
-    "import_session",
+    "archive_records",
+    "import_result",
+    "needed_blobs",
+    "read_bundle",
     "read_manifest",
+    "records_exist",
     "referenced_blobs",
+    "remove_files",
+    "write_bundle",
+    "write_records",
 ]
 
 BUNDLE_FORMAT: Final = "lite_agent_jupyter session bundle"
@@ -146,7 +152,7 @@ def referenced_blobs(events: Iterable[Event]) -> set[str]:
 
 @dataclass(frozen=True, slots=True)
 class BundleInfo:
-    """What :func:`export_session` wrote (or :func:`read_manifest` found)."""
+    """What ``LiteAgent.export_session`` wrote."""
 
     path: Path
     session_id: str
@@ -161,7 +167,7 @@ class BundleInfo:
 
 @dataclass(frozen=True, slots=True)
 class ImportResult:
-    """What :func:`import_session` did. ``session_id`` is the id the session now has;
+    """What ``LiteAgent.import_session`` did. ``session_id`` is the id the session now has;
     ``renamed_from`` the bundle's id when that one was taken (``replace=False``)."""
 
     session_id: str
@@ -185,41 +191,31 @@ def _package_version() -> str:
 # -- export ------------------------------------------------------------------------------
 
 
-async def export_session(
-    agent: LiteAgent,
+def write_bundle(
     path: str | os.PathLike[str],
+    session_id: str,
+    events: Sequence[Event],
+    records: Sequence[tuple[str, bytes]],
+    blobs: Sequence[tuple[str, bytes]],
     *,
-    session_id: str | None = None,
-    cassette: str | os.PathLike[str] | None = None,
+    cassette: bytes | None = None,
     notebook: str | None = None,
 ) -> BundleInfo:
-    """Write the session (default: the agent's current one) to the bundle file ``path``
-    (replaced atomically, mode 0600: it holds the conversation). ``cassette``: a cassette
-    file to carry along. ``notebook``: the notebook's name to record (its file name only).
-    The session must be idle; an interrupted restore is finished or rolled back first."""
-    sid = agent._time_travel("export_session", session_id)
-    cassette_data = Path(cassette).read_bytes() if cassette is not None else None
-    async with agent._idle(sid):
-        await agent._restorer.recover(sid)
-        events = await agent.checkpointer.read(sid)
-        if not events:
-            raise BundleError(f"session {sid!r} has no events: nothing to export")
-        records = _records_of(agent, sid)
-        record_events = [e for _name, data in records for e in _decode_record(data, _name)]
-        digests = sorted(referenced_blobs([*events, *record_events]))
-        blobs = [(d, await agent.blobs.get(d)) for d in digests]
+    """Write a bundle of one session (its log, archive records, blobs and an optional
+    cassette) to ``path``, replaced atomically, mode 0600: it holds the conversation. The
+    caller (``LiteAgent.export_session``) gathers them from an idle session."""
     log_data = "".join(encode(event) + "\n" for event in events).encode("utf-8")
     entries: list[tuple[str, bytes]] = [(LOG, log_data)]
     entries += [(f"archive/{name}", data) for name, data in records]
     entries += [(f"blobs/{digest}", data) for digest, data in blobs]
-    if cassette_data is not None:
-        entries.append((CASSETTE, cassette_data))
+    if cassette is not None:
+        entries.append((CASSETTE, cassette))
     manifest = {
         "format": BUNDLE_FORMAT,
         "format_version": BUNDLE_VERSION,
         "package_version": _package_version(),
         "created": now_iso(),
-        "session_id": sid,
+        "session_id": session_id,
         "notebook": Path(notebook).name if notebook else None,
         "events": len(events),
         "entries": {
@@ -231,19 +227,25 @@ async def export_session(
     size = _write_zip(target, [(MANIFEST, _json_bytes(manifest)), *entries])
     return BundleInfo(
         target,
-        sid,
+        session_id,
         manifest["notebook"],  # type: ignore[arg-type]
         len(events),
         len(blobs),
         len(records),
-        cassette_data is not None,
+        cassette is not None,
         size,
     )
 
 
-def _records_of(agent: LiteAgent, session_id: str) -> list[tuple[str, bytes]]:
-    """The session's finished records in the archive: ``(name without the id, content)``."""
-    folder = agent.storage.archive_dir
+def needed_blobs(events: Sequence[Event], records: Sequence[tuple[str, bytes]]) -> list[str]:
+    """The blobs a bundle of this log and these archive records must carry, sorted."""
+    record_events = [e for name, data in records for e in _decode_record(data, name)]
+    return sorted(referenced_blobs([*events, *record_events]))
+
+
+def archive_records(folder: Path, session_id: str) -> list[tuple[str, bytes]]:
+    """The session's finished records in the archive ``folder``: ``(name without the id,
+    content)``."""
     prefix = session_id + "."
     found: list[tuple[str, bytes]] = []
     with contextlib.suppress(FileNotFoundError):
@@ -308,7 +310,9 @@ def _compressible(name: str, data: bytes) -> bool:
 
 
 @dataclass(slots=True)
-class _Checked:
+class Checked:
+    """A bundle's content, every check passed (:func:`read_bundle`)."""
+
     manifest: dict[str, Any]
     events: list[Event]
     records: list[tuple[str, bytes]]
@@ -317,77 +321,56 @@ class _Checked:
 
 
 def read_manifest(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """The manifest of a bundle, checked as :func:`import_session` checks it (names, sizes,
+    """The manifest of a bundle, checked as ``LiteAgent.import_session`` checks it (names, sizes,
     version), without importing anything."""
     with _open_zip(Path(path)) as bundle:
         return _check_layout(bundle, DEFAULT_MAX_SIZE)
 
 
-async def import_session(
-    agent: LiteAgent,
-    path: str | os.PathLike[str],
-    *,
-    replace: bool = False,
-    cassette_to: str | os.PathLike[str] | None = None,
-    max_size: int = DEFAULT_MAX_SIZE,
-) -> ImportResult:
-    """Import the bundle at ``path`` into the agent's checkpointer, blob store and storage
-    (any backend, any workdir) and make it the current session. The bundle's session id
-    is kept unless a session with that id exists: then a new id is used, or with
-    ``replace=True`` the existing session is deleted first. ``cassette_to``: where to write
-    the bundle's cassette, if it has one. Raises a :class:`BundleError` subclass, having
-    written nothing, for anything the bundle gets wrong (see the module docstring)."""
-    agent._time_travel("import_session", None)
+def read_bundle(path: str | os.PathLike[str], max_size: int = DEFAULT_MAX_SIZE) -> Checked:
+    """Everything in the bundle at ``path``, checked (see the module docstring) before any of
+    it is returned; raises a :class:`BundleError` subclass for anything the bundle gets
+    wrong. Writes nothing: ``LiteAgent.import_session`` writes what it returns."""
     with _open_zip(Path(path)) as bundle:
         manifest = _check_layout(bundle, max_size)
-        checked = _read_checked(bundle, manifest)
-    original = manifest["session_id"]
-    sid = original
-    renamed: str | None = None
-    if await agent.checkpointer.head(sid) > 0 or _records_exist(agent, sid):
-        if replace:
-            await agent.delete_session(sid)
-        else:
-            sid, renamed = new_session_id(), original
-    agent._ensure_storage()
-    ref = agent._blob_ref(sid)
+        return _read_checked(bundle, manifest)
+
+
+def write_records(
+    folder: Path, session_id: str, records: Sequence[tuple[str, bytes]]
+) -> list[Path]:
+    """Write a bundle's archive records into ``folder`` under ``session_id`` (their headers
+    renamed to it); returns the files written, for the caller to take back on failure."""
+    if not records:
+        return []
+    folder = ensure_private_dir(folder)
     written: list[Path] = []
     try:
-        blobs = agent.blobs
-        if isinstance(blobs, SupportsPutMany):  # one durability barrier for all of them
-            await blobs.put_many(checked.blobs.values(), ref=ref)
-        else:
-            await blobs.add_refs(ref, checked.blobs)
-            for data in checked.blobs.values():
-                await blobs.put(data, ref=ref)
-        if checked.records:
-            folder = ensure_private_dir(agent.storage.archive_dir)
-            for name, data in checked.records:
-                target = folder / f"{sid}.{name}"
-                write_private_file(target, _renamed_record(data, sid, name))
-                written.append(target)
-        checkpointer = agent.checkpointer
-        if isinstance(checkpointer, SupportsVerbatimAppend):
-            await checkpointer.append_verbatim(sid, checked.events, expected_head=0)
-        else:  # a third-party backend: the times become the import's
-            await checkpointer.append(sid, checked.events, expected_head=0)
+        for name, data in records:
+            target = folder / f"{session_id}.{name}"
+            write_private_file(target, _renamed_record(data, session_id, name))
+            written.append(target)
     except BaseException:
-        # the log is written last: without it nothing was imported, so take back the
-        # records and the blobs' reference (the blobs go at the next collection)
-        for path in written:
-            with contextlib.suppress(OSError):
-                path.unlink()
-        with contextlib.suppress(Exception):
-            await agent.blobs.drop_refs(ref)
+        remove_files(written)
         raise
-    if cassette_to is not None and checked.cassette is not None:
-        write_private_file(Path(cassette_to), checked.cassette)
-    agent.resume(sid)
-    notebook = manifest.get("notebook")
-    version = manifest.get("package_version")
+    return written
+
+
+def remove_files(paths: Iterable[Path]) -> None:
+    """Take back files an import wrote (best effort: the import is failing already)."""
+    for path in paths:
+        with contextlib.suppress(OSError):
+            path.unlink()
+
+
+def import_result(session_id: str, renamed_from: str | None, checked: Checked) -> ImportResult:
+    """What an import of ``checked`` as ``session_id`` did, the bundle's own claims (notebook
+    name, package version) kept only when they have a sane shape."""
+    notebook = checked.manifest.get("notebook")
+    version = checked.manifest.get("package_version")
     return ImportResult(
-        sid,
-        renamed,
+        session_id,
+        renamed_from,
         len(checked.events),
         len(checked.blobs),
         len(checked.records),
@@ -397,8 +380,8 @@ async def import_session(
     )
 
 
-def _records_exist(agent: LiteAgent, session_id: str) -> bool:
-    folder = agent.storage.archive_dir
+def records_exist(folder: Path, session_id: str) -> bool:
+    """Whether the archive ``folder`` holds records of ``session_id``."""
     return folder.is_dir() and any(folder.glob(f"{session_id}.*"))
 
 
@@ -503,7 +486,7 @@ def _check_name(name: str) -> None:
     raise UnsafeBundleError(f"bundle entry {name!r} is not part of the bundle format")
 
 
-def _read_checked(bundle: zipfile.ZipFile, manifest: dict[str, Any]) -> _Checked:
+def _read_checked(bundle: zipfile.ZipFile, manifest: dict[str, Any]) -> Checked:
     listed: dict[str, Any] = manifest["entries"]
 
     def read(name: str) -> bytes:
@@ -544,7 +527,7 @@ def _read_checked(bundle: zipfile.ZipFile, manifest: dict[str, Any]) -> _Checked
         raise BundleError(
             f"the bundle lacks {len(missing)} blob(s) its log names, e.g. {min(missing)}"
         )
-    return _Checked(manifest, events, records, blobs, cassette)
+    return Checked(manifest, events, records, blobs, cassette)
 
 
 def _decode_log(data: bytes) -> list[Event]:

@@ -58,11 +58,11 @@ from .options import (
     check_max_turn_tokens,
     check_option_names,
 )
+from .portability_api import PortabilityMixin
 from .prices import merged_prices
 from .results import AgentEvent, LiteAgentResult, TurnFinished
 from .rewound import RewoundNotes
 from .session import SessionLog
-from .sessions_api import SessionsMixin
 from .timetravel import Restorer
 from .timetravel_api import TimeTravelMixin
 from .tracking import FileTracker
@@ -79,7 +79,7 @@ files to any earlier prompt: edits by the file tools and by shell commands in th
 recorded (not .git, virtualenvs, node_modules or very large files)."""
 
 
-class LiteAgent(SessionsMixin, TimeTravelMixin):
+class LiteAgent(PortabilityMixin, TimeTravelMixin):
     """A persistent, resumable agent. Build it with :func:`create_lite_agent`."""
 
     def __init__(self, options: AgentOptions) -> None:
@@ -414,25 +414,10 @@ class LiteAgent(SessionsMixin, TimeTravelMixin):
             )
         return session
 
-    def _ensure_storage(self) -> None:
-        """Create the storage root (0700, ``.gitignore``) before the first write, and never
-        in memory mode (``sessions=False`` writes nothing to disk). The first time, also start
-        the sweep of the workdir for temp files a killed writer of ours left behind."""
-        if not self._storage_ready:
-            if self.sessions_enabled:
-                self.storage.ensure()
-            self._maintenance.start_sweep()
-        self._storage_ready = True
-
     def _open_log(self, session_id: str) -> SessionLog:
         """The session's log, with storage ready for its first write."""
         self._ensure_storage()
         return self._log(session_id)
-
-    def _idle(self, session_id: str) -> contextlib.AbstractAsyncContextManager[None]:
-        """No turn of the session runs, here or elsewhere, while this is held (for
-        ``bundle.export_session``; see ``TurnRunner.idle``)."""
-        return self._runner.idle(session_id)
 
     def _is_closed(self) -> bool:
         return self._closed

@@ -27,8 +27,6 @@ from lite_agent_jupyter import (
     UnsupportedBundleVersionError,
     checkpointer_from_url,
     create_lite_agent,
-    export_session,
-    import_session,
 )
 from lite_agent_jupyter.agent.bundle import read_manifest, referenced_blobs
 from lite_agent_jupyter.checkpoint.events import FileSnapshotEvent
@@ -87,7 +85,7 @@ async def build_source(tmp_path: Path) -> tuple[LiteAgent, Path, Path]:
     checkpoints = await agent.list_checkpoints()
     await agent.restore(agent.session_id, checkpoints[-1].seq)  # "write c" is undoable
     bundle = tmp_path / "lesson.zip"
-    info = await export_session(agent, bundle, notebook="/home/teacher/secret/lesson.ipynb")
+    info = await agent.export_session(bundle, notebook="/home/teacher/secret/lesson.ipynb")
     assert info.events > 10 and info.records == 1 and info.blobs >= 5
     return agent, bundle, workdir
 
@@ -107,7 +105,7 @@ async def test_file_session_imports_into_another_backend_and_workdir(
     target = open_agent(student_dir, tmp_path / "student" / "store", backend_url_for(backend))
     try:
         assert isinstance(target.blobs, SupportsPutMany)  # both: one commit for every blob
-        result = await import_session(target, bundle)
+        result = await target.import_session(bundle)
         sid = source.session_id
         assert result.session_id == sid and result.renamed_from is None
         assert target.session_id == sid
@@ -145,7 +143,7 @@ async def test_into_an_empty_workdir_a_forced_restore_recreates_each_checkpoint(
     student_dir.mkdir()
     target = open_agent(student_dir, tmp_path / "alone-store", f"sqlite://{tmp_path / 's.db'}")
     try:
-        sid = (await import_session(target, bundle)).session_id
+        sid = (await target.import_session(bundle)).session_id
         for checkpoint in (await source.list_checkpoints(sid))[1:]:
             await source.restore(sid, checkpoint.seq)
             await target.restore(sid, checkpoint.seq, force=True)
@@ -167,7 +165,7 @@ async def test_an_existing_id_is_imported_under_a_new_one_unless_replace(tmp_pat
     target = open_agent(tmp_path / "teacher" / "project", tmp_path / "teacher" / "store")
     try:
         before = await target.checkpointer.read(sid)
-        again = await import_session(target, bundle)
+        again = await target.import_session(bundle)
         assert again.renamed_from == sid and again.session_id != sid
         assert await target.checkpointer.read(sid) == before  # the original is untouched
         copy = await target.checkpointer.read(again.session_id)
@@ -176,7 +174,7 @@ async def test_an_existing_id_is_imported_under_a_new_one_unless_replace(tmp_pat
         assert (archive / f"{again.session_id}.restore-000001.jsonl").is_file()
         # the renamed copy's undo record is its own: undoing it there works
         await target.undo_restore(again.session_id)
-        replaced = await import_session(target, bundle, replace=True)
+        replaced = await target.import_session(bundle, replace=True)
         assert replaced.session_id == sid and replaced.renamed_from is None
         assert [e.ts for e in await target.checkpointer.read(sid)] == [e.ts for e in before]
     finally:
@@ -229,7 +227,7 @@ async def crafted(tmp_path: Path) -> Any:
 
     async def refused(path: Path, error: type[Exception], match: str) -> None:
         with pytest.raises(error, match=match):
-            await import_session(target, path)
+            await target.import_session(path)
         assert await target.list_sessions() == []
         assert not (tmp_path / "t-store" / "nb" / "archive").exists()
         assert not list((tmp_path / "t").rglob("*"))
@@ -370,7 +368,7 @@ async def test_the_bundles_own_words_are_checked_before_they_are_shown(crafted: 
             z.writestr(name, data)
     target = open_agent(tmp_path / "t", tmp_path / "odd-store")
     try:
-        result = await import_session(target, odd)
+        result = await target.import_session(odd)
         assert result.notebook is None and result.package_version == "unknown"
     finally:
         await close(target)
@@ -391,7 +389,7 @@ async def test_a_bundle_carries_its_cassette_and_the_lesson_replays_offline(
     )
     teacher = open_agent(teacher_dir, tmp_path / "t-store", model=record(lesson, cassette))
     answer = await teacher.send("write hello.py")
-    info = await export_session(teacher, tmp_path / "lesson.zip", cassette=cassette)
+    info = await teacher.export_session(tmp_path / "lesson.zip", cassette=cassette)
     await close(teacher)
     assert info.cassette
 
@@ -399,7 +397,7 @@ async def test_a_bundle_carries_its_cassette_and_the_lesson_replays_offline(
     student_dir.mkdir()
     into = tmp_path / "student-copy.cassette.jsonl"
     importer = open_agent(student_dir, tmp_path / "s-store")
-    imported = await import_session(importer, tmp_path / "lesson.zip", cassette_to=into)
+    imported = await importer.import_session(tmp_path / "lesson.zip", cassette_to=into)
     await close(importer)
     assert imported.cassette == cassette.read_bytes() == into.read_bytes()
 
@@ -427,13 +425,13 @@ async def test_an_import_that_fails_before_its_log_is_written_leaves_nothing(
 
         monkeypatch.setattr(target.checkpointer, "append_verbatim", broken)
         with pytest.raises(OSError, match="disk full"):
-            await import_session(target, bundle)
+            await target.import_session(bundle)
         monkeypatch.undo()
         assert await target.list_sessions() == []
         assert not list(target.storage.archive_dir.glob("*.jsonl"))
         await target.collect_blobs()
         assert await target.blobs.hashes() == []
-        again = await import_session(target, bundle)  # and the same import then works
+        again = await target.import_session(bundle)  # and the same import then works
         assert again.renamed_from is None
     finally:
         await close(target)

@@ -19,7 +19,6 @@ import pytest
 from pg_helpers import PG_DSN, drop_schema, new_schema
 
 from lite_agent_jupyter import LiteAgent, Storage, checkpointer_from_url, create_lite_agent
-from lite_agent_jupyter import import_session as import_bundle
 from lite_agent_jupyter.providers.scripted import scripted
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
@@ -76,7 +75,7 @@ async def opened(tmp_path: Path) -> AsyncIterator[Callable[[Path, str], Any]]:
         )
         agents.append(agent)
         if backend == "bundle":
-            result = await import_bundle(agent, release / "bundle" / "session.zip")
+            result = await agent.import_session(release / "bundle" / "session.zip")
             assert result.session_id == expected["session_id"]
             assert result.notebook == "corpus.ipynb"
         return agent, workdir, expected["bundle" if backend == "bundle" else backend]

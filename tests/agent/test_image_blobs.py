@@ -19,8 +19,6 @@ from lite_agent_jupyter import (
     LiteAgent,
     Storage,
     checkpointer_from_url,
-    export_session,
-    import_session,
 )
 from lite_agent_jupyter.agent.images import event_images
 from lite_agent_jupyter.checkpoint.events import AssistantEvent, ToolResultEvent, UserEvent, encode
@@ -201,9 +199,9 @@ async def test_images_travel_between_backends_and_go_with_their_session(
     assert sent_images(fake_anthropic.last_request.messages) == [png]
 
     bundle = tmp_path / "plot.zip"
-    await export_session(agent, bundle, session_id=sid)
+    await agent.export_session(bundle, session_id=sid)
     elsewhere = make_agent(model=claude(), storage=Storage(tmp_path / "elsewhere", "other"))
-    await import_session(elsewhere, bundle)
+    await elsewhere.import_session(bundle)
     fake_anthropic.script("The same plot.")
     await elsewhere.send("what did I show you?")
     assert sent_images(fake_anthropic.last_request.messages) == [png]

@@ -45,7 +45,6 @@ from lite_agent_jupyter import (  # noqa: E402
     __version__,
     checkpointer_from_url,
     create_lite_agent,
-    export_session,
 )
 from lite_agent_jupyter.providers.scripted import call, reply, scripted  # noqa: E402
 
@@ -183,7 +182,7 @@ async def generate(out: Path) -> None:
             agent = open_agent(workdir, store, url)
             await run_session(agent)
             if backend == "file":
-                await export_session(agent, temp / "session.zip", notebook="corpus.ipynb")
+                await agent.export_session(temp / "session.zip", notebook="corpus.ipynb")
                 exported = listing(await agent.list_checkpoints(SESSION))
             expected[backend] = await expectations(agent, workdir)
             checkpointer = agent.checkpointer

@@ -148,7 +148,7 @@ def test_hand_the_session_to_the_class_with_no_key(
     the lesson's prompt replays offline."""
     import asyncio
 
-    from lite_agent_jupyter import Storage, create_lite_agent, export_session
+    from lite_agent_jupyter import Storage, create_lite_agent
     from lite_agent_jupyter.providers import call, record, reply, scripted
 
     teacher_dir = tmp_path / "teacher"
@@ -169,7 +169,7 @@ def test_hand_the_session_to_the_class_with_no_key(
             approvals="allow",
         ) as agent:
             await agent.send("write hello.py")
-            await export_session(agent, tmp_path / "class" / "lesson.zip", cassette=cassette)
+            await agent.export_session(tmp_path / "class" / "lesson.zip", cassette=cassette)
 
     (tmp_path / "class").mkdir()
     asyncio.run(lesson())

@@ -23,8 +23,6 @@ from ...agent import (
     BundleInfo,
     LiteAgent,
     create_lite_agent,
-    export_session,
-    import_session,
 )
 from ...checkpoint.url import checkpointer_from_url
 from ...controls import terminal_safe
@@ -121,8 +119,7 @@ def _export(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
                 found = "no session" if not matches else f"{len(matches)} sessions"
                 raise UsageError(f"%agent export --session {session_id}: {found} start so")
             session_id = matches[0]
-        return await export_session(
-            agent,
+        return await agent.export_session(
             path,
             session_id=session_id,
             cassette=cassette,
@@ -151,7 +148,7 @@ def _import(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
     kernel_agent = magics.agent() is not None
     result = _with_agent(
         magics,
-        lambda agent: import_session(agent, path, replace=args.replace, cassette_to=cassette_to),
+        lambda agent: agent.import_session(path, replace=args.replace, cassette_to=cassette_to),
     )
     if kernel_agent:  # the agent made it current; without one, the next %%agent continues
         magics._continued = True  # the notebook's most recent session: this one

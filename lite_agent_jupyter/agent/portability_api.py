@@ -1,0 +1,107 @@
+"""The portability part of :class:`LiteAgent`'s API: a session exported to one bundle file
+and imported into any agent, on any backend, machine or workdir.
+
+:mod:`.bundle` owns the file format and every check an untrusted bundle must pass; this is
+the agent's side: which session, held idle while it is read (no turn may append meanwhile,
+and a half-done restore is settled first), and, on import, the order of the writes (blobs,
+records, the log last) so that a failure leaves no half-visible session.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+
+from ..checkpoint.protocol import SupportsVerbatimAppend, new_session_id
+from ..errors import BundleError
+from ..storage import SupportsPutMany, write_private_file
+from . import bundle
+from .bundle import DEFAULT_MAX_SIZE, BundleInfo, ImportResult
+from .sessions_api import SessionsMixin
+
+__all__ = ["PortabilityMixin"]
+
+
+class PortabilityMixin(SessionsMixin):
+    """``LiteAgent``'s export and import (mixed into it; reads only :class:`.AgentBase` and
+    the session methods)."""
+
+    async def export_session(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        session_id: str | None = None,
+        cassette: str | os.PathLike[str] | None = None,
+        notebook: str | None = None,
+    ) -> BundleInfo:
+        """Write the session (default: the current one) to the bundle file ``path``
+        (replaced atomically, mode 0600: it holds the conversation). ``cassette``: a
+        cassette file to carry along. ``notebook``: the notebook's name to record (its file
+        name only). The session must be idle; an interrupted restore is finished or rolled
+        back first."""
+        sid = self._time_travel("export_session", session_id)
+        cassette_data = Path(cassette).read_bytes() if cassette is not None else None
+        async with self._runner.idle(sid):
+            await self._restorer.recover(sid)
+            events = await self.checkpointer.read(sid)
+            if not events:
+                raise BundleError(f"session {sid!r} has no events: nothing to export")
+            records = bundle.archive_records(self.storage.archive_dir, sid)
+            blobs = [(d, await self.blobs.get(d)) for d in bundle.needed_blobs(events, records)]
+        return bundle.write_bundle(
+            path, sid, events, records, blobs, cassette=cassette_data, notebook=notebook
+        )
+
+    async def import_session(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        replace: bool = False,
+        cassette_to: str | os.PathLike[str] | None = None,
+        max_size: int = DEFAULT_MAX_SIZE,
+    ) -> ImportResult:
+        """Import the bundle at ``path`` into this agent's checkpointer, blob store and
+        storage and make it the current session. The bundle's session id is kept unless a
+        session with that id exists: then a new id is used, or with ``replace=True`` the
+        existing session is deleted first. ``cassette_to``: where to write the bundle's
+        cassette, if it has one. Raises a :class:`~.errors.BundleError` subclass, having
+        written nothing, for anything the bundle gets wrong."""
+        self._time_travel("import_session", None)
+        checked = bundle.read_bundle(path, max_size)
+        sid = original = checked.manifest["session_id"]
+        renamed: str | None = None
+        archive = self.storage.archive_dir
+        if await self.checkpointer.head(sid) > 0 or bundle.records_exist(archive, sid):
+            if replace:
+                await self.delete_session(sid)
+            else:
+                sid, renamed = new_session_id(), original
+        self._ensure_storage()
+        ref = self._blob_ref(sid)
+        written: list[Path] = []
+        try:
+            blobs = self.blobs
+            if isinstance(blobs, SupportsPutMany):  # one durability barrier for all of them
+                await blobs.put_many(checked.blobs.values(), ref=ref)
+            else:
+                await blobs.add_refs(ref, checked.blobs)
+                for data in checked.blobs.values():
+                    await blobs.put(data, ref=ref)
+            written = bundle.write_records(archive, sid, checked.records)
+            checkpointer = self.checkpointer
+            if isinstance(checkpointer, SupportsVerbatimAppend):
+                await checkpointer.append_verbatim(sid, checked.events, expected_head=0)
+            else:  # a third-party backend: the times become the import's
+                await checkpointer.append(sid, checked.events, expected_head=0)
+        except BaseException:
+            # the log is written last: without it nothing was imported, so take back the
+            # records and the blobs' reference (the blobs go at the next collection)
+            bundle.remove_files(written)
+            with contextlib.suppress(Exception):  # the import's own error is the one to raise
+                await self.blobs.drop_refs(ref)
+            raise
+        if cassette_to is not None and checked.cassette is not None:
+            write_private_file(Path(cassette_to), checked.cassette)
+        self.resume(sid)
+        return bundle.import_result(sid, renamed, checked)
