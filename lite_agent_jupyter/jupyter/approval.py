@@ -1,4 +1,6 @@
-"""Allow / Deny buttons for a tool call, answered while the ``%%agent`` cell waits.
+"""Asking about a tool call while the ``%%agent`` cell waits: Allow / Deny buttons, or
+``input()`` where no front end shows them (terminal IPython), or "denied" where no one can
+answer (nbclient, nbconvert: no stdin).
 
 Why this works at all: a widget click reaches the kernel as a ``comm_msg`` on the shell
 channel, behind the running cell. A cell that *blocks* (the sync magic, ``input()``) would
@@ -25,12 +27,16 @@ from __future__ import annotations
 import ast
 import asyncio
 import concurrent.futures
+import uuid
 from collections.abc import Callable
 from typing import Any
 
+from IPython.core.error import StdinNotImplementedError
+
 from ..agent import ApprovalRequest
-from ..agent.approvals import input_text
-from . import render
+from ..agent.approvals import asking_text, input_text
+from ..controls import terminal_safe
+from . import render, safe
 from .safe import escape
 
 RENDER_TIMEOUT = 5.0
@@ -214,3 +220,58 @@ def async_cell_transform(lines: list[str]) -> list[str]:
         "await __import__('lite_agent_jupyter.jupyter', fromlist=['agent_cell_async'])"
         f".agent_cell_async({line!r}, {body!r})\n"
     ]
+
+
+# -- asking, where the cell runs -----------------------------------------------------------
+
+
+def ask_in_terminal(shell: Any, request: ApprovalRequest) -> bool:
+    """Ask with ``input()`` (terminal IPython, no widgets): the whole input, then the
+    question on its own line."""
+    key = render.key_argument(request.tool_name, request.input)
+    shown = terminal_safe(f"{request.tool_name} {key}")
+    if not someone_can_answer(shell):
+        return _no_one_to_ask(request)
+    try:
+        answer = input(f"{asking_text(request)}\nAllow {shown}? [y/N] ")
+    except (EOFError, StdinNotImplementedError):
+        return _no_one_to_ask(request)
+    return answer.strip().lower() in ("y", "yes")
+
+
+async def ask(shell: Any, request: ApprovalRequest) -> bool:
+    """Ask with Allow / Deny buttons; ``input()`` where no front end shows them."""
+    if not someone_can_answer(shell):
+        return _no_one_to_ask(request)
+    from IPython import display as ipd
+
+    display_id = f"lite-agent-approval-{uuid.uuid4().hex}"
+    show: Any = ipd.display
+    update: Any = ipd.update_display
+
+    def show_text(line: str) -> None:
+        bundle = safe.bundle(f"<p><em>{safe.escape(line)}</em></p>", f"[{line}]")
+        update(bundle, raw=True, display_id=display_id)
+
+    decided = await ask_with_buttons(
+        request, lambda widget: show(widget, display_id=display_id), show_text
+    )
+    return ask_in_terminal(shell, request) if decided is None else decided
+
+
+def someone_can_answer(shell: Any) -> bool:
+    """False where the front end said it cannot answer a prompt (nbconvert, nbclient:
+    ``allow_stdin`` is off in their execute requests)."""
+    get_parent = getattr(getattr(shell, "kernel", None), "get_parent", None)
+    if get_parent is None:
+        return True  # terminal IPython: stdin is there
+    content = get_parent().get("content") or {}
+    return bool(content.get("allow_stdin", True))
+
+
+def _no_one_to_ask(request: ApprovalRequest) -> bool:
+    print(
+        f"(no way to ask here: {terminal_safe(request.tool_name)} denied; "
+        "%config LiteAgentMagics.approvals = 'allow' lets tools run)"
+    )
+    return False

@@ -30,13 +30,12 @@ import json
 import os
 import shlex
 import traceback
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-from IPython.core.error import StdinNotImplementedError, UsageError
+from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from traitlets import Bool, Dict, Float, Int, List, Unicode, Union, validate
 
@@ -47,7 +46,6 @@ from ..agent import (
     LiteAgent,
     create_lite_agent,
 )
-from ..agent.approvals import asking_text
 from ..agent.budget import Budget
 from ..checkpoint.url import checkpointer_from_url
 from ..controls import terminal_safe
@@ -56,7 +54,7 @@ from ..providers import Usage, anthropic
 from ..providers.base import Provider
 from ..storage import Storage
 from ..tools import Tool, default_tools
-from . import approval, budgets, render, safe, teach
+from . import approval, budgets, render, teach
 from .background import BackgroundTurns
 from .cell import NO_KEY_MESSAGE, AgentInterrupted, Steps, drive, drive_async, run_turn
 from .context import (
@@ -303,8 +301,22 @@ class LiteAgentMagics(Magics):
         identity = self.notebook_ids.of(location.notebook)
         return notebook_storage(storage, location.notebook, identity)
 
-    def _workdir(self) -> Path:
+    def workdir_path(self) -> Path:
+        """The folder the agent's tools may touch: the ``workdir`` setting, or the kernel's
+        current folder (the notebook's, in JupyterLab) when it is empty."""
         return Path(self.workdir).expanduser() if self.workdir else Path.cwd()
+
+    def set_api_key(self, key: str) -> None:
+        """Use ``key`` for Claude in this kernel, in memory only (``%agent key``): the next
+        turn builds its client with it."""
+        self._api_key = key
+        self._key_version += 1
+
+    def session_chosen(self) -> None:
+        """The user chose this kernel's session (``%agent new``, ``resume``, ``import``): the
+        first ``%%agent`` after a restart must not continue the notebook's latest session
+        instead."""
+        self._continued = True
 
     def _approval_policy(self) -> Any:
         value = self.approvals
@@ -327,7 +339,7 @@ class LiteAgentMagics(Magics):
             id(model),
             self._key_version,
             self.model_name,
-            str(self._workdir()),
+            str(self.workdir_path()),
             self.sessions,
             self.checkpointer_url,
             self.storage_root,
@@ -387,7 +399,7 @@ class LiteAgentMagics(Magics):
         return create_lite_agent(
             model=model,
             model_name=self.model_name,
-            workdir=self._workdir(),
+            workdir=self.workdir_path(),
             sessions=self.sessions,
             checkpointer=checkpointer,
             storage=storage,
@@ -427,7 +439,7 @@ class LiteAgentMagics(Magics):
         """
         steps = self._cell(line, cell)
         if steps is not None:
-            drive(steps, self._ask)
+            drive(steps, lambda request: approval.ask_in_terminal(self.shell, request))
 
     async def agent_cell_async(self, line: str, cell: str) -> None:
         """``%%agent`` as a coroutine (what the cell runs in a kernel that handles widget
@@ -435,7 +447,7 @@ class LiteAgentMagics(Magics):
         buttons, answered while the turn waits."""
         steps = self._cell(line, cell)
         if steps is not None:
-            await drive_async(steps, self._ask_async)
+            await drive_async(steps, lambda request: approval.ask(self.shell, request))
 
     def _cell(self, line: str, cell: str) -> Steps[None] | None:
         """Parse and prepare a ``%%agent`` cell; the turn itself is the returned steps
@@ -572,54 +584,6 @@ class LiteAgentMagics(Magics):
         return [
             f"continuing session {render.short_id(latest.id)}…{count}; `%agent new` for a fresh one"
         ]
-
-    def _ask(self, request: ApprovalRequest) -> bool:
-        """Ask with ``input()`` (terminal IPython, no widgets): the whole input, then asks."""
-        key = render.key_argument(request.tool_name, request.input)
-        shown = terminal_safe(f"{request.tool_name} {key}")
-        if not self._someone_can_answer():
-            return self._no_one_to_ask(request)
-        try:
-            answer = input(f"{asking_text(request)}\nAllow {shown}? [y/N] ")
-        except (EOFError, StdinNotImplementedError):
-            return self._no_one_to_ask(request)
-        return answer.strip().lower() in ("y", "yes")
-
-    async def _ask_async(self, request: ApprovalRequest) -> bool:
-        """Ask with Allow / Deny buttons; ``input()`` where no front end shows them."""
-        if not self._someone_can_answer():
-            return self._no_one_to_ask(request)
-        from IPython import display as ipd
-
-        display_id = f"lite-agent-approval-{uuid.uuid4().hex}"
-        show: Any = ipd.display
-        update: Any = ipd.update_display
-
-        def show_text(line: str) -> None:
-            bundle = safe.bundle(f"<p><em>{safe.escape(line)}</em></p>", f"[{line}]")
-            update(bundle, raw=True, display_id=display_id)
-
-        decided = await approval.ask_with_buttons(
-            request, lambda widget: show(widget, display_id=display_id), show_text
-        )
-        return self._ask(request) if decided is None else decided
-
-    def _someone_can_answer(self) -> bool:
-        """False where the front end said it cannot answer a prompt (nbconvert, nbclient:
-        ``allow_stdin`` is off in their execute requests)."""
-        get_parent = getattr(getattr(self.shell, "kernel", None), "get_parent", None)
-        if get_parent is None:
-            return True  # terminal IPython: stdin is there
-        content = get_parent().get("content") or {}
-        return bool(content.get("allow_stdin", True))
-
-    @staticmethod
-    def _no_one_to_ask(request: ApprovalRequest) -> bool:
-        print(
-            f"(no way to ask here: {terminal_safe(request.tool_name)} denied; "
-            "%config LiteAgentMagics.approvals = 'allow' lets tools run)"
-        )
-        return False
 
     # -- %agent ------------------------------------------------------------------------
 

@@ -151,7 +151,7 @@ def _import(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
         lambda agent: agent.import_session(path, replace=args.replace, cassette_to=cassette_to),
     )
     if kernel_agent:  # the agent made it current; without one, the next %%agent continues
-        magics._continued = True  # the notebook's most recent session: this one
+        magics.session_chosen()  # the notebook's most recent session: this one
     lines = [
         f"imported session {result.session_id}: {result.events} events, {result.records} "
         f"undo record(s), {result.blobs} stored file snapshot(s) and image(s) (written by "

@@ -46,7 +46,7 @@ def _ui(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
 def _new(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
     magics.require_agent()
     sid = magics.runner.facade.clear()
-    magics._continued = True
+    magics.session_chosen()
     print(f"new session {render.short_id(sid)}… (the next %%agent cell starts it)")
 
 
@@ -71,7 +71,7 @@ def _resume(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
             raise UsageError(f"no session starts with {args.id!r} (see %agent sessions)")
         target = matches[0]
     magics.runner.facade.resume(target.id)
-    magics._continued = True
+    magics.session_chosen()
     turns = "" if target.turns is None else f" ({render.plural(target.turns, 'prompt')})"
     print(f"resumed session {render.short_id(agent.session_id)}…{turns}")
 

@@ -39,7 +39,7 @@ def _info(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
         ("storage", f"{storage.base}" if magics.sessions else "(memory only)"),
         ("notebook", location.notebook or "(none: a console)"),
         ("found by", location.rule),
-        ("workdir", magics._workdir().absolute()),
+        ("workdir", magics.workdir_path().absolute()),
         (
             "this kernel",
             f"{magics.turns} prompts; tokens in {u.input_tokens:,} · out {u.output_tokens:,}"
@@ -90,6 +90,5 @@ def _key(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
     if not key:
         print("no key entered; nothing changed")
         return
-    magics._api_key = key
-    magics._key_version += 1
+    magics.set_api_key(key)
     print("key set for this kernel (memory only); the next %%agent cell uses it")
