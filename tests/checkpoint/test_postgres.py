@@ -29,6 +29,8 @@ from lite_agent_jupyter.checkpoint import postgres as pg
 from lite_agent_jupyter.checkpoint.events import AssistantEvent, Event, UserEvent
 from lite_agent_jupyter.checkpoint.postgres import (
     PostgresCheckpointer,
+    _database,
+    _schema,
     postgres_blob_store,
     postgres_checkpointer,
     redact_dsn,
@@ -343,7 +345,7 @@ async def test_first_use_creates_the_schema_at_the_latest_version(
     rows = sql.execute(
         _q(schema, "SELECT version FROM {schema}.schema_version ORDER BY version")
     ).fetchall()
-    assert [r[0] for r in rows] == sorted(pg._MIGRATIONS)
+    assert [r[0] for r in rows] == sorted(_schema.MIGRATIONS)
     tables = {
         r[0]
         for r in sql.execute(
@@ -376,7 +378,7 @@ async def test_a_newer_schema_version_is_refused(
     first = postgres_checkpointer(dsn, schema=schema)
     await first.append("s", [_prompt("written by v1")])
     await first.close()
-    newer = max(pg._MIGRATIONS) + 7
+    newer = max(_schema.MIGRATIONS) + 7
     sql.execute(_q(schema, "INSERT INTO {schema}.schema_version (version) VALUES (%s)"), (newer,))
 
     second = postgres_checkpointer(dsn, schema=schema)
@@ -400,12 +402,12 @@ async def test_an_older_schema_is_migrated_once_keeping_its_data(
     await old.append("s", [_prompt("before the upgrade")])
     await old.close()
 
-    latest = max(pg._MIGRATIONS)
+    latest = max(_schema.MIGRATIONS)
     upgraded = {
-        **pg._MIGRATIONS,
+        **_schema.MIGRATIONS,
         latest + 1: ("ALTER TABLE {schema}.sessions ADD COLUMN note text",),
     }
-    monkeypatch.setattr(pg, "_MIGRATIONS", upgraded)
+    monkeypatch.setattr(_schema, "MIGRATIONS", upgraded)
     # Several first openers at once: the advisory lock makes exactly one migrate.
     stores = [postgres_checkpointer(dsn, schema=schema) for _ in range(6)]
     try:
@@ -619,7 +621,7 @@ async def test_dead_idle_connections_are_replaced_transparently(
         assert await asyncio.to_thread(kill_all) >= 2
         assert await store.head("s0") == 1  # a read retries once the pool dropped the dead
         assert await asyncio.to_thread(kill_all) >= 1
-        monkeypatch.setattr(pg, "_PING_AFTER", 0.0)
+        monkeypatch.setattr(_database, "_PING_AFTER", 0.0)
         assert await store.append("s0", [_prompt("y")]) == 2  # a write pings an idle one first
         assert await asyncio.to_thread(kill_all) >= 1
         assert await store.append("s1", [_prompt("y")]) == 2
@@ -788,7 +790,7 @@ async def test_a_collection_waits_for_a_writer_between_its_ref_and_its_reuse(
     async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as writer:
         async with writer.transaction():
             await writer.execute(
-                "SELECT pg_advisory_xact_lock_shared(%s)", (pg._lock_key(schema, "blobs"),)
+                "SELECT pg_advisory_xact_lock_shared(%s)", (_schema.lock_key(schema, "blobs"),)
             )
             collection = asyncio.ensure_future(blobs.collect(grace=0))
             await asyncio.sleep(0.3)  # it polls for the lock meanwhile
@@ -809,7 +811,7 @@ async def test_blobs_from_before_references_are_kept_after_the_migration(
 ) -> None:
     dsn, schema = dsn_schema
     with monkeypatch.context() as patch:  # a schema as the previous version left it
-        patch.setattr(pg, "_MIGRATIONS", {k: v for k, v in pg._MIGRATIONS.items() if k < 3})
+        patch.setattr(_schema, "MIGRATIONS", {k: v for k, v in _schema.MIGRATIONS.items() if k < 3})
         old = postgres_checkpointer(dsn, schema=schema)
         await old.head("s")  # creates the schema at version 2
         await old.close()
