@@ -52,7 +52,13 @@ _GROWTH = 4
 _COMPACT_MIN = 4 << 20
 _REBUILT = b"# rebuilt "
 _PARTIAL = b"# partial "
-_HEADER_LEN = len(_REBUILT) + 20 + 1
+_SIZE_LEN = len(_REBUILT) + 20 + 1
+_EPOCH = b"# epoch "
+_HEADER_LEN = _SIZE_LEN + len(_EPOCH) + 16 + 1
+"""``# rebuilt <size, 20 digits>\n# epoch <16 hex digits>\n``: the epoch is new at every
+rebuild, so a reader that noted the header knows whether the bytes before an offset it
+read up to are still the ones it read (see :mod:`._listing`). Older releases read the
+epoch line as an odd record (skipped), and this one rebuilds a journal without it."""
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _OPEN_APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT | _CLOEXEC
 _OPEN_READ = os.O_RDONLY | _CLOEXEC
@@ -81,7 +87,7 @@ def stamp(journal: str, session_id: str, set_mtime: Callable[[int], None]) -> in
         os.close(fd)  # lets go of the flock
 
 
-def _stat_log(path: str) -> os.stat_result | None:
+def stat_log(path: str) -> os.stat_result | None:
     try:
         st = os.lstat(path)
     except (FileNotFoundError, NotADirectoryError):
@@ -138,7 +144,7 @@ def page(
                 if sid in seen or fullmatch(sid) is None:
                     continue
                 seen.add(sid)
-                st = _stat_log(log_path(sid))
+                st = stat_log(log_path(sid))
                 if st is None:
                     continue
                 key = (st.st_mtime, sid)
@@ -156,12 +162,63 @@ def page(
 
 
 def _rebuilt_size(head: bytes) -> int | None:
-    if len(head) != _HEADER_LEN or not head.startswith(_REBUILT) or head[-1:] != b"\n":
+    if (
+        len(head) != _HEADER_LEN
+        or not head.startswith(_REBUILT)
+        or head[_SIZE_LEN - 1 : _SIZE_LEN + len(_EPOCH)] != b"\n" + _EPOCH
+        or head[-1:] != b"\n"
+    ):
         return None
     try:
-        return int(head[len(_REBUILT) : -1])
+        int(head[_SIZE_LEN + len(_EPOCH) : -1], 16)
+        return int(head[len(_REBUILT) : _SIZE_LEN - 1])
     except ValueError:
         return None
+
+
+Mark = tuple[int, int, int, str]
+"""``(st_dev, st_ino, offset, header)`` of a journal: what a listing has read up to."""
+
+
+def follow(journal: str, mark: Mark | None) -> tuple[Mark, set[str]] | None:
+    """Where the journal ends now, and the ids named in its records past ``mark`` (all
+    complete: read under the shared ``flock``, so every record before the end has had its
+    ``utime`` done). ``mark=None``: just where it ends. ``None`` when the journal is absent
+    or has no valid header (rebuild it), or is not the file ``mark`` was taken from: another
+    inode, another header (rebuilt since: its epoch is new) or shorter than the offset."""
+    try:
+        fd = os.open(journal, _OPEN_READ)
+    except FileNotFoundError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        st = os.fstat(fd)
+        head = os.pread(fd, _HEADER_LEN, 0)
+        if _rebuilt_size(head) is None:
+            return None
+        now: Mark = (st.st_dev, st.st_ino, st.st_size, head.decode("ascii"))
+        if mark is None:
+            return now, set()
+        if mark[3] != now[3] or mark[:2] != now[:2] or mark[2] > st.st_size:
+            return None
+        if mark[2] == st.st_size:
+            return now, set()
+        tail = os.pread(fd, st.st_size - mark[2], mark[2])
+    finally:
+        os.close(fd)
+    # A torn last piece (a crash mid-record) names nothing for sure; the next record starts
+    # on a new line, so reading on from the end is safe.
+    ids: set[str] = set()
+    fullmatch = SESSION_ID_PATTERN.fullmatch
+    for line in tail.split(b"\n")[:-1]:
+        if line.find(b" ") == _NS_DIGITS:
+            try:
+                sid = line[_NS_DIGITS + 1 :].decode()
+            except UnicodeDecodeError:
+                continue
+            if fullmatch(sid) is not None:
+                ids.add(sid)
+    return now, ids
 
 
 def scan(directory: str, suffix: str) -> list[tuple[int, str]]:
@@ -209,9 +266,10 @@ def rebuild(journal: str, directory: str, suffix: str) -> None:
             b"%d %s\n" % (ns, encoded) for ns, sid in rows if (encoded := sid.encode()) not in newer
         )
         body += tail
+        epoch = _EPOCH + os.urandom(8).hex().encode() + b"\n"
         # Marked partial until whole: a rebuild killed midway is redone by the next reader.
         os.ftruncate(fd, 0)
-        os.pwrite(fd, _PARTIAL + b"%020d\n" % len(body) + body, 0)
+        os.pwrite(fd, _PARTIAL + b"%020d\n" % len(body) + epoch + body, 0)
         os.pwrite(fd, _REBUILT, 0)
     finally:
         os.close(fd)

@@ -442,26 +442,55 @@ class FileCheckpointer:
         if limit is not None:
             return await self._page(limit, before)
         since = time.time_ns()
-        key = _listing.key(self._dir, self._recent_path, self._index_path)
-        if key is None:  # no folder: nothing written yet
+        folder = _listing.folder_key(self._dir)
+        if folder is None:  # no folder: nothing written yet
             return []
-        found = _listing.load(self._listing_path, key)
+        found = None
+        snapshot = _listing.load(self._listing_path)
+        if snapshot is not None and snapshot.folder == folder:
+            found = _listing.follow(
+                snapshot, self._recent_path, self._index_path, self._path, self._listing_path
+            )
         if found is None:
-            found = await self._scan()
-            if (
-                _listing.settled(key, since)
-                and os.path.isdir(self._locks_dir)  # created by a write, never by a listing
-                and _listing.key(self._dir, self._recent_path, self._index_path) == key
-            ):
-                _listing.store(self._listing_path, key, found)
+            found = await self._scan_and_keep(folder, since)
         if before is not None:
             cursor = page_key(before)
             found = [info for info in found if (info[1], info[0]) < cursor]
         return found
 
+    async def _scan_and_keep(
+        self, folder: _listing.FolderKey, since: int
+    ) -> builtins.list[SessionInfo]:
+        """A scan, kept as the folder's snapshot when it may be (see :mod:`._listing`): the
+        journal's end noted before any log is ``stat`` ed (the journal rebuilt first if it has
+        no header: a listing cannot follow it otherwise), the index folded up to a known
+        offset, and the folder's key settled and unmoved."""
+        locks = os.path.isdir(self._locks_dir)  # created by a write, never by a listing
+        journal = _recent.follow(self._recent_path, None)
+        if journal is None and locks:
+            with contextlib.suppress(OSError):
+                await self._locked(None, self._rebuild_recent, index=True)
+            journal = _recent.follow(self._recent_path, None)
+            folder = _listing.folder_key(self._dir) or folder  # the journal may be new
+        titles, index = await self._read_index_marked()
+        found = self._scan_rows(titles)
+        if (
+            journal is not None
+            and index != _listing.REWRITTEN
+            and locks
+            and _listing.settled(folder, since)
+            and _listing.folder_key(self._dir) == folder
+        ):
+            snapshot = _listing.Snapshot(folder, journal[0], index, found)
+            _listing.store(self._listing_path, snapshot)
+        return found
+
     async def _scan(self) -> builtins.list[SessionInfo]:
         """The whole listing from the folder and the session index, newest first."""
-        titles = await self._read_index()
+        return self._scan_rows(await self._read_index())
+
+    def _scan_rows(self, titles: dict[str, tuple[str | None, int]]) -> builtins.list[SessionInfo]:
+        """Every log in the folder, newest first, with its title and turns from ``titles``."""
         get = titles.get
         missing = (None, 0)
         new = tuple.__new__
@@ -912,17 +941,26 @@ class FileCheckpointer:
         """``{id: (title, turns)}`` from the session index; with ``only``, for those ids
         (their records picked out of the index's bytes by one regular-expression pass, so
         a page of 15 does not decode the records of 10,000 sessions)."""
+        return (await self._read_index_marked(only))[0]
+
+    async def _read_index_marked(
+        self, only: Sequence[str] | None = None
+    ) -> tuple[dict[str, tuple[str | None, int]], _listing.IndexMark]:
+        """:meth:`_read_index`, and the index's ``(dev, ino, offset)`` that the table is the
+        fold of up to (``None``: no index; ``REWRITTEN``: compacted or rebuilt meanwhile)."""
         try:
             fd = _open(self._index_path, _OPEN_READ)
         except FileNotFoundError:
-            return {}
+            return {}, None
         try:
-            data = _pread_all(fd, os.fstat(fd).st_size, 0)
+            st = os.fstat(fd)
+            data = _pread_all(fd, st.st_size, 0)
         finally:
             os.close(fd)
+        mark = (st.st_dev, st.st_ino, data.rfind(b"\n") + 1)  # as _fold_index reads it
         if only is not None:
             if not only:
-                return {}
+                return {}, mark
             ids = b"|".join(re.escape(sid.encode()) for sid in only)
             found = re.compile(rb'^\{"id":"(?:' + ids + rb')".*\n', re.MULTILINE).findall(data)
             data = b"".join(found)
@@ -933,10 +971,12 @@ class FileCheckpointer:
             logger.warning(message)
             warnings.warn(message, LogRepairedWarning, stacklevel=3)
             table = await self._locked(None, self._rebuild_index, index=True)
-            return table if only is None else {sid: table[sid] for sid in only if sid in table}
+            if only is not None:
+                table = {sid: table[sid] for sid in only if sid in table}
+            return table, _listing.REWRITTEN
         if only is None and records > 2 * len(table) + 1024:
-            return await self._locked(None, self._compact_index, index=True)
-        return table
+            return await self._locked(None, self._compact_index, index=True), _listing.REWRITTEN
+        return table, mark
 
     def _compact_index(self) -> dict[str, tuple[str | None, int]]:
         """Rewrite the index with one record per live session (the caller holds its locks)."""

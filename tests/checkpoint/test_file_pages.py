@@ -102,7 +102,7 @@ async def test_a_grown_journal_is_rebuilt(tmp_path: Path, monkeypatch: pytest.Mo
     journal = tmp_path / _recent.RECENT_NAME
     assert journal.stat().st_size > 4000
     assert [info.id for info in await store.list(limit=5)] == ["b", "a"]
-    assert len(journal.read_bytes().splitlines()) == 3  # the header, one record per log
+    assert len(journal.read_bytes().splitlines()) == 4  # the header (two lines), one per log
 
 
 async def test_missing_folder_pages_empty(tmp_path: Path) -> None:
