@@ -14,12 +14,16 @@ listing.json`` keeps the result of the last listing together with *where it was 
 A later full listing whose folder key is the same reads only what was appended since: the
 journal's records past its offset name the sessions written meanwhile (each is ``stat`` ed
 again: its mtime, or its log gone), and the index's records past its offset are folded into
-those rows (titles, turns, resets). The rows are sorted again and the snapshot is written
-back with the new offsets. An unchanged folder costs three ``stat`` s, two reads and one
-``json.loads``; the listing after an ``append`` (a notebook's every turn) that and the tails.
-A folder key that moved, a journal or index of another identity, header, or shorter than
-its offset, a record that does not parse, or a session named that the snapshot does not
-hold (a log that was empty) means a scan, which writes a new snapshot.
+those rows (titles, turns, resets); the rows moved are put back in order. Once the tails
+name :data:`WRITE_BACK_NAMED` sessions or hold :data:`WRITE_BACK_BYTES`, the listing writes
+the snapshot back with the new offsets (a write costs more than reading a few records again:
+until then each listing reads the same tails). An unchanged folder costs a ``stat`` of it,
+a look at the journal's and the index's ends and one ``json.loads`` (~0.25x the bare scan of
+1,000 sessions); the listing after an ``append`` (a notebook's every turn: a journal record,
+an index record per prompt) that and the tails (~0.3x). A folder key that moved, a journal
+or index of another identity, header, or shorter than its offset, an index record that does
+not parse, or a session named that the snapshot does not hold (a log that was empty) means a
+scan (~1.6x), which writes a new snapshot (~2x) if the folder has settled.
 
 Why it is safe:
 

@@ -14,8 +14,12 @@ that belongs to the page. It costs what it returns plus the records written sinc
 
 Robustness:
 
+* **the header** is two lines, ``# rebuilt <size>`` and ``# epoch <16 random hex digits>``,
+  new at every rebuild: a full listing that read the journal up to an offset knows from it
+  that the bytes before that offset are still the ones it read (see :mod:`._listing`).
 * **no valid header** (a folder written before this journal existed, a journal created by
-  a writer, a rebuild killed midway): the reader rebuilds it, under the index lock: it
+  a writer, a rebuild killed midway, a header without an epoch written by an older
+  release): the reader rebuilds it, under the index lock: it
   notes the journal's size, scans the folder without holding the journal, then under the
   exclusive ``flock`` rewrites it as the scan's logs (oldest first, less those written
   meanwhile) followed by the records appended during the scan. A rebuild holds the

@@ -13,8 +13,9 @@ directory, usually ``Storage.sessions_dir``)::
     <directory>/<id>.deleted        the tombstone a delete leaves (see SupportsTombstones)
     <directory>/.locks/<id>.lock    the file lock of a session (and .index.lock)
     <directory>/.locks/<id>.turn    the turn claim of a session (flock, held for a whole turn)
-    <directory>/.locks/listing.json the last full listing, with the key it holds under
-                                    (see ._listing)
+    <directory>/.locks/listing.json the last full listing, with the folder's key and the
+                                    journal's and index's offsets it holds up to (see
+                                    ._listing)
 
 A per-session file lock makes head check + write one step across processes; a torn final
 line (a crash mid-append) is repaired on the next write with a :class:`LogRepairedWarning`;
@@ -430,10 +431,11 @@ class FileCheckpointer:
     async def list(
         self, *, limit: int | None = None, before: SessionInfo | None = None
     ) -> list[SessionInfo]:
-        """See the protocol. The whole listing is the folder's snapshot when nothing has
-        changed since it was taken (see :mod:`._listing`: three ``stat`` s and one read),
-        else a scan of the folder (a ``stat`` per log: the order is the logs' mtimes) that
-        folds the session index once, building each ``SessionInfo`` as it meets the log.
+        """See the protocol. The whole listing is the folder's snapshot, brought up to date
+        from what the recency journal and the session index gained since it was taken, when
+        no log was created, deleted or replaced meanwhile (see :mod:`._listing`); else a scan
+        of the folder (a ``stat`` per log: the order is the logs' mtimes) that folds the
+        session index once, building each ``SessionInfo`` as it meets the log.
         A page (``limit``) reads the recency journal backwards instead (see
         :mod:`._recent`): it costs what it returns, not the folder, and looks up the titles
         and turns of the sessions it returns only."""
