@@ -229,6 +229,8 @@ def _index_tail(index: str, mark: IndexMark) -> tuple[IndexMark, bytes] | None:
         fd = os.open(index, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         return (None, b"") if mark is None else None
+    except OSError:
+        return None
     try:
         st = os.fstat(fd)
         if mark is None or (st.st_dev, st.st_ino) != mark[:2] or st.st_size < mark[2]:

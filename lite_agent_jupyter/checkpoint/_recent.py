@@ -192,11 +192,13 @@ def follow(journal: str, mark: Mark | None) -> tuple[Mark, set[str]] | None:
     inode, another header (rebuilt since: its epoch is new) or shorter than the offset."""
     try:
         fd = os.open(journal, _OPEN_READ)
-    except FileNotFoundError:
+    except OSError:  # absent, or not a file we can read: rebuilt, or never followed
         return None
     try:
         fcntl.flock(fd, fcntl.LOCK_SH)
         st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None
         head = os.pread(fd, _HEADER_LEN, 0)
         if _rebuilt_size(head) is None:
             return None

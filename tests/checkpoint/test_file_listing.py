@@ -464,3 +464,16 @@ async def test_settled_means_the_folder_times_are_old_enough(tmp_path: Path) -> 
     assert not _listing.settled(key, now)
     assert _listing.settled(key, now + _listing.SETTLED_NS + 1)
     assert _listing.folder_key(str(tmp_path / "missing")) is None
+
+
+async def test_a_journal_that_is_not_a_file_makes_the_listing_scan(tmp_path: Path) -> None:
+    """A folder where the journal should be (a hand change): the listing cannot follow it
+    nor rebuild it, so it scans, keeps no snapshot, and does not fail."""
+    await fill(file_checkpointer(tmp_path), 3)
+    (tmp_path / _recent.RECENT_NAME).unlink()
+    (tmp_path / _recent.RECENT_NAME).mkdir()
+    await asyncio.sleep(SETTLE * 2)
+    infos = await file_checkpointer(tmp_path).list()
+    assert [info.id for info in infos] == ["s02", "s01", "s00"]
+    assert infos == await scanned(tmp_path)
+    assert not (tmp_path / ".locks" / _listing.NAME).exists()
