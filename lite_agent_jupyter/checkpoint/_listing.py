@@ -22,8 +22,10 @@ a look at the journal's and the index's ends and one ``json.loads`` (~0.25x the 
 1,000 sessions); the listing after an ``append`` (a notebook's every turn: a journal record,
 an index record per prompt) that and the tails (~0.3x). A folder key that moved, a journal
 or index of another identity, header, or shorter than its offset, an index record that does
-not parse, or a session named that the snapshot does not hold (a log that was empty) means a
-scan (~1.6x), which writes a new snapshot (~2x) if the folder has settled.
+not parse, a session named that the snapshot does not hold (a log that was empty), or tails
+longer than a scan would cost (:data:`FOLLOW_BYTES_PER_SESSION`: a folder appended to for long
+with no full listing) means a scan (~1.6x), which writes a new snapshot (~2x) if the folder
+has settled.
 
 Why it is safe:
 
@@ -117,6 +119,8 @@ WRITE_BACK_BYTES = 16 << 10
 """Bytes of journal and index tails past which a listing writes its snapshot back."""
 WRITE_BACK_NAMED = 64
 """Sessions named in the journal's tail past which a listing writes its snapshot back."""
+FOLLOW_BYTES_PER_SESSION = 64
+"""Tails longer than this many bytes per listed session (plus 256) are not read: a scan."""
 _ID = operator.itemgetter(0)
 _ORDER = operator.itemgetter(1, 0)
 """A SessionInfo's (POSIX time, id): the listing's order, newest first."""
@@ -222,9 +226,10 @@ def remove(path: str) -> None:
         os.unlink(path)
 
 
-def _index_tail(index: str, mark: IndexMark) -> tuple[IndexMark, bytes] | None:
+def _index_tail(index: str, mark: IndexMark, limit: int) -> tuple[IndexMark, bytes] | None:
     """The index's complete records past ``mark`` and the new mark; ``None`` if the index
-    is not the file ``mark`` was taken from (another inode, shorter, created or removed)."""
+    is not the file ``mark`` was taken from (another inode, shorter, created or removed) or
+    has more than ``limit`` bytes past it."""
     try:
         fd = os.open(index, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
@@ -233,7 +238,9 @@ def _index_tail(index: str, mark: IndexMark) -> tuple[IndexMark, bytes] | None:
         return None
     try:
         st = os.fstat(fd)
-        if mark is None or (st.st_dev, st.st_ino) != mark[:2] or st.st_size < mark[2]:
+        if mark is None or (st.st_dev, st.st_ino) != mark[:2]:
+            return None
+        if not 0 <= st.st_size - mark[2] <= limit:
             return None
         if st.st_size == mark[2]:
             return mark, b""
@@ -276,11 +283,14 @@ def follow(
     """The whole listing from ``snapshot`` (whose folder key the caller found unchanged)
     and what the journal and the index gained since; the snapshot at ``path`` is brought up
     to date if they gained anything. ``None``: scan (see the module)."""
-    followed = _recent.follow(journal, snapshot.journal)
+    # Past this much the tails cost more than a scan (a record ~1 us, a log's stat ~3 us):
+    # a folder appended to for long with no full listing meanwhile.
+    limit = FOLLOW_BYTES_PER_SESSION * (len(snapshot.infos) + 256)
+    followed = _recent.follow(journal, snapshot.journal, limit)
     if followed is None:
         return None
     mark, named = followed
-    tail = _index_tail(index, snapshot.index_at)
+    tail = _index_tail(index, snapshot.index_at, limit)
     if tail is None:
         return None
     index_mark, data = tail

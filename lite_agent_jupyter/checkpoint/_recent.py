@@ -184,12 +184,13 @@ Mark = tuple[int, int, int, str]
 """``(st_dev, st_ino, offset, header)`` of a journal: what a listing has read up to."""
 
 
-def follow(journal: str, mark: Mark | None) -> tuple[Mark, set[str]] | None:
+def follow(journal: str, mark: Mark | None, limit: int = 1 << 62) -> tuple[Mark, set[str]] | None:
     """Where the journal ends now, and the ids named in its records past ``mark`` (all
     complete: read under the shared ``flock``, so every record before the end has had its
     ``utime`` done). ``mark=None``: just where it ends. ``None`` when the journal is absent
     or has no valid header (rebuild it), or is not the file ``mark`` was taken from: another
-    inode, another header (rebuilt since: its epoch is new) or shorter than the offset."""
+    inode, another header (rebuilt since: its epoch is new) or shorter than the offset; or
+    when more than ``limit`` bytes were appended past it (a scan would cost less)."""
     try:
         fd = os.open(journal, _OPEN_READ)
     except OSError:  # absent, or not a file we can read: rebuilt, or never followed
@@ -202,10 +203,10 @@ def follow(journal: str, mark: Mark | None) -> tuple[Mark, set[str]] | None:
         head = os.pread(fd, _HEADER_LEN, 0)
         if _rebuilt_size(head) is None:
             return None
-        now: Mark = (st.st_dev, st.st_ino, st.st_size, head.decode("ascii"))
+        now: Mark = (st.st_dev, st.st_ino, st.st_size, head.decode("latin-1"))
         if mark is None:
             return now, set()
-        if mark[3] != now[3] or mark[:2] != now[:2] or mark[2] > st.st_size:
+        if mark[3] != now[3] or mark[:2] != now[:2] or not 0 <= st.st_size - mark[2] <= limit:
             return None
         if mark[2] == st.st_size:
             return now, set()

@@ -477,3 +477,24 @@ async def test_a_journal_that_is_not_a_file_makes_the_listing_scan(tmp_path: Pat
     assert [info.id for info in infos] == ["s02", "s01", "s00"]
     assert infos == await scanned(tmp_path)
     assert not (tmp_path / ".locks" / _listing.NAME).exists()
+
+
+async def test_tails_longer_than_a_scan_are_not_read(
+    tmp_path: Path, scans: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A folder appended to for long with no full listing meanwhile: its tails would cost
+    more than a scan, so the listing scans (and writes the snapshot anew)."""
+    monkeypatch.setattr(_listing, "FOLLOW_BYTES_PER_SESSION", 1)  # limit: 4 + 256 bytes
+    store = file_checkpointer(tmp_path)
+    await fill(store, 4)
+    await settled_listing(tmp_path)
+    for _ in range(5):  # ~30 bytes a journal record
+        await store.append("s01", [assistant()])
+    scans.clear()
+    assert (await file_checkpointer(tmp_path).list())[0].id == "s01"
+    assert scans == []  # 150 bytes: followed
+    for _ in range(10):
+        await store.append("s02", [assistant()])
+    infos = await file_checkpointer(tmp_path).list()
+    assert scans == [str(tmp_path)]
+    assert infos[0].id == "s02" and infos == await scanned(tmp_path)
