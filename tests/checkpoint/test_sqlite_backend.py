@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 from checkpoint_kit import spawn_holder
 
-from lite_agent_jupyter.checkpoint import sqlite as sqlite_module
 from lite_agent_jupyter.checkpoint.events import (
     CompactionEvent,
     Event,
@@ -27,6 +26,9 @@ from lite_agent_jupyter.checkpoint.protocol import SessionInfo
 from lite_agent_jupyter.checkpoint.sqlite import (
     SCHEMA_VERSION,
     SQLiteCheckpointer,
+    _checkpointer,
+    _database,
+    _schema,
     sqlite_checkpointer,
 )
 from lite_agent_jupyter.checkpoint.url import checkpointer_from_url
@@ -107,8 +109,8 @@ async def test_schema_and_modes(sstore: SQLiteCheckpointer, db: Path) -> None:
 async def test_synchronous_follows_durable(db: Path, durable: bool, level: int) -> None:
     store = sqlite_checkpointer(db, durable=durable)
     await store.head(S)
-    assert store._conn is not None
-    assert store._conn.execute("PRAGMA synchronous").fetchone()[0] == level
+    assert store._db.conn is not None
+    assert store._db.conn.execute("PRAGMA synchronous").fetchone()[0] == level
     await store.close()
 
 
@@ -216,7 +218,7 @@ def old_database(
     db.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(db)
     for number in range(1, version + 1):
-        for statement in sqlite_module._MIGRATIONS[number]:
+        for statement in _schema.MIGRATIONS[number]:
             conn.execute(statement)
     conn.execute(f"PRAGMA user_version = {version}")
     flag = "anchor" if version == 1 else "mark"
@@ -278,7 +280,7 @@ async def test_migration_7_lists_from_the_listing_index_alone(db: Path) -> None:
     await store.close()
     conn = raw(db)  # as release 6 left it (every change folded: the trigger's rows)
     conn.execute("DROP TABLE listing_mark")
-    conn.execute(sqlite_module._MIGRATIONS[6][-1])  # the trigger
+    conn.execute(_schema.MIGRATIONS[6][-1])  # the trigger
     conn.execute("DROP INDEX sessions_listing")
     conn.execute("CREATE INDEX sessions_changed ON sessions (changed, id)")
     conn.execute("PRAGMA user_version = 6")
@@ -292,11 +294,11 @@ async def test_migration_7_lists_from_the_listing_index_alone(db: Path) -> None:
     plans = [
         [row[-1] for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}", params)]
         for sql, params in [
-            (sqlite_module._SQL_LIST, ()),
-            (sqlite_module._SQL_FIRST_PAGE, (15,)),
-            (sqlite_module._SQL_PAGE, (before[1].timestamp, before[1].id, 2)),
-            (sqlite_module._SQL_MERGED_PAGE, (1.0, "a", 2, 1.0, "a", 2)),
-            (sqlite_module._SQL_FOLD, ()),
+            (_checkpointer._SQL_LIST, ()),
+            (_checkpointer._SQL_FIRST_PAGE, (15,)),
+            (_checkpointer._SQL_PAGE, (before[1].timestamp, before[1].id, 2)),
+            (_checkpointer._SQL_MERGED_PAGE, (1.0, "a", 2, 1.0, "a", 2)),
+            (_checkpointer._SQL_FOLD, ()),
         ]
     ]
     conn.close()
@@ -470,7 +472,7 @@ async def test_migration_8_drops_the_trigger_and_starts_the_mark_at_the_last_eve
     await store.close()
     conn = raw(db)  # as release 7 left it: the trigger kept every row current
     conn.execute("DROP TABLE listing_mark")
-    conn.execute(sqlite_module._MIGRATIONS[6][-1])
+    conn.execute(_schema.MIGRATIONS[6][-1])
     conn.execute("PRAGMA user_version = 7")
     conn.close()
     again = sqlite_checkpointer(db)
@@ -527,7 +529,7 @@ async def test_a_fresh_object_on_a_wal_database_does_not_set_its_mode_again(
         conn.set_trace_callback(statements.append)
         return conn
 
-    monkeypatch.setattr(sqlite_module.sqlite3, "connect", traced)
+    monkeypatch.setattr(_database.sqlite3, "connect", traced)
     first = sqlite_checkpointer(db)
     await first.append(S, [prompt("hi")])
     await first.close()
