@@ -16,7 +16,7 @@ connection) and closes it.
      query for their threads (``checkpoints`` grouped by ``thread_id``).
    * file ``list()`` vs a raw ``os.scandir`` + ``stat`` + sort of the ``*.jsonl`` logs.
      Target <= 1.2x, both for a folder unchanged between runs (ours reads its listing
-     snapshot, ``checkpoint/_listing.py``) and for the listing after a turn (before each
+     snapshot, ``checkpoint/file/_listing.py``) and for the listing after a turn (before each
      run, untimed, an open store appends a prompt and a reply to an existing session, in a
      folder of its own: ours reads the snapshot and the journal's and index's tails). Beside
      them: the listing after a turn that also writes its snapshot back (as it does every 64
@@ -199,7 +199,7 @@ def file_rescan(folder: str) -> Timer:
     """The file backend's ``list()`` with its snapshot removed first: a scan of the folder
     (and, the folder being settled, a new snapshot). What every listing after a change cost
     before the snapshot followed the journal and the index."""
-    from lite_agent_jupyter.checkpoint import _listing
+    from lite_agent_jupyter.checkpoint.file import _listing
 
     snapshot = os.path.join(folder, ".locks", _listing.NAME)
 
@@ -230,7 +230,7 @@ def file_written_back(folder: str) -> Timer:
     """``list()`` after a change that also writes its snapshot back (as it does once the tails
     pass ``_listing.WRITE_BACK_BYTES`` / ``WRITE_BACK_NAMED``): the dearest listing after a
     change."""
-    from lite_agent_jupyter.checkpoint import _listing
+    from lite_agent_jupyter.checkpoint.file import _listing
 
     async def run() -> int:
         store = file_checkpointer(folder)

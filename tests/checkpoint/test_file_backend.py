@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from lite_agent_jupyter.checkpoint import file as file_module
 from lite_agent_jupyter.checkpoint.file import (
     FileCheckpointer,
     LogRepairedWarning,
+    _disk,
     file_checkpointer,
 )
 from lite_agent_jupyter.checkpoint.url import checkpointer_from_url
@@ -217,7 +217,7 @@ class _ReadMeter:
             self.bytes += len(data)
             return data
 
-        monkeypatch.setattr(file_module.os, "pread", pread)
+        monkeypatch.setattr(_disk.os, "pread", pread)
 
 
 async def test_read_after_costs_what_it_returns(
@@ -265,8 +265,8 @@ class _FsyncMeter:
             self.calls += 1
             real(fd)
 
-        monkeypatch.setattr(file_module.os, "fsync", fsync)
-        monkeypatch.setattr(file_module.os, "fdatasync", fsync)
+        monkeypatch.setattr(_disk.os, "fsync", fsync)
+        monkeypatch.setattr(_disk.os, "fdatasync", fsync)
         monkeypatch.setattr("lite_agent_jupyter.storage.blobstore.os.fsync", fsync)
 
 
@@ -303,7 +303,7 @@ async def test_list_opens_no_log(directory: Path, monkeypatch: pytest.MonkeyPatc
         opened.append(os.fspath(path))
         return real_open(path, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(file_module.os, "open", spy)
+    monkeypatch.setattr(_disk.os, "open", spy)
     monkeypatch.setattr("builtins.open", lambda *a, **k: pytest.fail(f"open{a}"))
     infos = await file_checkpointer(directory).list()
     assert [info.id for info in infos] == [f"s{i}" for i in reversed(range(20))]
@@ -462,11 +462,11 @@ async def test_the_last_event_of_an_unchanged_log_comes_from_memory(
         opened.append(str(path))
         return real_open(path, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(file_module.os, "open", spy)
+    monkeypatch.setattr(_disk.os, "open", spy)
     (last,) = await ours.read(S, after=head - 1)
     assert last.seq == 2 and payloads([last]) == payloads([assistant("first answer")])
     assert opened == []  # neither the log nor its lock file
-    monkeypatch.setattr(file_module.os, "open", real_open)
+    monkeypatch.setattr(_disk.os, "open", real_open)
 
     await theirs.truncate(S, 1)
     await theirs.append(S, [assistant("their answer")])  # same head, different content

@@ -1,4 +1,4 @@
-"""The file backend's listing snapshot (``.locks/listing.json``, see ``checkpoint/_listing.py``):
+"""The file backend's listing snapshot (``.locks/listing.json``, ``checkpoint/file/_listing.py``):
 a whole ``list()`` of a folder whose entries have not changed reads it and what the recency
 journal and the session index gained since (no scan); every change - by this process, by
 another OS process, by hand - is in the next listing, and one that the tails cannot tell
@@ -16,11 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from lite_agent_jupyter.checkpoint import _listing, _recent
-from lite_agent_jupyter.checkpoint import file as file_module
 from lite_agent_jupyter.checkpoint.file import (
     FileCheckpointer,
     LogRepairedWarning,
+    _folder,
+    _listing,
+    _recent,
+    _sessions,
     file_checkpointer,
 )
 from lite_agent_jupyter.checkpoint.protocol import SessionInfo
@@ -69,7 +71,7 @@ def scans(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
         seen.append(os.fspath(path))
         return real(path)
 
-    monkeypatch.setattr(file_module.os, "scandir", spy)
+    monkeypatch.setattr(_sessions.os, "scandir", spy)
     yield seen
 
 
@@ -300,7 +302,7 @@ async def test_a_torn_index_record_is_not_read_until_whole(
     index is repaired."""
     await fill(file_checkpointer(tmp_path), 4)
     truth = await settled_listing(tmp_path)
-    with (tmp_path / file_module.INDEX_NAME).open("ab") as f:
+    with (tmp_path / _folder.INDEX_NAME).open("ab") as f:
         f.write(b'{"id":"s01","title":"torn","tu')
     scans.clear()
     assert await file_checkpointer(tmp_path).list() == truth
@@ -448,7 +450,7 @@ async def test_a_change_the_journal_could_not_record_removes_the_snapshot(
     def broken(*args: object) -> int:
         raise OSError("journal unwritable")
 
-    monkeypatch.setattr(file_module._recent, "stamp", broken)
+    monkeypatch.setattr(_recent, "stamp", broken)
     with pytest.warns(RuntimeWarning, match="could not record"):
         await store.append("s00", [assistant()])
     assert not (tmp_path / ".locks" / _listing.NAME).exists()

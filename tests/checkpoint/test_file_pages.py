@@ -11,9 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from lite_agent_jupyter.checkpoint import _recent
-from lite_agent_jupyter.checkpoint import file as file_module
-from lite_agent_jupyter.checkpoint.file import FileCheckpointer, file_checkpointer
+from lite_agent_jupyter.checkpoint.file import (
+    FileCheckpointer,
+    _marks,
+    _recent,
+    _sessions,
+    file_checkpointer,
+)
 from lite_agent_jupyter.checkpoint.protocol import SessionInfo
 from lite_agent_jupyter.testing import assistant, prompt
 
@@ -42,7 +46,7 @@ async def test_a_page_scans_no_folder(tmp_path: Path, monkeypatch: pytest.Monkey
     def refuse(path: object) -> None:
         pytest.fail(f"a page scanned {path}")
 
-    monkeypatch.setattr(file_module.os, "scandir", refuse)
+    monkeypatch.setattr(_sessions.os, "scandir", refuse)
     monkeypatch.setattr(_recent.os, "scandir", refuse)
     stats: list[str] = []
     real_lstat = os.lstat
@@ -179,7 +183,7 @@ async def test_page_titles_and_turns_match_the_whole_listing(tmp_path: Path) -> 
     marks = tmp_path / "ahead.marks"
     line = marks.read_bytes().splitlines()[0]
     marks.write_bytes(marks.read_bytes() + line.replace(b'"seq":1,', b'"seq":3,') + b"\n")
-    assert (tmp_path / "big.marks").stat().st_size > file_module._PAGE_MARKS_MAX
+    assert (tmp_path / "big.marks").stat().st_size > _marks._PAGE_MARKS_MAX
     whole = await file_checkpointer(tmp_path).list()
     assert {info.id: (info.title, info.turns) for info in whole} == {
         "plain": ("first", 2),

@@ -74,10 +74,10 @@ from collections.abc import Callable
 from types import NoneType
 from typing import Any, NamedTuple
 
-from ..atomic import prepare_write
-from ..storage import FILE_MODE
+from ...atomic import prepare_write
+from ...storage import FILE_MODE
+from ..protocol import SessionInfo
 from . import _recent
-from .protocol import SessionInfo
 
 NAME = "listing.json"
 _VERSION = 2

@@ -45,8 +45,8 @@ import stat
 import time
 from collections.abc import Callable
 
-from ..storage import FILE_MODE
-from .protocol import SESSION_ID_PATTERN
+from ...storage import FILE_MODE
+from ..protocol import SESSION_ID_PATTERN
 
 RECENT_NAME = ".recent"
 _CHUNK = 1 << 15

@@ -1,0 +1,396 @@
+"""FileCheckpointer: the Checkpointer protocol over the folder, and the work done under its locks.
+
+Owns the protocol's calls (append, read, head, read_marks, delete, truncate, sync, close, the
+turn claims) and what each does holding the session's locks: an append checks the head, writes
+the batch's marks ahead of it (:mod:`._marks`), repairs a torn final line, writes the batch
+in one call (cut back on failure) and stamps the log's mtime (:mod:`._sessions`); the head of
+an unchanged log, or a read of just its last event, is answered from the cache without the
+lock. The parts it is built of are mixed in from :mod:`._folder`, :mod:`._index`,
+:mod:`._marks` and :mod:`._sessions`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import warnings
+from collections.abc import AsyncIterator, Collection, Sequence
+
+from ...atomic import atomic_write, fsync_dir
+from ...storage import FILE_MODE
+from .._claims import flock_claim
+from ..events import Event, UserEvent, encode, now_iso
+from ..protocol import (
+    MARK_KINDS,
+    check_head,
+    check_truncate,
+    checkpoint_stats,
+    mark_kind,
+    validate_session_id,
+)
+from ._disk import (
+    _OPEN_RDWR_APPEND,
+    _OPEN_READ,
+    _checkpoints_in,
+    _datasync,
+    _decode_lines,
+    _line_offset,
+    _open,
+    _open_existing,
+    _pread_all,
+    _read_bytes,
+    _remove,
+    _repair,
+    _stat,
+    _Tail,
+    _touch,
+    _unlink,
+    _write_or_undo,
+    logger,
+)
+from ._folder import _Known, _matches, _Session
+from ._marks import _decode_marks
+from ._sessions import _Sessions
+
+
+class FileCheckpointer(_Sessions):
+    """A Checkpointer keeping each session in ``<directory>/<id>.jsonl``. See the module."""
+
+    def __repr__(self) -> str:
+        return f"FileCheckpointer({self._dir!r}, durable={self.durable})"
+
+    @property
+    def location(self) -> str:
+        """``file:`` and the folder's real path (see ``SupportsLocation``)."""
+        return "file:" + os.path.realpath(self._dir)
+
+    # -- the Checkpointer protocol -------------------------------------------------------------
+
+    async def append(
+        self, session_id: str, events: Sequence[Event], *, expected_head: int | None = None
+    ) -> int:
+        return await self._append(session_id, events, expected_head, keep_ts=False)
+
+    async def append_verbatim(
+        self, session_id: str, events: Sequence[Event], *, expected_head: int | None = None
+    ) -> int:
+        """:class:`~.protocol.SupportsVerbatimAppend`: ``append`` keeping each event's
+        ``ts``."""
+        return await self._append(session_id, events, expected_head, keep_ts=True)
+
+    async def _append(
+        self,
+        session_id: str,
+        events: Sequence[Event],
+        expected_head: int | None,
+        *,
+        keep_ts: bool,
+    ) -> int:
+        validate_session_id(session_id)
+        self._check_open()
+        events = list(events)
+        if any(type(event) is UserEvent and event.checkpoint for event in events):
+            title, checkpoints = checkpoint_stats(events)
+        else:
+            title, checkpoints = None, 0
+        session = self._session(session_id)
+        return await self._locked(
+            session,
+            lambda: self._append_locked(
+                session_id, session, events, expected_head, title, checkpoints, keep_ts
+            ),
+            index=checkpoints > 0,
+        )
+
+    async def read(self, session_id: str, *, after: int = 0) -> list[Event]:
+        validate_session_id(session_id)
+        self._check_open()
+        after = max(after, 0)
+        path = self._path(session_id)
+        st = _stat(path)
+        if st is None:
+            return []
+        session = self._session(session_id)
+        known = session.known
+        if known is not None and _matches(known, st):
+            if after >= known.head:
+                return []
+            if after == known.head - 1 and known.last_line is not None:
+                start = known.size - len(known.last_line)
+                return _decode_lines(path, known.last_line, known.head, start)
+        data, first_seq, offset = await self._locked(
+            session, lambda: self._read_locked(path, session, after)
+        )
+        return _decode_lines(path, data, first_seq, offset)
+
+    async def head(self, session_id: str) -> int:
+        validate_session_id(session_id)
+        self._check_open()
+        path = self._path(session_id)
+        st = _stat(path)
+        if st is None:
+            return 0
+        session = self._session(session_id)
+        known = session.known
+        if known is not None and _matches(known, st):
+            return known.head
+        return await self._locked(session, lambda: self._head_locked(path, session))
+
+    async def read_marks(
+        self,
+        session_id: str,
+        *,
+        after: int = 0,
+        kinds: Collection[str] | None = None,
+        last: int | None = None,
+    ) -> list[Event]:
+        """The :class:`~.protocol.MarkIndex` capability, from ``<id>.marks`` (see the
+        module docstring): checkpoints, compactions and file snapshots with ``seq > after``;
+        with ``last``, the file is read backwards from its end until ``last`` are found."""
+        validate_session_id(session_id)
+        self._check_open()
+        wanted = MARK_KINDS if kinds is None else frozenset(kinds)
+        path = self._path(session_id)
+        if _stat(path) is None:
+            return []
+        session = self._session(session_id)
+        if last is not None:
+            found = await self._locked(
+                session, lambda: self._last_marks_locked(session_id, after, wanted, last)
+            )
+            if found is not None:
+                return found
+        data, head = await self._locked(session, lambda: self._marks_locked(session_id, session))
+        marks = _decode_marks(path, data, after, head, wanted)
+        return marks if last is None else marks[-last:]
+
+    async def delete(self, session_id: str) -> None:
+        validate_session_id(session_id)
+        self._check_open()
+        path = self._path(session_id)
+        lock_path = os.path.join(self._locks_dir, session_id + ".lock")
+        if not os.path.lexists(path) and not os.path.lexists(lock_path):
+            return
+        session = self._session(session_id)
+        self._entries_synced.discard(path)
+        await self._locked(
+            session, lambda: self._delete_locked(session_id, session, lock_path), index=True
+        )
+
+    async def deleted(self, session_id: str) -> bool:
+        """The :class:`~.protocol.SupportsTombstones` capability: a tombstone and no log."""
+        validate_session_id(session_id)
+        self._check_open()
+        return self._was_deleted(session_id)
+
+    @contextlib.asynccontextmanager
+    async def claim_turn(self, session_id: str) -> AsyncIterator[None]:
+        """The :class:`~.protocol.SupportsTurnClaims` capability: a ``flock`` on
+        ``.locks/<id>.turn`` (see :mod:`._claims`)."""
+        validate_session_id(session_id)
+        self._check_open()
+        self._ensure_dirs()
+        async with flock_claim(os.path.join(self._locks_dir, session_id + ".turn"), session_id):
+            yield
+
+    async def truncate(
+        self, session_id: str, to_seq: int, *, expected_head: int | None = None
+    ) -> None:
+        validate_session_id(session_id)
+        self._check_open()
+        path = self._path(session_id)
+        if not os.path.lexists(path):  # nothing to lock: the head is 0
+            check_head(session_id, expected_head, 0, lambda: self._was_deleted(session_id))
+            check_truncate(session_id, to_seq, 0)
+            return
+        session = self._session(session_id)
+        await self._locked(
+            session,
+            lambda: self._truncate_locked(session_id, session, to_seq, expected_head),
+            index=True,
+        )
+
+    async def sync(self, session_id: str) -> None:
+        """fsync the session's log (and, the first time, its folder entry), so that everything
+        appended so far survives a power loss even with ``durable=False``. A no-op for an
+        unknown session.
+
+        Runs on the event loop, like the appends (a flush costs less than a thread hop plus
+        the flush; see docs/design.md). On a very busy disk the loop waits for the flush."""
+        validate_session_id(session_id)
+        self._check_open()
+        self._sync_now(self._path(session_id))
+
+    def _sync_now(self, path: str) -> None:
+        try:
+            fd = _open(path, _OPEN_READ)
+        except FileNotFoundError:
+            return
+        try:
+            _datasync(fd)
+        finally:
+            os.close(fd)
+        if path not in self._entries_synced:  # the folder entry once, the data every time
+            fsync_dir(self.directory)
+            self._entries_synced.add(path)
+
+    async def close(self) -> None:
+        """Forget cached state; later calls raise ``CheckpointerUnavailableError``.
+        Idempotent. Nothing is held open between calls, so there is nothing to flush."""
+        self._closed = True
+        self._sessions.clear()
+
+    # -- work done under the locks -----------------------------------------------------------
+
+    def _append_locked(
+        self,
+        session_id: str,
+        session: _Session,
+        events: Sequence[Event],
+        expected_head: int | None,
+        title: str | None,
+        checkpoints: int,
+        keep_ts: bool = False,
+    ) -> int:
+        path = self._path(session_id)
+        fd = _open_existing(path, _OPEN_RDWR_APPEND)
+        try:
+            if fd < 0:
+                size, tail = 0, _Tail(0, 0)
+            else:
+                st = os.fstat(fd)
+                size, tail = st.st_size, self._tail(path, session, fd, st)
+            head = tail.head
+            check_head(
+                session_id, expected_head, head, lambda: fd < 0 and self._was_deleted(session_id)
+            )
+            if not events:
+                return head
+            ts = now_iso()
+            lines = [
+                encode(event, seq=head + i, ts=(event.ts or ts) if keep_ts else ts)
+                for i, event in enumerate(events, 1)
+            ]
+            marked = [lines[i] for i, event in enumerate(events) if mark_kind(event) is not None]
+            self._write_marks(session_id, session, head, marked, fresh=fd < 0)
+            lines.append("")
+            data = "\n".join(lines).encode("utf-8")
+            if fd < 0:
+                fd = _open(path, _OPEN_RDWR_APPEND | os.O_CREAT, FILE_MODE)
+                if self.durable:
+                    fsync_dir(self.directory)
+            elif size != tail.end:
+                _repair(path, fd, tail.end, size)
+            _write_or_undo(fd, data, tail.end)
+            if self.durable:
+                os.fsync(fd)
+            self._stamp(session_id, lambda ns: os.utime(fd, ns=(ns, ns)))
+            st = os.fstat(fd)
+        finally:
+            if fd >= 0:
+                os.close(fd)
+        new_head = head + len(events)
+        last_line = lines[-2].encode("utf-8") + b"\n"
+        session.known = _Known(st.st_ino, st.st_size, st.st_mtime_ns, new_head, last_line)
+        if checkpoints:
+            try:
+                self._index_append({"id": session_id, "title": title, "turns": checkpoints})
+            except OSError as exc:  # the events are written: report them as such
+                message = f"could not record the title/turns of {path} in the index: {exc}"
+                logger.warning(message)
+                warnings.warn(message, RuntimeWarning, stacklevel=2)
+        return new_head
+
+    def _head_locked(self, path: str, session: _Session) -> int:
+        try:
+            fd = _open(path, _OPEN_READ)
+        except FileNotFoundError:
+            return 0
+        try:
+            return self._tail(path, session, fd, os.fstat(fd)).head
+        finally:
+            os.close(fd)
+
+    def _read_locked(self, path: str, session: _Session, after: int) -> tuple[bytes, int, int]:
+        try:
+            fd = _open(path, _OPEN_READ)
+        except FileNotFoundError:
+            return b"", 1, 0
+        try:
+            tail = self._tail(path, session, fd, os.fstat(fd))
+            if after >= tail.head:
+                return b"", after + 1, tail.end
+            start = 0 if after == 0 else _line_offset(path, fd, after + 1, tail.end)
+            return _pread_all(fd, tail.end - start, start), after + 1, start
+        finally:
+            os.close(fd)
+
+    def _truncate_locked(
+        self, session_id: str, session: _Session, to_seq: int, expected_head: int | None
+    ) -> None:
+        path = self._path(session_id)
+        fd = _open_existing(path, _OPEN_READ)
+        try:
+            tail = _Tail(0, 0) if fd < 0 else self._tail(path, session, fd, os.fstat(fd))
+            check_head(
+                session_id,
+                expected_head,
+                tail.head,
+                lambda: fd < 0 and self._was_deleted(session_id),
+            )
+            check_truncate(session_id, to_seq, tail.head)
+            if to_seq == tail.head:
+                return
+            if to_seq == 0:  # a rewind, not a delete: no tombstone (nor one of an old life)
+                self._index_append({"id": session_id, "reset": True, "title": None, "turns": 0})
+                _unlink(self._tombstone(session_id))
+                _unlink(path)
+                session.known = None
+                self._cut_marks(session_id, session, 0)
+                return
+            end = _line_offset(path, fd, to_seq + 1, tail.end)
+            kept = _pread_all(fd, end, 0)
+        finally:
+            if fd >= 0:
+                os.close(fd)
+        atomic_write(path, kept, mode=FILE_MODE)
+        self._stamp(session_id, lambda ns: os.utime(path, ns=(ns, ns)))
+        st = os.stat(path)
+        session.known = _Known(st.st_ino, st.st_size, st.st_mtime_ns, to_seq)
+        self._cut_marks(session_id, session, to_seq)
+        try:  # recount from the (small) mark index rather than the kept log
+            marks_path = self._marks_path(session_id)
+            title, turns = _checkpoints_in(marks_path, _read_bytes(marks_path), numbered=False)
+        except FileNotFoundError:
+            title, turns = _checkpoints_in(path, kept)
+        self._index_append({"id": session_id, "reset": True, "title": title, "turns": turns})
+
+    def _delete_locked(self, session_id: str, session: _Session, lock_path: str) -> None:
+        path = self._path(session_id)
+        if os.path.lexists(path):
+            # The tombstone first: a writer that saw the log never finds it gone without one.
+            _touch(self._tombstone(session_id))
+            if self.durable:
+                fsync_dir(self.directory)
+            # The index next: a crash in between leaves a log counted as having no turns,
+            # never a deleted session's turns credited to a later one of the same id.
+            self._index_append({"id": session_id, "reset": True, "title": None, "turns": 0})
+            _remove(path)  # whatever is there: a log, or a folder or symlink put in its place
+        _remove(self._marks_path(session_id))
+        session.known = None
+        session.marks_known = None
+        # Last, while we still hold it: a waiter on the old lock file sees it unlinked and
+        # retries on a fresh one, so the lock never has two holders.
+        _unlink(lock_path)
+
+
+def file_checkpointer(
+    directory: str | os.PathLike[str], *, durable: bool = False
+) -> FileCheckpointer:
+    """A Checkpointer writing one JSONL file per session into ``directory``.
+
+    ``durable=True`` fsyncs every append (survives power loss); the default survives a
+    crash of the process, and :meth:`~FileCheckpointer.sync` makes it survive a power loss up
+    to that point. The directory is created (0700) on the first write.
+    """
+    return FileCheckpointer(directory, durable=durable)

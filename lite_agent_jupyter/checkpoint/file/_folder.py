@@ -1,0 +1,199 @@
+"""The file backend's folder and its locks: paths, gates and what was last seen of each log.
+
+Owns the names of the folder's files (the layout is in the package docstring), the per-session
+and session-index locks (a :class:`~.._blocking.ThreadGate` for this process, then a file lock
+for the others, taken in that order and only through :func:`~.._blocking.run_gated`, so no
+call blocks the event loop waiting for another process), the creation of the folders (0700,
+on the first locked call, not before) and the per-session cache of a log's identity, size and
+head as last seen under its lock. :class:`_Folder` is the state every part of the
+checkpointer reads; the parts are mixed into :class:`~._checkpointer.FileCheckpointer`.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple, TypeVar
+
+from filelock import FileLock, Timeout
+
+from ...atomic import sweep_stale
+from ...errors import CheckpointerUnavailableError
+from ...storage import FILE_MODE, ensure_private_dir
+from .._blocking import POLL_SECONDS, Gate, ThreadGate, run_gated
+from . import _listing, _recent
+from ._disk import _read_tail, _Tail
+
+T = TypeVar("T")
+
+LOG_SUFFIX = ".jsonl"
+MARKS_SUFFIX = ".marks"
+TOMBSTONE_SUFFIX = ".deleted"
+INDEX_NAME = ".index.jsonl"
+LOCKS_DIR = ".locks"
+_LOCK_POLL = 0.001
+
+
+class _FileGate:
+    """A ``filelock.FileLock`` as a :class:`~._blocking.Gate`.
+
+    ``thread_local=False``: the worker thread that waited for the lock is not always the one
+    that releases it. The wait is a loop of short timed attempts, never an infinite one, so a
+    second checkpointer object on the same directory in this process (which filelock would
+    report as a deadlock) simply queues, and a cancelled caller stops waiting promptly.
+    """
+
+    __slots__ = ("lock",)
+
+    def __init__(self, path: str) -> None:
+        self.lock = FileLock(path, thread_local=False, mode=FILE_MODE)
+
+    def try_acquire(self) -> bool:
+        try:
+            self.lock.acquire(blocking=False)
+        except Timeout:
+            return False
+        return True
+
+    def acquire_until(self, cancelled: threading.Event) -> bool:
+        while True:
+            try:
+                self.lock.acquire(timeout=POLL_SECONDS, poll_interval=_LOCK_POLL)
+            except Timeout:
+                if cancelled.is_set():
+                    return False
+            else:
+                return True
+
+    def release(self) -> None:
+        self.lock.release()
+
+
+class _Known(NamedTuple):
+    """A log's identity and size as last seen under its lock, and its head then."""
+
+    ino: int
+    size: int
+    mtime_ns: int
+    head: int
+    last_line: bytes | None = None
+    """The log's last line (with its newline) when this object wrote it: a read of just the
+    last event of an unchanged log (the agent's check at the start of each turn) is then
+    answered from memory, without the lock."""
+
+
+def _matches(known: _Known | None, st: os.stat_result) -> bool:
+    return (
+        known is not None
+        and known.size == st.st_size
+        and known.ino == st.st_ino
+        and known.mtime_ns == st.st_mtime_ns
+    )
+
+
+@dataclass(slots=True)
+class _Session:
+    guard: ThreadGate
+    lock: _FileGate
+    known: _Known | None = None
+    marks_known: tuple[int, int, int, int] | None = None
+    """``(ino, size, mtime_ns, last seq)`` of the ``.marks`` file as this object left it."""
+
+
+class _Folder:
+    """The state of a file checkpointer: its folder, paths, locks and per-session cache."""
+
+    def __init__(self, directory: str | os.PathLike[str], *, durable: bool = False) -> None:
+        self.directory = Path(directory).expanduser().absolute()
+        self.durable = durable
+        self._dir = str(self.directory)
+        self._swept = False
+        self._prefix = self._dir + os.sep
+        self._locks_dir = os.path.join(self._dir, LOCKS_DIR)
+        self._index_path = os.path.join(self._dir, INDEX_NAME)
+        self._recent_path = os.path.join(self._dir, _recent.RECENT_NAME)
+        self._listing_path = os.path.join(self._locks_dir, _listing.NAME)
+        self._sessions: dict[str, _Session] = {}
+        self._entries_synced: set[str] = set()
+        """Logs whose folder entry this object has fsynced (a sync needs it only once)."""
+        self._sessions_lock = threading.Lock()
+        self._index_gates: tuple[ThreadGate, _FileGate] | None = None
+        self._closed = False
+
+    # -- plumbing ----------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise CheckpointerUnavailableError(f"the file checkpointer for {self._dir} is closed")
+
+    def _path(self, session_id: str) -> str:
+        # A valid id has no separator or dot: plain concatenation is safe (and hot).
+        return self._prefix + session_id + LOG_SUFFIX
+
+    def _tombstone(self, session_id: str) -> str:
+        return self._prefix + session_id + TOMBSTONE_SUFFIX
+
+    def _session(self, session_id: str) -> _Session:
+        session = self._sessions.get(session_id)
+        if session is None:
+            with self._sessions_lock:
+                session = self._sessions.get(session_id)
+                if session is None:
+                    lock_path = os.path.join(self._locks_dir, session_id + ".lock")
+                    session = _Session(ThreadGate(), _FileGate(lock_path))
+                    self._sessions[session_id] = session
+        return session
+
+    def _index(self) -> tuple[ThreadGate, _FileGate]:
+        if self._index_gates is None:
+            with self._sessions_lock:
+                if self._index_gates is None:
+                    path = os.path.join(self._locks_dir, ".index.lock")
+                    self._index_gates = (ThreadGate(), _FileGate(path))
+        return self._index_gates
+
+    def _ensure_dirs(self) -> None:
+        # Checked on every locked call (a stat): if the folder was removed meanwhile, it is
+        # created again with private modes, not by filelock with default ones.
+        if not os.path.isdir(self._locks_dir):
+            ensure_private_dir(self.directory)
+            ensure_private_dir(Path(self._locks_dir))
+        if not self._swept:  # temp files of a truncation killed mid-write, once per object
+            self._swept = True
+            sweep_stale(self._dir)
+
+    async def _locked(
+        self, session: _Session | None, fn: Callable[[], T], *, index: bool = False
+    ) -> T:
+        """Run ``fn`` holding the session's locks (and the index's), creating folders first."""
+        self._ensure_dirs()
+        gates: list[Gate] = [session.guard, session.lock] if session is not None else []
+        if index:
+            gates.extend(self._index())
+
+        def checked() -> T:
+            self._check_open()
+            return fn()
+
+        return await run_gated(gates, checked)
+
+    def _was_deleted(self, session_id: str) -> bool:
+        return not os.path.lexists(self._path(session_id)) and os.path.lexists(
+            self._tombstone(session_id)
+        )
+
+    def _tail(self, path: str, session: _Session, fd: int, st: os.stat_result) -> _Tail:
+        """The clean end and head of an open log, from the cache or from its last line."""
+        known = session.known
+        if known is not None and _matches(known, st):
+            return _Tail(known.size, known.head)
+        tail = _read_tail(path, fd, st.st_size)
+        if tail.end == st.st_size:
+            session.known = _Known(st.st_ino, st.st_size, st.st_mtime_ns, tail.head)
+        return tail
+
+    def _marks_path(self, session_id: str) -> str:
+        return self._prefix + session_id + MARKS_SUFFIX
