@@ -74,7 +74,7 @@ class FileCheckpointer(_Sessions):
     async def append_verbatim(
         self, session_id: str, events: Sequence[Event], *, expected_head: int | None = None
     ) -> int:
-        """:class:`~.protocol.SupportsVerbatimAppend`: ``append`` keeping each event's
+        """:class:`~..protocol.SupportsVerbatimAppend`: ``append`` keeping each event's
         ``ts``."""
         return await self._append(session_id, events, expected_head, keep_ts=True)
 
@@ -144,8 +144,8 @@ class FileCheckpointer(_Sessions):
         kinds: Collection[str] | None = None,
         last: int | None = None,
     ) -> list[Event]:
-        """The :class:`~.protocol.MarkIndex` capability, from ``<id>.marks`` (see the
-        module docstring): checkpoints, compactions and file snapshots with ``seq > after``;
+        """The :class:`~..protocol.MarkIndex` capability, from ``<id>.marks`` (see
+        :mod:`._marks`): checkpoints, compactions and file snapshots with ``seq > after``;
         with ``last``, the file is read backwards from its end until ``last`` are found."""
         validate_session_id(session_id)
         self._check_open()
@@ -178,15 +178,15 @@ class FileCheckpointer(_Sessions):
         )
 
     async def deleted(self, session_id: str) -> bool:
-        """The :class:`~.protocol.SupportsTombstones` capability: a tombstone and no log."""
+        """The :class:`~..protocol.SupportsTombstones` capability: a tombstone and no log."""
         validate_session_id(session_id)
         self._check_open()
         return self._was_deleted(session_id)
 
     @contextlib.asynccontextmanager
     async def claim_turn(self, session_id: str) -> AsyncIterator[None]:
-        """The :class:`~.protocol.SupportsTurnClaims` capability: a ``flock`` on
-        ``.locks/<id>.turn`` (see :mod:`._claims`)."""
+        """The :class:`~..protocol.SupportsTurnClaims` capability: a ``flock`` on
+        ``.locks/<id>.turn`` (see :mod:`.._claims`)."""
         validate_session_id(session_id)
         self._check_open()
         self._ensure_dirs()

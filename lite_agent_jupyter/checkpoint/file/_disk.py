@@ -304,7 +304,7 @@ def _raise_first_corruption(path: str) -> None:
 
 def _decode_lines(path: str, data: bytes, first_seq: int, offset: int) -> list[Event]:
     """Decode complete lines read from byte ``offset`` of the log; the first holds
-    ``first_seq`` (the rules are :func:`~.events.decode_rows`'s)."""
+    ``first_seq`` (the rules are :func:`~..events.decode_rows`'s)."""
     if not data:
         return []
     try:

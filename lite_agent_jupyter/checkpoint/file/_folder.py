@@ -38,7 +38,7 @@ _LOCK_POLL = 0.001
 
 
 class _FileGate:
-    """A ``filelock.FileLock`` as a :class:`~._blocking.Gate`.
+    """A ``filelock.FileLock`` as a :class:`~.._blocking.Gate`.
 
     ``thread_local=False``: the worker thread that waited for the lock is not always the one
     that releases it. The wait is a loop of short timed attempts, never an infinite one, so a
