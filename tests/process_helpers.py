@@ -21,13 +21,16 @@ def process_alive(pid: int) -> bool:
     return stat[stat.rfind(b")") + 2 :].split()[0] not in (b"Z", b"X")
 
 
-def wait_until(predicate: Callable[[], bool], timeout: float = 60.0) -> bool:
-    """Poll ``predicate`` until true or ``timeout`` seconds passed; return its last value."""
+def wait_until(
+    predicate: Callable[[], bool], timeout: float = 60.0, interval: float = 0.01
+) -> bool:
+    """Poll ``predicate`` every ``interval`` seconds until true or ``timeout`` seconds passed
+    (a hang guard, not a measurement); return its last value."""
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:
             return False
-        time.sleep(0.01)
+        time.sleep(interval)
     return True
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import re
 import textwrap
-import time
 from pathlib import Path
 
 from fake_anthropic import FakeAnthropicServer, tool_reply
 from nbkernel import Kernel
+from process_helpers import wait_until
 
 FILES = 1500
 """Enough files that the restore takes a while to write (each is written and fsynced)."""
@@ -44,10 +44,11 @@ def test_an_interrupted_restore_returns_after_its_rollback(
         f"    get_ipython().run_line_magic('agent', 'restore {seq}')\n"
         "except KeyboardInterrupt:\n" + textwrap.indent(check, "    ")
     )
-    deadline = time.monotonic() + 60
-    while not any(p.read_text() == "v1\n" for p in paths):  # the restore is under way
-        assert time.monotonic() < deadline, "the restore never started"
-        time.sleep(0.002)
+
+    def under_way() -> bool:
+        return any(p.read_text() == "v1\n" for p in paths)
+
+    assert wait_until(under_way, interval=0.002), "the restore never started"
     agent_kernel.interrupt()
     cell = agent_kernel.collect([msg_id])[0].check()
     assert "interrupted: 0 journals, 0 files at v1" in cell.stream_text, cell.text

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import base64
 import re
-import time
 from pathlib import Path
 
 from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall, tool_reply
 from mcp_server import PNG, stdio_entry
 from nbkernel import Kernel
+from process_helpers import wait_until
 
 
 def _alive(pid: int) -> bool:
@@ -79,10 +79,7 @@ def test_mcp_tools_in_a_kernel_rewound_by_restore_and_undo(
 
     assert _alive(pid)
     agent_kernel.shutdown()
-    deadline = time.monotonic() + 30
-    while _alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not _alive(pid), "the MCP server outlived its kernel"
+    assert wait_until(lambda: not _alive(pid), timeout=30), "the MCP server outlived its kernel"
 
 
 def test_interrupting_a_cell_stops_the_server_of_the_call_in_flight(
@@ -96,17 +93,14 @@ def test_interrupting_a_cell_stops_the_server_of_the_call_in_flight(
         "After the interrupt.",
     )
     msg_id = agent_kernel.submit("%%agent\nhang the server")
-    deadline = time.monotonic() + 90
-    while not started.exists() and time.monotonic() < deadline:
-        time.sleep(0.1)
+    assert wait_until(started.exists, timeout=90), "the MCP call never reached the server"
     pid = int(started.read_text())
     agent_kernel.interrupt()
     (cell,) = agent_kernel.collect([msg_id], timeout=60)
     assert cell.status == "error"
-    deadline = time.monotonic() + 30
-    while _alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not _alive(pid), "the server of the interrupted call still runs"
+    assert wait_until(lambda: not _alive(pid), timeout=30), (
+        "the server of the interrupted call still runs"
+    )
     after = agent_kernel.run("%%agent\ngo on").check()
     assert "After the interrupt." in after.markdown
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import base64
 import json
-import time
 from pathlib import Path
 
 from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
 from mcp_server import PNG
 from nbkernel import Kernel
+from process_helpers import wait_until
 
 CODE = f"""\
 import base64, threading
@@ -82,10 +82,7 @@ def test_an_interrupt_stops_run_cell_like_any_cell(
         "Still here.",
     )
     msg_id = agent_kernel.submit("%%agent\nwait a long time")
-    deadline = time.monotonic() + 60
-    while not started.exists():
-        assert time.monotonic() < deadline, "run_cell never started"
-        time.sleep(0.01)
+    assert wait_until(started.exists), "run_cell never started"
     agent_kernel.interrupt()
     cell = agent_kernel.collect([msg_id], timeout=60)[0]
     assert "AgentInterrupted: the agent's turn was stopped" in cell.text, cell.text
