@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
+from fake_anthropic import FakeAnthropicServer, tool_reply
 
 from lite_agent_jupyter import LiteAgent
 
@@ -34,16 +34,16 @@ async def test_edit_after_a_hand_edit_is_refused_until_read_again(
     agent = make_agent(model=claude(), approvals="allow")
     edit = {"path": "notes.txt", "old_string": "beta", "new_string": "gamma"}
     fake_anthropic.script(
-        FakeReply("Reading.", tool_calls=[FakeToolCall("read_file", {"path": "notes.txt"})]),
+        tool_reply("Reading.", "read_file", path="notes.txt"),
         "Read it.",
     )
     await agent.send("read notes.txt")
 
     notes.write_text("alpha\nbeta\nby hand\n")  # the person edits the file
     fake_anthropic.script(
-        FakeReply("Editing.", tool_calls=[FakeToolCall("edit_file", edit)]),
-        FakeReply("Reading again.", tool_calls=[FakeToolCall("read_file", {"path": "notes.txt"})]),
-        FakeReply("Editing again.", tool_calls=[FakeToolCall("edit_file", edit)]),
+        tool_reply("Editing.", "edit_file", **edit),
+        tool_reply("Reading again.", "read_file", path="notes.txt"),
+        tool_reply("Editing again.", "edit_file", **edit),
         "Done.",
     )
     await agent.send("replace beta with gamma")
@@ -59,14 +59,7 @@ async def test_edit_after_a_hand_edit_is_refused_until_read_again(
 
     # its own write counts as seen: a second edit needs no new read
     fake_anthropic.script(
-        FakeReply(
-            "More.",
-            tool_calls=[
-                FakeToolCall(
-                    "edit_file", {"path": "notes.txt", "old_string": "gamma", "new_string": "delta"}
-                )
-            ],
-        ),
+        tool_reply("More.", "edit_file", path="notes.txt", old_string="gamma", new_string="delta"),
         "Done again.",
     )
     await agent.send("gamma to delta")
@@ -91,11 +84,8 @@ async def test_a_background_job_s_edits_are_the_agent_s_own_not_hand_edits(
     notes.write_text("alpha\n")
     agent = make_agent(model=claude(), approvals="allow")
     fake_anthropic.script(
-        FakeReply("Reading.", tool_calls=[FakeToolCall("read_file", {"path": "notes.txt"})]),
-        FakeReply(
-            "Appending in the background.",
-            tool_calls=[FakeToolCall("bash", {"command": command, "background": True})],
-        ),
+        tool_reply("Reading.", "read_file", path="notes.txt"),
+        tool_reply("Appending in the background.", "bash", command=command, background=True),
         "Started.",
         "The job appended beta.",  # its completion turn
     )
@@ -104,13 +94,8 @@ async def test_a_background_job_s_edits_are_the_agent_s_own_not_hand_edits(
     assert notes.read_text() == "alpha\nbeta\n"
 
     fake_anthropic.script(
-        FakeReply(
-            "Editing.",
-            tool_calls=[
-                FakeToolCall(
-                    "edit_file", {"path": "notes.txt", "old_string": "beta", "new_string": "gamma"}
-                )
-            ],
+        tool_reply(
+            "Editing.", "edit_file", path="notes.txt", old_string="beta", new_string="gamma"
         ),
         "Done.",
     )
@@ -140,8 +125,8 @@ async def test_a_change_while_the_session_s_job_runs_is_not_called_outside(
     agent = make_agent(model=claude(), approvals="allow")
     job = {"command": "sleep 0.5; echo beta >> notes.txt; sleep 3", "background": True}
     fake_anthropic.script(
-        FakeReply("Reading.", tool_calls=[FakeToolCall("read_file", {"path": "notes.txt"})]),
-        FakeReply("Appending.", tool_calls=[FakeToolCall("bash", job)]),
+        tool_reply("Reading.", "read_file", path="notes.txt"),
+        tool_reply("Appending.", "bash", **job),
         "Started.",
         "Noted.",  # the prompt sent while the job runs
         "The job appended beta.",  # its completion turn

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
+from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall, tool_reply
 from ipywidgets.widgets.widget import _instances
 from kernel_agent import held_turn, send
 
@@ -195,20 +195,25 @@ def test_changes_without_diffs_say_the_same_but_the_diff(facade: AgentFacade, tu
     assert [facade.change_diff(f) for f in bare.files] == [f.diff for f in full.files]
 
 
-def test_revert_one_hunk_of_a_file_from_the_panel(
-    runner: AgentRunner, facade: AgentFacade, fake_anthropic: FakeAnthropicServer, workdir: Path
-) -> None:
+def _two_hunk_turn(
+    runner: AgentRunner, fake_anthropic: FakeAnthropicServer, workdir: Path
+) -> tuple[str, str]:
+    """A prompt that changes lines 2 and 18 of a 20-line data.txt (two hunks): the file
+    before it and after it."""
     original = "".join(f"line {n}\n" for n in range(1, 21))
     (workdir / "data.txt").write_text(original)
     agent = original.replace("line 2\n", "agent two\n").replace("line 18\n", "agent 18\n")
     fake_anthropic.script(
-        FakeReply(
-            "Editing.",
-            tool_calls=[FakeToolCall("write_file", {"path": "data.txt", "content": agent})],
-        ),
-        "Done.",
+        tool_reply("Editing.", "write_file", path="data.txt", content=agent), "Done."
     )
     send(runner, "change lines 2 and 18")
+    return original, agent
+
+
+def test_revert_one_hunk_of_a_file_from_the_panel(
+    runner: AgentRunner, facade: AgentFacade, fake_anthropic: FakeAnthropicServer, workdir: Path
+) -> None:
+    original, _ = _two_hunk_turn(runner, fake_anthropic, workdir)
     panel, _ = _panel(facade, runner.agent().session_id)
     assert panel.hunk_pick not in panel.actions.children  # offered once a file is shown
     panel.select("data.txt")
@@ -235,17 +240,7 @@ def test_revert_one_hunk_of_a_file_from_the_panel(
 def test_a_hunk_edited_since_is_refused_in_the_panel(
     runner: AgentRunner, facade: AgentFacade, fake_anthropic: FakeAnthropicServer, workdir: Path
 ) -> None:
-    original = "".join(f"line {n}\n" for n in range(1, 21))
-    (workdir / "data.txt").write_text(original)
-    agent = original.replace("line 2\n", "agent two\n").replace("line 18\n", "agent 18\n")
-    fake_anthropic.script(
-        FakeReply(
-            "Editing.",
-            tool_calls=[FakeToolCall("write_file", {"path": "data.txt", "content": agent})],
-        ),
-        "Done.",
-    )
-    send(runner, "change lines 2 and 18")
+    _, agent = _two_hunk_turn(runner, fake_anthropic, workdir)
     panel, _ = _panel(facade, runner.agent().session_id)
     (workdir / "data.txt").write_text(agent.replace("agent two", "hand two"))
     panel.select("data.txt")
