@@ -13,6 +13,26 @@ import pytest
 from fake_anthropic import FakeAnthropicServer
 from pg_helpers import PG_DSN, drop_schema, new_schema
 
+PACKAGE_ROOT = Path(__file__).resolve().parent.parent / "lite_agent_jupyter"
+
+
+def largest_modules(count: int = 8) -> list[tuple[int, str]]:
+    """The package's ``count`` longest modules, as (lines, path), longest first."""
+    sizes = [
+        (len(path.read_text(encoding="utf-8").splitlines()), str(path.relative_to(PACKAGE_ROOT)))
+        for path in PACKAGE_ROOT.rglob("*.py")
+    ]
+    return sorted(sizes, reverse=True)[:count]
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Report the largest modules after a run: size is a signal to read, not a test to pass
+    (a hard line limit cut classes to fit it; docs/design.md)."""
+    terminalreporter.section("largest modules (lines)")
+    for lines, name in largest_modules():
+        terminalreporter.write_line(f"{lines:6,}  {name}")
+
+
 _ANTHROPIC_ENV = (
     "ANTHROPIC_API_KEY",
     "ANTHROPIC_AUTH_TOKEN",
