@@ -64,20 +64,33 @@ class PortabilityMixin(SessionsMixin):
         """Import the bundle at ``path`` into this agent's checkpointer, blob store and
         storage and make it the current session. The bundle's session id is kept unless a
         session with that id exists: then a new id is used, or with ``replace=True`` the
-        existing session is deleted first. ``cassette_to``: where to write the bundle's
-        cassette, if it has one. Raises a :class:`~.errors.BundleError` subclass, having
-        written nothing, for anything the bundle gets wrong."""
+        existing session is replaced, the import written whole under a temporary id first
+        (a failure while writing, a full disk, leaves the old session as it was).
+        ``cassette_to``: where to write the bundle's cassette, if it has one. Raises a
+        :class:`~.errors.BundleError` subclass, having written nothing, for anything the
+        bundle gets wrong."""
         self._time_travel("import_session", None)
         checked = bundle.read_bundle(path, max_size)
         sid = original = checked.manifest["session_id"]
         renamed: str | None = None
         archive = self.storage.archive_dir
-        if await self.checkpointer.head(sid) > 0 or bundle.records_exist(archive, sid):
-            if replace:
-                await self.delete_session(sid)
-            else:
-                sid, renamed = new_session_id(), original
+        exists = await self.checkpointer.head(sid) > 0 or bundle.records_exist(archive, sid)
         self._ensure_storage()
+        if exists and replace:
+            await self._replace_session(sid, checked)
+        else:
+            if exists:
+                sid, renamed = new_session_id(), original
+            await self._write_import(sid, checked)
+        if cassette_to is not None and checked.cassette is not None:
+            write_private_file(Path(cassette_to), checked.cassette)
+        self.resume(sid)
+        return bundle.import_result(sid, renamed, checked)
+
+    async def _write_import(self, sid: str, checked: bundle.Checked) -> None:
+        """Write ``checked`` as session ``sid``: blobs, records, the log last, so that a
+        failure leaves no half-visible session (what was written is taken back)."""
+        archive = self.storage.archive_dir
         ref = self._blob_ref(sid)
         written: list[Path] = []
         try:
@@ -101,7 +114,28 @@ class PortabilityMixin(SessionsMixin):
             with contextlib.suppress(Exception):  # the import's own error is the one to raise
                 await self.blobs.drop_refs(ref)
             raise
-        if cassette_to is not None and checked.cassette is not None:
-            write_private_file(Path(cassette_to), checked.cassette)
-        self.resume(sid)
-        return bundle.import_result(sid, renamed, checked)
+
+    async def _replace_session(self, sid: str, checked: bundle.Checked) -> None:
+        """Import ``checked`` over the existing session ``sid``: written whole under a
+        temporary id first (what can fail for lack of space or a broken store fails there,
+        the old session untouched), then the old session deleted and the import written again
+        under ``sid`` (its blobs are stored already: only the log and records are new), then
+        the temporary copy deleted. If that second write fails, the import is kept under the
+        temporary id and the error names it."""
+        staged = new_session_id()
+        await self._write_import(staged, checked)
+        try:
+            await self.delete_session(sid)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await self.delete_session(staged)
+            raise
+        try:
+            await self._write_import(sid, checked)
+        except Exception as exc:
+            raise BundleError(
+                f"session {sid!r} was deleted to be replaced, but the import could not be "
+                f"written under its id ({type(exc).__name__}: {exc}); the imported session is "
+                f"kept whole as {staged!r}"
+            ) from exc
+        await self.delete_session(staged)

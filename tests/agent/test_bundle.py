@@ -4,6 +4,7 @@ and undoes; crafted bundles are refused with typed errors, having written nothin
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import shutil
@@ -433,5 +434,78 @@ async def test_an_import_that_fails_before_its_log_is_written_leaves_nothing(
         assert await target.blobs.hashes() == []
         again = await target.import_session(bundle)  # and the same import then works
         assert again.renamed_from is None
+    finally:
+        await close(target)
+
+
+async def test_a_replace_that_fails_on_its_first_blob_keeps_the_old_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``replace=True`` writes the new session before the old one goes: a full disk on the
+    first blob leaves the old session whole (log, checkpoints, undo record, restorable
+    files) and no trace of the import."""
+    source, bundle, workdir = await build_source(tmp_path)
+    sid = source.session_id
+    await close(source)
+    target = open_agent(workdir, tmp_path / "teacher" / "store")
+    try:
+        before = await target.checkpointer.read(sid)
+        checkpoints = await target.list_checkpoints(sid)
+        records = sorted(p.name for p in target.storage.archive_dir.iterdir())
+        sessions = [s.id for s in await target.list_sessions()]
+        blobs = target.blobs
+        assert isinstance(blobs, SupportsPutMany)
+
+        async def full(*args: Any, **kwargs: Any) -> list[str]:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        monkeypatch.setattr(blobs, "put_many", full)
+        with pytest.raises(OSError, match="No space left"):
+            await target.import_session(bundle, replace=True)
+        monkeypatch.undo()
+
+        assert await target.checkpointer.read(sid) == before
+        assert await target.list_checkpoints(sid) == checkpoints
+        assert sorted(p.name for p in target.storage.archive_dir.iterdir()) == records
+        assert [s.id for s in await target.list_sessions()] == sessions  # no half import
+        # every blob the old session names is still there: each checkpoint restores
+        for checkpoint in checkpoints:
+            await target.restore(sid, checkpoint.seq, force=True)
+            await target.undo_restore(sid)
+        # and the same replace, with room on the disk, works
+        replaced = await target.import_session(bundle, replace=True)
+        assert replaced.session_id == sid
+        assert [s.id for s in await target.list_sessions()] == sessions
+    finally:
+        await close(target)
+
+
+async def test_a_replace_whose_last_write_fails_keeps_the_import_and_names_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The one window of a replace, between deleting the old session and writing the new
+    one under its id: the import stays whole under its temporary id, named in the error."""
+    source, bundle, workdir = await build_source(tmp_path)
+    sid = source.session_id
+    await close(source)
+    target = open_agent(workdir, tmp_path / "teacher" / "store")
+    try:
+        expected = [(e.seq, e.type) for e in await target.checkpointer.read(sid)]
+        real = target.checkpointer.append_verbatim  # type: ignore[attr-defined]
+        calls: list[str] = []
+
+        async def second_fails(session_id: str, *args: Any, **kwargs: Any) -> int:
+            calls.append(session_id)
+            if len(calls) == 2:
+                raise OSError(errno.EIO, "I/O error")
+            return await real(session_id, *args, **kwargs)
+
+        monkeypatch.setattr(target.checkpointer, "append_verbatim", second_fails)
+        with pytest.raises(BundleError, match=r"kept whole as '([0-9a-f]{32})'") as caught:
+            await target.import_session(bundle, replace=True)
+        monkeypatch.undo()
+        staged = calls[0]
+        assert calls == [staged, sid] and staged in str(caught.value)
+        assert [(e.seq, e.type) for e in await target.checkpointer.read(staged)] == expected
     finally:
         await close(target)
