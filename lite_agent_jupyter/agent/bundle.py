@@ -8,20 +8,25 @@ A bundle is a zip file (readable by any unzip, so a teacher can look inside)::
     log.jsonl                  the session's events, exactly as stored (seq and ts kept)
     archive/restore-000001.jsonl  undo records of the session's restores (and later kinds of
                                records: any ``archive/<kind>-NNNNNN.jsonl``)
+    archive/branch-<name>.json  the session's branches (format version 2): each one's small
+                               file; its events and file list are blobs
     blobs/<sha256>             every file snapshot and image the log or a record names,
                                full content
     cassette.jsonl             optional: the model answers, for an offline replay
 
 Which blobs a session needs is a function of its events (:func:`referenced_blobs`), the
-log's and the records': each kind of reference registers a :data:`BlobReferrer`, so a new kind
-(branches, say) adds one function and export, import and their tests follow.
+log's, the records' and the branches': each kind of reference registers a
+:data:`BlobReferrer`, so a new kind adds one function and export, import and their tests
+follow. A branch names two blobs (its events, JSON lines, and its files' contents at its tip,
+``{path: blob hash or null}``), and those name more (:func:`branch_refs`).
 
 Import treats the file as untrusted. Before any content is read, every entry name must be one
 the format defines (so no ``../``, absolute path or odd name can be written anywhere: the
 names of what import writes are derived from the session id and a number, blobs from their
 own hash), no entry may be a symlink or appear twice, and the declared sizes must stay under
 ``max_size``. Then every entry must match its manifest checksum, every blob its hash, every
-snapshot path must be relative, and the log must decode with ``seq`` 1..n. A newer format is
+snapshot path must be relative (the branches' too), every branch file must have the shape
+this release writes, and the log must decode with ``seq`` 1..n. A newer format is
 refused (:class:`UnsupportedBundleVersionError`). Only then is anything written: blobs (under
 the new session's blob reference), records, and the log last, so a failure leaves no
 half-visible session. A session id that exists already is imported under a new id unless
@@ -45,7 +50,8 @@ import stat
 import tempfile
 import zipfile
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime
 from importlib import metadata
 from pathlib import Path, PurePosixPath
 from typing import Any, Final
@@ -79,7 +85,10 @@ __all__ = [
     "BundleInfo",
     "Checked",
     "ImportResult",
+    "archive_branches",
     "archive_records",
+    "branch_blobs",
+    "branch_refs",
     "import_result",
     "needed_blobs",
     "read_bundle",
@@ -92,8 +101,10 @@ __all__ = [
 ]
 
 BUNDLE_FORMAT: Final = "lite_agent_jupyter session bundle"
-BUNDLE_VERSION: Final = 1
-"""The format version this release writes and the newest it reads."""
+BUNDLE_VERSION: Final = 2
+"""The newest format version this release reads. A bundle is written with the lowest version
+that holds what it carries: 1 without branches (any release reads it), 2 with them (a
+release that reads only version 1 says "upgrade" instead of refusing an unknown entry)."""
 DEFAULT_MAX_SIZE: Final = 512 << 20
 """Import refuses a bundle whose entries declare more than this many bytes in all (512 MB),
 before reading any: ``import_session(max_size=...)`` raises it for a bigger session."""
@@ -104,6 +115,9 @@ LOG = "log.jsonl"
 CASSETTE = "cassette.jsonl"
 _BLOB_NAME = re.compile(r"blobs/([0-9a-f]{64})")
 _RECORD_NAME = re.compile(r"archive/([a-z][a-z0-9-]{0,40}-\d{6}\.jsonl)")
+_BRANCH_NAME = re.compile(r"archive/branch-([A-Za-z0-9][A-Za-z0-9_.-]{0,39})\.json")
+_BRANCH_RECORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}\.(restore-\d{6}\.jsonl)")
+"""A branch's ``record``: the restore that made it, ``<session id>.restore-NNNNNN.jsonl``."""
 _HASH = re.compile(r"[0-9a-f]{64}")
 _NOTEBOOK = re.compile(r"[^\x00-\x1f\x7f-\x9f/\\\u200e\u200f\u202a-\u202e\u2066-\u2069]{1,255}")
 """A notebook's file name as a bundle may state it: shown to the user, so no control or
@@ -163,6 +177,7 @@ class BundleInfo:
     cassette: bool
     size: int
     """The bundle's size in bytes."""
+    branches: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,6 +194,7 @@ class ImportResult:
     """The bundle's cassette, if it carried one (also written to ``cassette_to``)."""
     notebook: str | None
     package_version: str
+    branches: int = 0
 
 
 def _package_version() -> str:
@@ -200,19 +216,22 @@ def write_bundle(
     *,
     cassette: bytes | None = None,
     notebook: str | None = None,
+    branches: Sequence[tuple[str, bytes]] = (),
 ) -> BundleInfo:
-    """Write a bundle of one session (its log, archive records, blobs and an optional
-    cassette) to ``path``, replaced atomically, mode 0600: it holds the conversation. The
-    caller (``LiteAgent.export_session``) gathers them from an idle session."""
+    """Write a bundle of one session (its log, archive records, branches, blobs and an
+    optional cassette) to ``path``, replaced atomically, mode 0600: it holds the
+    conversation. The caller (``LiteAgent.export_session``) gathers them from an idle
+    session."""
     log_data = "".join(encode(event) + "\n" for event in events).encode("utf-8")
     entries: list[tuple[str, bytes]] = [(LOG, log_data)]
     entries += [(f"archive/{name}", data) for name, data in records]
+    entries += [(f"archive/{name}", data) for name, data in branches]
     entries += [(f"blobs/{digest}", data) for digest, data in blobs]
     if cassette is not None:
         entries.append((CASSETTE, cassette))
     manifest = {
         "format": BUNDLE_FORMAT,
-        "format_version": BUNDLE_VERSION,
+        "format_version": 2 if branches else 1,
         "package_version": _package_version(),
         "created": now_iso(),
         "session_id": session_id,
@@ -234,6 +253,7 @@ def write_bundle(
         len(records),
         cassette is not None,
         size,
+        len(branches),
     )
 
 
@@ -257,6 +277,84 @@ def archive_records(folder: Path, session_id: str) -> list[tuple[str, bytes]]:
             if _RECORD_NAME.fullmatch("archive/" + rest) and entry.is_file(follow_symlinks=False):
                 found.append((rest, Path(entry.path).read_bytes()))
     return found
+
+
+def archive_branches(folder: Path, session_id: str) -> list[tuple[str, bytes]]:
+    """The session's branch files in the archive ``folder``: ``(name without the id,
+    content)``, e.g. ``("branch-b1.json", ...)``."""
+    prefix = session_id + "."
+    found: list[tuple[str, bytes]] = []
+    with contextlib.suppress(FileNotFoundError):
+        for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+            rest = entry.name[len(prefix) :] if entry.name.startswith(prefix) else ""
+            if _BRANCH_NAME.fullmatch("archive/" + rest) and entry.is_file(follow_symlinks=False):
+                found.append((rest, Path(entry.path).read_bytes()))
+    return found
+
+
+def branch_blobs(data: bytes, name: str) -> tuple[str, str]:
+    """The two blobs branch file ``name`` names: its events and its tip's file list."""
+    branch = _branch_json(data, name)
+    return branch["events"], branch["contents"]
+
+
+def branch_refs(events_data: bytes, contents_data: bytes, name: str) -> set[str]:
+    """The blobs a branch's events and tip file list name (file contents, images)."""
+    events = _decode_record(events_data, name)
+    contents = _branch_contents(contents_data, name)
+    found = referenced_blobs(events)
+    found.update(digest for digest in contents.values() if digest is not None)
+    return found
+
+
+def _branch_json(data: bytes, name: str) -> dict[str, Any]:
+    """A branch file, checked to have the shape ``Branches`` writes and reads."""
+    try:
+        branch = json.loads(data)
+    except ValueError as exc:
+        raise BundleError(f"branch {name} is not JSON: {exc}") from exc
+    fields: dict[str, type | tuple[type, ...]] = {
+        "name": str,
+        "fork": int,
+        "fork_mark": str,
+        "prompts": int,
+        "files": int,
+        "first_prompt": str,
+        "created": str,
+        "events": str,
+        "contents": str,
+    }
+    if not isinstance(branch, dict) or any(
+        not isinstance(branch.get(key), kind) or isinstance(branch.get(key), bool)
+        for key, kind in fields.items()
+    ):
+        raise BundleError(f"branch {name} does not have the shape of a branch")
+    if not (_HASH.fullmatch(branch["events"]) and _HASH.fullmatch(branch["contents"])):
+        raise BundleError(f"branch {name} names its blobs by something other than a hash")
+    if branch["fork"] < 0:
+        raise BundleError(f"branch {name} forks from a negative seq")
+    record = branch.get("record")
+    if record is not None and not (isinstance(record, str) and _BRANCH_RECORD.fullmatch(record)):
+        raise BundleError(f"branch {name} names an undo record of an odd shape: {record!r}")
+    try:
+        datetime.fromisoformat(branch["created"])
+    except ValueError as exc:
+        raise BundleError(f"branch {name} has no valid creation time: {exc}") from exc
+    return branch
+
+
+def _branch_contents(data: bytes, name: str) -> dict[str, str | None]:
+    try:
+        contents = json.loads(data)
+    except ValueError as exc:
+        raise BundleError(f"the file list of branch {name} is not JSON: {exc}") from exc
+    if not isinstance(contents, dict) or not all(
+        isinstance(path, str)
+        and (digest is None or (isinstance(digest, str) and _HASH.fullmatch(digest)))
+        for path, digest in contents.items()
+    ):
+        raise BundleError(f"the file list of branch {name} is not paths to blob hashes")
+    return contents
 
 
 def _decode_record(data: bytes, name: str) -> list[Event]:
@@ -318,6 +416,7 @@ class Checked:
     records: list[tuple[str, bytes]]
     blobs: dict[str, bytes]
     cassette: bytes | None
+    branches: list[tuple[str, bytes]] = field(default_factory=list)
 
 
 def read_manifest(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -337,11 +436,15 @@ def read_bundle(path: str | os.PathLike[str], max_size: int = DEFAULT_MAX_SIZE) 
 
 
 def write_records(
-    folder: Path, session_id: str, records: Sequence[tuple[str, bytes]]
+    folder: Path,
+    session_id: str,
+    records: Sequence[tuple[str, bytes]],
+    branches: Sequence[tuple[str, bytes]] = (),
 ) -> list[Path]:
-    """Write a bundle's archive records into ``folder`` under ``session_id`` (their headers
-    renamed to it); returns the files written, for the caller to take back on failure."""
-    if not records:
+    """Write a bundle's archive records and branches into ``folder`` under ``session_id``
+    (the names of the session and of records inside them renamed to it); returns the files
+    written, for the caller to take back on failure."""
+    if not records and not branches:
         return []
     folder = ensure_private_dir(folder)
     written: list[Path] = []
@@ -349,6 +452,10 @@ def write_records(
         for name, data in records:
             target = folder / f"{session_id}.{name}"
             write_private_file(target, _renamed_record(data, session_id, name))
+            written.append(target)
+        for name, data in branches:
+            target = folder / f"{session_id}.{name}"
+            write_private_file(target, _renamed_branch(data, session_id, records))
             written.append(target)
     except BaseException:
         remove_files(written)
@@ -377,6 +484,7 @@ def import_result(session_id: str, renamed_from: str | None, checked: Checked) -
         checked.cassette,
         notebook if isinstance(notebook, str) and _NOTEBOOK.fullmatch(notebook) else None,
         version if isinstance(version, str) and _VERSION.fullmatch(version) else "unknown",
+        len(checked.branches),
     )
 
 
@@ -398,6 +506,19 @@ def _renamed_record(data: bytes, session_id: str, name: str) -> bytes:
     journal["session_id"] = session_id
     journal["record"] = f"{session_id}.{name}"
     return encode(header).encode("utf-8") + sep + rest
+
+
+def _renamed_branch(data: bytes, session_id: str, records: Sequence[tuple[str, bytes]]) -> bytes:
+    """A branch names the undo record of the restore that made it (``undo_restore`` drops
+    the branch): that record's name under the new session id, or none if the bundle does
+    not carry it (no undo can drop the branch then)."""
+    branch = json.loads(data)
+    record = branch.get("record")
+    if isinstance(record, str):
+        rest = record.partition(".")[2]
+        known = any(name == rest for name, _ in records)
+        branch["record"] = f"{session_id}.{rest}" if known else None
+    return json.dumps(branch, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 @contextlib.contextmanager
@@ -476,7 +597,7 @@ def _check_name(name: str) -> None:
     """Only names the format defines; the wording says what was wrong with a bad one."""
     if name in (MANIFEST, LOG, CASSETTE) or _BLOB_NAME.fullmatch(name):
         return
-    if _RECORD_NAME.fullmatch(name):
+    if _RECORD_NAME.fullmatch(name) or _BRANCH_NAME.fullmatch(name):
         return
     pure = PurePosixPath(name.replace("\\", "/"))
     if pure.is_absolute() or re.match(r"[A-Za-z]:", name):
@@ -504,6 +625,7 @@ def _read_checked(bundle: zipfile.ZipFile, manifest: dict[str, Any]) -> Checked:
     log_data = read(LOG)
     events = _decode_log(log_data)
     records: list[tuple[str, bytes]] = []
+    branches: list[tuple[str, bytes]] = []
     blobs: dict[str, bytes] = {}
     cassette: bytes | None = None
     for name in sorted(listed):
@@ -513,6 +635,8 @@ def _read_checked(bundle: zipfile.ZipFile, manifest: dict[str, Any]) -> Checked:
             cassette = read(name)
         elif match := _RECORD_NAME.fullmatch(name):
             records.append((match[1], read(name)))
+        elif match := _BRANCH_NAME.fullmatch(name):
+            branches.append((f"branch-{match[1]}.json", read(name)))
         elif match := _BLOB_NAME.fullmatch(name):
             data = read(name)
             if hashlib.sha256(data).hexdigest() != match[1]:
@@ -527,7 +651,33 @@ def _read_checked(bundle: zipfile.ZipFile, manifest: dict[str, Any]) -> Checked:
         raise BundleError(
             f"the bundle lacks {len(missing)} blob(s) its log names, e.g. {min(missing)}"
         )
-    return Checked(manifest, events, records, blobs, cassette)
+    for name, data in branches:
+        _check_branch(name, data, blobs)
+    return Checked(manifest, events, records, blobs, cassette, branches)
+
+
+def _check_branch(name: str, data: bytes, blobs: dict[str, bytes]) -> None:
+    """A branch of an untrusted bundle: its file of the shape ``Branches`` reads, named as
+    its entry, its blobs and every blob they name present,
+    and every path of its events and file list inside the workdir."""
+    branch = _branch_json(data, name)
+    if f"branch-{branch['name']}.json" != name:
+        raise BundleError(f"branch {name} calls itself {branch['name']!r}")
+    for digest in (branch["events"], branch["contents"]):
+        if digest not in blobs:
+            raise BundleError(f"the bundle lacks blob {digest} of branch {name}")
+    events = _decode_record(blobs[branch["events"]], name)
+    contents = _branch_contents(blobs[branch["contents"]], name)
+    for event in events:
+        if isinstance(event, FileSnapshotEvent):
+            _check_snapshot_path(event.path)
+    for path in contents:
+        _check_snapshot_path(path)
+    missing = branch_refs(blobs[branch["events"]], blobs[branch["contents"]], name) - blobs.keys()
+    if missing:
+        raise BundleError(
+            f"the bundle lacks {len(missing)} blob(s) branch {name} names, e.g. {min(missing)}"
+        )
 
 
 def _decode_log(data: bytes) -> list[Event]:

@@ -48,10 +48,35 @@ class PortabilityMixin(SessionsMixin):
             if not events:
                 raise BundleError(f"session {sid!r} has no events: nothing to export")
             records = bundle.archive_records(self.storage.archive_dir, sid)
-            blobs = [(d, await self.blobs.get(d)) for d in bundle.needed_blobs(events, records)]
+            branches = bundle.archive_branches(self.storage.archive_dir, sid)
+            needed = set(bundle.needed_blobs(events, records))
+            for name, data in branches:
+                needed |= await self._branch_blobs(sid, name, data)
+            blobs = [(d, await self.blobs.get(d)) for d in sorted(needed)]
         return bundle.write_bundle(
-            path, sid, events, records, blobs, cassette=cassette_data, notebook=notebook
+            path,
+            sid,
+            events,
+            records,
+            blobs,
+            cassette=cassette_data,
+            notebook=notebook,
+            branches=branches,
         )
+
+    async def _branch_blobs(self, sid: str, name: str, data: bytes) -> set[str]:
+        """Every blob branch file ``name`` needs: its events and file list, and what they
+        name."""
+        events_hash, contents_hash = bundle.branch_blobs(data, name)
+        try:
+            events = await self.blobs.get(events_hash)
+            contents = await self.blobs.get(contents_hash)
+        except KeyError:
+            raise BundleError(
+                f"branch {name} of session {sid!r} lacks its stored events or file list, so it "
+                "cannot be exported (delete_branch forgets it)"
+            ) from None
+        return {events_hash, contents_hash, *bundle.branch_refs(events, contents, name)}
 
     async def import_session(
         self,
@@ -101,7 +126,7 @@ class PortabilityMixin(SessionsMixin):
                 await blobs.add_refs(ref, checked.blobs)
                 for data in checked.blobs.values():
                     await blobs.put(data, ref=ref)
-            written = bundle.write_records(archive, sid, checked.records)
+            written = bundle.write_records(archive, sid, checked.records, checked.branches)
             checkpointer = self.checkpointer
             if isinstance(checkpointer, SupportsVerbatimAppend):
                 await checkpointer.append_verbatim(sid, checked.events, expected_head=0)

@@ -195,7 +195,8 @@ async def test_the_bundle_holds_no_path_or_environment_of_the_exporting_machine(
     assert str(tmp_path).encode() not in raw
     assert b"s3cr3t-value-of-the-teacher" not in raw
     assert b"/home/teacher" not in raw
-    assert manifest["format_version"] == 1 and manifest["notebook"] == "lesson.ipynb"
+    # a restore kept a branch: version 2, which a release reading only 1 refuses as newer
+    assert manifest["format_version"] == 2 and manifest["notebook"] == "lesson.ipynb"
     assert names[0] == "manifest.json" and "log.jsonl" in names
     assert read_manifest(bundle)["session_id"] == manifest["session_id"]
     assert bundle.stat().st_mode & 0o777 == 0o600
@@ -303,13 +304,13 @@ async def test_a_newer_format_is_refused_with_a_clear_error(crafted: Any) -> Non
     with zipfile.ZipFile(bundle) as z:
         entries = {n: z.read(n) for n in z.namelist()}
     manifest = json.loads(entries["manifest.json"])
-    manifest["format_version"] = 2
+    manifest["format_version"] = 3
     manifest["package_version"] = "9.0.0"
     entries["manifest.json"] = json.dumps(manifest).encode()
     with zipfile.ZipFile(bad, "w") as z:
         for name, data in entries.items():
             z.writestr(name, data)
-    await refused(bad, UnsupportedBundleVersionError, r"format version 2.*9\.0\.0.*upgrade")
+    await refused(bad, UnsupportedBundleVersionError, r"format version 3.*9\.0\.0.*upgrade")
 
 
 async def test_a_gigabyte_declared_size_is_refused_before_reading(crafted: Any) -> None:
@@ -509,3 +510,106 @@ async def test_a_replace_whose_last_write_fails_keeps_the_import_and_names_it(
         assert [(e.seq, e.type) for e in await target.checkpointer.read(staged)] == expected
     finally:
         await close(target)
+
+
+# -- branches ------------------------------------------------------------------------------
+
+
+async def test_branches_travel_with_the_session(tmp_path: Path) -> None:
+    """The future a restore cut is a branch; exported and imported into another backend and
+    folder, it is listed the same and switching to it brings its prompt and files back.
+    Imported under a new id, the branch's undo record is renamed with it: undoing that
+    restore drops the branch there, as it does at the exporter's."""
+    source, bundle, teacher_dir = await build_source(tmp_path)
+    sid = source.session_id
+    student_dir = tmp_path / "student" / "project"
+    shutil.copytree(teacher_dir, student_dir)
+    target = open_agent(
+        student_dir, tmp_path / "student" / "store", f"sqlite://{tmp_path / 's.db'}"
+    )
+    try:
+        kept = await source.list_branches(sid)
+        assert [b.first_prompt for b in kept] == ["write c"]
+        result = await target.import_session(bundle)
+        assert result.branches == 1
+        assert await target.list_branches(sid) == kept
+
+        for agent in (source, target):
+            switched = await agent.switch_branch(sid, kept[0].name)
+            assert switched.branch == kept[0].name
+        assert files_in(student_dir) == files_in(teacher_dir)
+        assert (student_dir / "c.txt").read_bytes() == b"c"
+        prompts = [c.prompt for c in await target.list_checkpoints(sid)]
+        assert prompts == PROMPTS == [c.prompt for c in await source.list_checkpoints(sid)]
+        assert await target.list_branches(sid) == []
+
+        # the same bundle again: a new id, its branch tied to its own undo record
+        copy = await target.import_session(bundle)
+        assert copy.renamed_from == sid and copy.branches == 1
+        assert [b.name for b in await target.list_branches(copy.session_id)] == [kept[0].name]
+        await target.undo_restore(copy.session_id)
+        assert await target.list_branches(copy.session_id) == []
+    finally:
+        await close(target)
+        await close(source)
+
+
+def branch_entries(entries: dict[str, bytes]) -> tuple[str, dict[str, Any]]:
+    name = next(n for n in entries if n.startswith("archive/branch-"))
+    return name, json.loads(entries[name])
+
+
+def put_blob(entries: dict[str, bytes], data: bytes) -> str:
+    digest = hashlib.sha256(data).hexdigest()
+    entries[f"blobs/{digest}"] = data
+    return digest
+
+
+async def test_a_branch_snapshotting_a_path_out_of_the_workdir_is_refused(crafted: Any) -> None:
+    bundle, tmp_path, refused = crafted
+    bad = tmp_path / "bad.zip"
+
+    def escape(entries: dict[str, bytes]) -> None:
+        name, branch = branch_entries(entries)
+        events = entries[f"blobs/{branch['events']}"]
+        assert b'"path":"c.txt"' in events
+        branch["events"] = put_blob(entries, events.replace(b'"path":"c.txt"', b'"path":"../evil"'))
+        entries[name] = json.dumps(branch).encode()
+
+    rewrite(bundle, bad, escape)
+    await refused(bad, UnsafeBundleError, "outside the workdir")
+
+    def escape_tip(entries: dict[str, bytes]) -> None:
+        name, branch = branch_entries(entries)
+        contents = json.loads(entries[f"blobs/{branch['contents']}"])
+        contents["/etc/evil"] = None
+        branch["contents"] = put_blob(entries, json.dumps(contents).encode())
+        entries[name] = json.dumps(branch).encode()
+
+    rewrite(bundle, bad, escape_tip)
+    await refused(bad, UnsafeBundleError, "outside the workdir")
+
+
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        ({"fork": "1"}, "shape of a branch"),
+        ({"name": "other"}, "calls itself 'other'"),
+        ({"events": "../../x"}, "other than a hash"),
+        ({"contents": "f" * 64}, "lacks blob f{64}"),
+        ({"created": "yesterday"}, "no valid creation time"),
+        ({"record": "../x.restore-000001.jsonl"}, "odd shape"),
+    ],
+)
+async def test_a_branch_file_of_the_wrong_shape_is_refused(
+    crafted: Any, change: dict[str, Any], match: str
+) -> None:
+    bundle, tmp_path, refused = crafted
+    bad = tmp_path / "bad.zip"
+
+    def alter(entries: dict[str, bytes]) -> None:
+        name, branch = branch_entries(entries)
+        entries[name] = json.dumps({**branch, **change}).encode()
+
+    rewrite(bundle, bad, alter)
+    await refused(bad, BundleError, match)
