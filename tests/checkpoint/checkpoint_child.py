@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import threading
 
 
 def say(line: str) -> None:
@@ -29,10 +30,10 @@ async def hold_mode(url: str, session: str) -> None:
         await store.head(session)
         gate = store._session(session).lock  # the very lock the backend uses
         store._ensure_dirs()
-        gate.lock.acquire()
+        gate.acquire_until(threading.Event())
         say("locked")
         sys.stdin.readline()
-        gate.lock.release()
+        gate.release()
     elif url.startswith("sqlite:"):
         import sqlite3
 

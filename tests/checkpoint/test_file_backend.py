@@ -472,3 +472,30 @@ async def test_the_last_event_of_an_unchanged_log_comes_from_memory(
     await theirs.append(S, [assistant("their answer")])  # same head, different content
     (last,) = await ours.read(S, after=head - 1)
     assert payloads([last]) == payloads([assistant("their answer")])
+
+
+def test_the_session_lock_excludes_filelock_holders_and_back(directory: Path) -> None:
+    """The backend's own ``flock`` gate (#32, replacing ``filelock`` on the hot path) and a
+    ``filelock.FileLock`` on the same file (an older release's process) exclude each other."""
+    import threading
+
+    from filelock import FileLock, Timeout
+
+    from lite_agent_jupyter.checkpoint.file._folder import _FileGate
+
+    directory.mkdir(parents=True, exist_ok=True)
+    path = str(directory / "s.lock")
+    gate = _FileGate(path)
+    held = FileLock(path, thread_local=False)
+    held.acquire()
+    assert not gate.try_acquire()
+    cancelled = threading.Event()
+    cancelled.set()
+    assert not gate.acquire_until(cancelled)  # a cancelled wait gives up, holding nothing
+    held.release()
+    assert gate.try_acquire()
+    with pytest.raises(Timeout):
+        FileLock(path, thread_local=False).acquire(timeout=0)
+    assert not _FileGate(path).try_acquire()  # a second object of this process waits too
+    gate.release()
+    assert _FileGate(path).try_acquire()
