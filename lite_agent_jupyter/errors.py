@@ -201,6 +201,13 @@ class HookError(LiteAgentError):
     stops with this error (the log is left valid), naming the hook point and the function."""
 
 
+class ReentrantCellError(LiteAgentError, RuntimeError):
+    """Code the agent runs in the kernel (``run_cell``) started a cell inside it: a
+    ``%%agent`` cell (a turn inside the running turn) or ``get_ipython().run_cell(...)`` (a
+    cell inside the ``%%agent`` cell, with its own history and outputs). Raised in that
+    code, so the model reads it in the tool's result; nothing of the nested cell ran."""
+
+
 class McpConfigError(LiteAgentError, ValueError):
     """An MCP server configuration (``mcp_servers=``) is malformed; names the server and key."""
 

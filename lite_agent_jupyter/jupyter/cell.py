@@ -207,6 +207,8 @@ def run_turn(
                 except KeyboardInterrupt:
                     item.reply("interrupted: the code was stopped by a kernel interrupt")
                     raise
+                except Exception as exc:  # never leave the tool call waiting
+                    item.reply(f"error: {type(exc).__name__}: {exc}")
                 continue
             elif isinstance(item, TurnError):
                 error = item.error

@@ -4,7 +4,10 @@
   ``%%agent`` cell waits (``AgentRunner.on_main``); asks approval under the default policy
   (kind ``shell``, so the files it changes are snapshotted); returns what it printed, its
   result, displays (images as image blocks), traceback, and the variables it created or
-  rebound. A kernel interrupt stops it like any cell.
+  rebound. A kernel interrupt stops it like any cell. What else the code raises, even
+  ``SystemExit`` or a ``KeyboardInterrupt`` of its own, is its error: the model reads it and
+  the turn goes on. The code cannot start a cell inside it (``%%agent`` or
+  ``get_ipython().run_cell``): :class:`~..errors.ReentrantCellError`.
 - ``propose_cell``: code into a new cell below the ``%%agent`` cell (IPython's
   ``set_next_input``), for the person to read and run; nothing is run. The cell's first line
   names the prompt (its checkpoint id, what ``%agent restore`` takes) and the session it came
@@ -26,7 +29,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ToolError
+from ..errors import ReentrantCellError, ToolError
 from ..tools import Tool, ToolContext, tool
 from . import render
 
@@ -119,27 +122,104 @@ def run_cell_tool(shell: Any, on_main: Any, images: Any) -> Tool:
     return tool(run_cell, kind="shell")
 
 
+class _Interrupts:
+    """Whether a kernel interrupt (SIGINT) came while the code ran."""
+
+    __slots__ = ("came",)
+
+    def __init__(self, came: bool = False) -> None:
+        self.came = came
+
+    def handler(self, signum: int, frame: Any) -> None:
+        self.came = True
+        raise KeyboardInterrupt
+
+
 @contextmanager
-def _interruptible() -> Iterator[None]:
-    """Let a kernel interrupt raise ``KeyboardInterrupt`` inside the code, as in any cell.
+def _interruptible() -> Iterator[_Interrupts]:
+    """Let a kernel interrupt raise ``KeyboardInterrupt`` inside the code, as in any cell,
+    and tell it from a ``KeyboardInterrupt`` the code raises itself.
 
     Why: the ``%%agent`` cell runs as an awaited coroutine (ipykernel >= 7.4), and there the
     kernel answers SIGINT by cancelling the cell's task on its event loop; code blocking the
     main thread (``time.sleep``, a long loop) never gives that loop a turn, so it ran on.
-    Python's own handler raises at the next bytecode or interrupted system call instead.
+    A handler of our own raises at the next bytecode or interrupted system call instead (as
+    Python's does), and notes that the interrupt came: only then does the turn stop. Off the
+    main thread no handler can be set, and every ``KeyboardInterrupt`` counts as one.
     """
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield _Interrupts(came=True)
         return
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    interrupts = _Interrupts()
+    previous = signal.signal(signal.SIGINT, interrupts.handler)
     try:
-        yield
+        yield interrupts
     finally:
         signal.signal(signal.SIGINT, previous)
 
 
+_RUNNING: list[str] = []
+"""The code of each ``run_cell`` running now, innermost last (the main thread's alone)."""
+
+
+def refuse_nested(what: str) -> None:
+    """Raise :class:`ReentrantCellError` when ``what`` (``%%agent``) is started by code
+    that ``run_cell`` is running; the magics call it first thing."""
+    if _RUNNING:
+        raise ReentrantCellError(
+            f"{what} inside the agent's run_cell: a turn cannot start inside the running "
+            "turn. Nothing of it ran; run its steps in this code directly."
+        )
+
+
+@contextmanager
+def _no_nested_cells(shell: Any) -> Iterator[None]:
+    """While the code runs, ``get_ipython().run_cell(...)`` (and ``run_cell_async``) and
+    ``%%agent`` raise :class:`ReentrantCellError` in it instead of starting a cell inside
+    the ``%%agent`` cell (a cell of its own there: the history, ``_`` and the outputs of the
+    cell around it changed, or a turn inside a turn); ``exit()`` / ``quit()`` (IPython's
+    ``ask_exit``, which stops the kernel's loop) raise ``SystemExit`` like ``sys.exit()``."""
+
+    def refuse_cell(*args: Any, **kwargs: Any) -> Any:
+        raise ReentrantCellError(
+            "get_ipython().run_cell(...) inside the agent's run_cell: a cell cannot run "
+            "inside the %%agent cell. Nothing of it ran; run its code directly."
+        )
+
+    def refuse_exit(*args: Any, **kwargs: Any) -> Any:
+        raise SystemExit("exit() in the agent's run_cell does not stop the kernel")
+
+    patches = {"run_cell": refuse_cell, "run_cell_async": refuse_cell, "ask_exit": refuse_exit}
+    own = {name: shell.__dict__[name] for name in patches if name in shell.__dict__}
+    for name, patch in patches.items():
+        setattr(shell, name, patch)
+    _RUNNING.append("run_cell")
+    try:
+        yield
+    finally:
+        _RUNNING.pop()
+        for name in patches:
+            if name in own:
+                setattr(shell, name, own[name])
+            else:
+                shell.__dict__.pop(name, None)
+
+
+def _ended_by(exc: BaseException) -> str:
+    """The note under the traceback of what is not an ``Exception`` (``SystemExit``, a
+    ``KeyboardInterrupt`` the code raised, ``GeneratorExit``...): the code stopped there,
+    the kernel did not."""
+    kind = type(exc).__name__
+    if isinstance(exc, KeyboardInterrupt):
+        kind += " (not a kernel interrupt)"
+    return f"({kind} raised by the code: run_cell ended there; the kernel goes on)"
+
+
 def _run(shell: Any, code: str, images: Any) -> str | list[dict[str, Any]]:
-    """On the main thread: run ``code`` in the user's namespace, capture what it showed."""
+    """On the main thread: run ``code`` in the user's namespace, capture what it showed.
+
+    Only a kernel interrupt leaves as an exception (the turn stops); anything else the code
+    raises is text for the model."""
     import ast
     import traceback
 
@@ -149,7 +229,7 @@ def _run(shell: Any, code: str, images: Any) -> str | list[dict[str, Any]]:
     before = {k: id(v) for k, v in ns.items()}
     value: Any = None
     error = ""
-    with capture_output() as captured, _interruptible():
+    with capture_output() as captured, _interruptible() as interrupts, _no_nested_cells(shell):
         try:
             tree = ast.parse(code)
             last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
@@ -159,6 +239,10 @@ def _run(shell: Any, code: str, images: Any) -> str | list[dict[str, Any]]:
                 value = eval(compile(ast.Expression(last.value), "<run_cell>", "eval"), ns)
         except Exception as exc:
             error = "".join(traceback.format_exception(exc)).strip()
+        except BaseException as exc:
+            if isinstance(exc, KeyboardInterrupt) and interrupts.came:
+                raise
+            error = "".join(traceback.format_exception(exc)).strip() + "\n" + _ended_by(exc)
     captured.show()  # type: ignore[no-untyped-call]  # shown in the %%agent cell too
     if value is not None:
         shell.display_pub.publish(shell.display_formatter.format(value)[0])

@@ -66,7 +66,7 @@ from .context import (
 )
 from .drift import VariableWatch, used_in_log, with_note
 from .hook_paths import resolve_hooks
-from .kernel_tools import kernel_tools
+from .kernel_tools import kernel_tools, refuse_nested
 from .notebook_file import NotebookIdentity, claim, notebook_storage
 from .outputs import CellOutputs, cell_output_tool, expand_cells
 from .registry import SUBCOMMANDS, HelpShown, Parser, arg, help_text, parser, subcommand
@@ -452,6 +452,7 @@ class LiteAgentMagics(Magics):
     def _cell(self, line: str, cell: str) -> Steps[None] | None:
         """Parse and prepare a ``%%agent`` cell; the turn itself is the returned steps
         (``None``: nothing to run)."""
+        refuse_nested("%%agent")  # from code the agent runs in this kernel: a turn in a turn
         try:
             args = _cell_parser().parse_args(shlex.split(line))
         except HelpShown:

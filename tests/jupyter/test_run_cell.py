@@ -9,6 +9,7 @@ import base64
 import json
 from pathlib import Path
 
+import pytest
 from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
 from mcp_server import PNG
 from nbkernel import Kernel
@@ -89,3 +90,87 @@ def test_an_interrupt_stops_run_cell_like_any_cell(
     assert agent_kernel.run("print('after', 1 + 1)").check().stream_text.strip() == "after 2"
     again = agent_kernel.run("%%agent\nare you there?").check()
     assert "Should not be asked." in again.text, again.text  # the next reply in the script
+
+
+# -- code that leaves the cell another way (#29 defect 8) ------------------------------------
+
+
+def _tool_result(fake_anthropic: FakeAnthropicServer, request: int) -> dict[str, object]:
+    """The one ``tool_result`` block of the ``request``-th message request."""
+    [result] = [
+        b
+        for b in fake_anthropic.message_requests[request].messages[-1]["content"]
+        if b["type"] == "tool_result"
+    ]
+    return result
+
+
+def _still_usable(agent_kernel: Kernel, fake_anthropic: FakeAnthropicServer) -> None:
+    """A plain cell runs, and the next ``%%agent`` cell continues the session: its request
+    (checked like the real API's, ``providers/_check.py``) holds the whole valid log."""
+    assert agent_kernel.run("print('plain', 2 * 3)").check().stream_text.strip() == "plain 6"
+    fake_anthropic.script("Next prompt answered.")
+    again = agent_kernel.run("%%agent\nare you there?").check()
+    assert "Next prompt answered." in again.html, again.text
+    last = fake_anthropic.message_requests[-1]
+    assert last.status == 200, last.error
+    assert last.messages[-1]["content"][-1]["text"] == "are you there?"
+
+
+@pytest.mark.parametrize(
+    ("code", "shown"),
+    [
+        ("import sys\nprint('leaving')\nsys.exit(3)", "SystemExit: 3"),
+        ("raise SystemExit('bye')", "SystemExit: bye"),
+        ("exit()", "SystemExit: exit() in the agent's run_cell does not stop the kernel"),
+        ("print('leaving')\nraise KeyboardInterrupt", "KeyboardInterrupt"),
+    ],
+)
+def test_code_that_exits_or_raises_an_interrupt_ends_only_the_tool_call(
+    agent_kernel: Kernel, fake_anthropic: FakeAnthropicServer, code: str, shown: str
+) -> None:
+    """``sys.exit()`` and a ``KeyboardInterrupt`` the code raises itself (no kernel
+    interrupt) are the code's errors: the model reads them in the tool's result, the turn
+    goes on, and the cell, the kernel and the session stay usable."""
+    agent_kernel.run("%config LiteAgentMagics.kernel_tools = True").check()
+    fake_anthropic.script(
+        FakeReply("Running it.", tool_calls=[FakeToolCall("run_cell", {"code": code})]),
+        "The code stopped itself.",
+    )
+    cell = agent_kernel.run("%%agent\nrun it").check()
+    assert "The code stopped itself." in cell.html, cell.text
+    result = _tool_result(fake_anthropic, 1)
+    text = json.dumps(result["content"])
+    assert shown in text, text
+    assert "raised by the code" in text and "the kernel goes on" in text, text
+    assert "kernel interrupt" not in text.replace("not a kernel interrupt", ""), text
+    _still_usable(agent_kernel, fake_anthropic)
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "get_ipython().run_cell_magic('agent', '', 'a nested prompt')",
+        "get_ipython().run_cell('%%agent\\na nested prompt')",
+        "nested = get_ipython().run_cell('made_inside = 1')",
+    ],
+)
+def test_code_that_runs_a_cell_or_the_agent_again_is_refused_clearly(
+    agent_kernel: Kernel, fake_anthropic: FakeAnthropicServer, code: str
+) -> None:
+    """A cell inside the agent's own ``run_cell`` (``%%agent`` again, or
+    ``get_ipython().run_cell``) would start a turn inside a turn, or run as a cell of its
+    own inside the ``%%agent`` cell: refused with an error the model reads."""
+    agent_kernel.run("%config LiteAgentMagics.kernel_tools = True").check()
+    fake_anthropic.script(
+        FakeReply("Running it.", tool_calls=[FakeToolCall("run_cell", {"code": code})]),
+        "It was refused.",
+    )
+    cell = agent_kernel.run("%%agent\nrun it").check()
+    assert "It was refused." in cell.html, cell.text
+    text = json.dumps(_tool_result(fake_anthropic, 1)["content"])
+    assert "ReentrantCellError" in text and "inside the agent's run_cell" in text, text
+    assert len(fake_anthropic.message_requests) == 2  # the nested prompt never reached it
+    made = agent_kernel.run("print('made_inside' in globals())").check()
+    assert made.stream_text.strip() == "False"
+    _still_usable(agent_kernel, fake_anthropic)
