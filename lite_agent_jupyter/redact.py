@@ -158,6 +158,22 @@ class Redactor:
             return event
         return dataclasses.replace(event, **changes)  # type: ignore[type-var]
 
+    def in_bytes(self, data: bytes) -> bool:
+        """Whether ``data`` holds a secret's UTF-8 bytes (a file's content, any encoding
+        that writes ASCII as ASCII)."""
+        return any(secret.encode("utf-8") in data for secret in self._secrets)
+
+    def bytes(self, data: bytes) -> bytes:
+        """``data`` with each secret's UTF-8 bytes replaced by :data:`REDACTED`'s, every
+        other byte kept (line endings, an encoding that is not UTF-8); the same object when
+        there was none. Meant for text: in a binary format the length change breaks it."""
+        out = data
+        for secret in self._secrets:
+            raw = secret.encode("utf-8")
+            if raw in out:
+                out = out.replace(raw, REDACTED.encode("ascii"))
+        return out
+
     def error(self, exc: BaseException) -> str:
         """``f"{type}: {message}"`` of an exception, redacted: for recording why a turn ended."""
         return self.text(f"{type(exc).__name__}: {exc}")

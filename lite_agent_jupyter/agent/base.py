@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ..checkpoint.protocol import Checkpointer, TaskLists, validate_session_id
 from ..errors import AgentClosedError, SessionsDisabledError
+from ..redact import Redactor
 from ..storage import BlobRef, Blobs, Storage
 from .loop import TurnSettings
 from .maintenance import Maintenance
@@ -30,6 +31,8 @@ class AgentBase:
     checkpointer: Checkpointer
     storage: Storage
     blobs: Blobs
+    redactor: Redactor
+    """Replaces every known secret value (see :mod:`lite_agent_jupyter.redact`)."""
     task_lists: TaskLists
     prices: Prices
     _session_id: str

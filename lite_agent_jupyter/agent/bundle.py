@@ -178,6 +178,8 @@ class BundleInfo:
     size: int
     """The bundle's size in bytes."""
     branches: int = 0
+    redacted: tuple[str, ...] = ()
+    """The files whose exported snapshots had a secret replaced by ``[REDACTED]``."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,7 @@ records, the log last) so that a failure leaves no half-visible session.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from ..errors import BundleError
 from ..storage import SupportsPutMany, write_private_file
 from . import bundle
 from .bundle import DEFAULT_MAX_SIZE, BundleInfo, ImportResult
+from .bundle_secrets import redact_session
 from .sessions_api import SessionsMixin
 
 __all__ = ["PortabilityMixin"]
@@ -39,7 +41,10 @@ class PortabilityMixin(SessionsMixin):
         (replaced atomically, mode 0600: it holds the conversation). ``cassette``: a
         cassette file to carry along. ``notebook``: the notebook's name to record (its file
         name only). The session must be idle; an interrupted restore is finished or rolled
-        back first."""
+        back first. The agent's secrets are taken out of the file snapshots the bundle
+        carries (``BundleInfo.redacted`` names the files); a secret in a binary file refuses
+        the export with a :class:`~.errors.BundleError` naming it (see
+        :mod:`.bundle_secrets`)."""
         sid = self._time_travel("export_session", session_id)
         cassette_data = Path(cassette).read_bytes() if cassette is not None else None
         async with self._runner.idle(sid):
@@ -53,16 +58,18 @@ class PortabilityMixin(SessionsMixin):
             for name, data in branches:
                 needed |= await self._branch_blobs(sid, name, data)
             blobs = [(d, await self.blobs.get(d)) for d in sorted(needed)]
-        return bundle.write_bundle(
+        clean = redact_session(events, records, branches, blobs, self.redactor)
+        info = bundle.write_bundle(
             path,
             sid,
-            events,
-            records,
-            blobs,
+            clean.events,
+            clean.records,
+            clean.blobs,
             cassette=cassette_data,
             notebook=notebook,
-            branches=branches,
+            branches=clean.branches,
         )
+        return dataclasses.replace(info, redacted=clean.paths)
 
     async def _branch_blobs(self, sid: str, name: str, data: bytes) -> set[str]:
         """Every blob branch file ``name`` needs: its events and file list, and what they

@@ -613,3 +613,100 @@ async def test_a_branch_file_of_the_wrong_shape_is_refused(
 
     rewrite(bundle, bad, alter)
     await refused(bad, BundleError, match)
+
+
+# -- secrets in file snapshots ---------------------------------------------------------------
+
+TOKEN = "tok-4f9a1c2e7b-SECRET-d83e"
+SECRET_SCRIPT: list[Any] = [
+    reply(
+        "",
+        [call("bash", command="printf 'user=me\\r\\ntoken=%s\\r\\n' \"$LAJ_TOKEN\" > creds.txt")],
+    ),
+    "saved the credentials",
+    reply("", [call("write_file", path="notes.txt", content="plain\n")]),
+    "wrote notes",
+    reply(
+        "",
+        [
+            call(
+                "bash", command='printf \'token=%s;again=%s\' "$LAJ_TOKEN" "$LAJ_TOKEN" > creds.txt'
+            )
+        ],
+    ),
+    "rewrote them",
+]
+SECRET_PROMPTS = ["save the token", "write notes", "rewrite the token"]
+
+
+def bundle_bytes(path: Path) -> bytes:
+    """The bundle as stored and every entry decompressed: a secret hides in neither."""
+    with zipfile.ZipFile(path) as z:
+        return path.read_bytes() + b"".join(z.read(n) for n in z.namelist())
+
+
+async def test_a_secret_a_command_wrote_to_a_text_file_is_redacted_in_the_bundle(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``bash`` wrote a ``secret_env`` value into creds.txt: its snapshots are redacted in
+    the bundle, byte for byte otherwise (CRLF kept), and every reference follows the new
+    hashes, so the imported session restores every checkpoint and switches to its branch."""
+    monkeypatch.setenv("LAJ_TOKEN", TOKEN)
+    workdir = tmp_path / "project"
+    workdir.mkdir()
+    source = open_agent(
+        workdir, tmp_path / "store", model=scripted(SECRET_SCRIPT), secret_env=["LAJ_TOKEN"]
+    )
+    for prompt in SECRET_PROMPTS:
+        await source.send(prompt)
+    assert TOKEN in (workdir / "creds.txt").read_text()
+    sid = source.session_id
+    checkpoints = await source.list_checkpoints(sid)
+    await source.restore(sid, checkpoints[-1].seq)  # the last prompt kept as a branch
+    kept = comparable(await source.list_checkpoints(sid))
+    bundle = tmp_path / "out.zip"
+    info = await source.export_session(bundle)
+    await close(source)
+    assert info.redacted == ("creds.txt",) and info.branches == 1
+    assert TOKEN.encode() not in bundle_bytes(bundle)
+
+    student = tmp_path / "student"
+    student.mkdir()
+    target = open_agent(student, tmp_path / "student-store", f"sqlite://{tmp_path / 's.db'}")
+    try:
+        await target.import_session(bundle)
+        assert comparable(await target.list_checkpoints(sid)) == kept
+        [branch] = await target.list_branches(sid)
+        await target.switch_branch(sid, branch.name, force=True)
+        assert (student / "creds.txt").read_bytes() == b"token=[REDACTED];again=[REDACTED]"
+        again = await target.list_checkpoints(sid)
+        await target.restore(sid, again[-1].seq)  # before "rewrite the token"
+        assert (student / "creds.txt").read_bytes() == b"user=me\r\ntoken=[REDACTED]\r\n"
+        await target.undo_restore(sid)
+        assert [c.prompt for c in await target.list_checkpoints(sid)] == SECRET_PROMPTS
+    finally:
+        await close(target)
+
+
+async def test_a_secret_in_a_binary_file_refuses_the_export_naming_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LAJ_TOKEN", TOKEN)
+    workdir = tmp_path / "project"
+    workdir.mkdir()
+    script: list[Any] = [
+        reply("", [call("bash", command="printf 'KEY\\000%s\\000' \"$LAJ_TOKEN\" > key.bin")]),
+        "stored",
+    ]
+    agent = open_agent(
+        workdir, tmp_path / "store", model=scripted(script), secret_env=["LAJ_TOKEN"]
+    )
+    try:
+        await agent.send("store the key")
+        assert TOKEN.encode() in (workdir / "key.bin").read_bytes()
+        with pytest.raises(BundleError, match=r"export refused.*binary content of key\.bin"):
+            await agent.export_session(tmp_path / "out.zip")
+        assert not (tmp_path / "out.zip").exists()
+        assert not list(tmp_path.glob(".out.zip.*"))
+    finally:
+        await close(agent)

@@ -127,12 +127,18 @@ def _export(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
         )
 
     info = _with_agent(magics, export)
-    print(
+    text = (
         f"exported session {info.session_id} to {info.path}: {info.events} events, "
-        f"{info.records} undo record(s), {info.blobs} stored file snapshot(s) and image(s)"
+        f"{info.records} undo record(s), {info.branches} branch(es), {info.blobs} stored file "
+        "snapshot(s) and image(s)"
         + (", the cassette" if info.cassette else "")
         + f" ({info.size:,} bytes). On the other side: %agent import {args.path}"
     )
+    if info.redacted:
+        text += "\nSecrets were replaced by [REDACTED] in the exported snapshots of: " + ", ".join(
+            info.redacted
+        )
+    print(terminal_safe(text))
 
 
 @subcommand(
