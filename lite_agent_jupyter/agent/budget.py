@@ -20,12 +20,12 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..checkpoint.events import Event
+from ..checkpoint.events import AssistantEvent, Event
 from ..errors import BudgetError
 from ..providers.base import Usage
-from .usage import Prices, call_cost, price_for, turn_tokens, usage_totals
+from .usage import Price, Prices, call_cost, price_for, turn_tokens, usage_totals
 
-__all__ = ["Budget", "TurnSpend", "check_cost_cap"]
+__all__ = ["Budget", "RunningCost", "TurnSpend", "check_cost_cap"]
 
 
 def check_cost_cap(name: str, value: object) -> float | None:
@@ -74,9 +74,19 @@ class TurnSpend:
     last_cost: float = 0.0
 
     @classmethod
-    def start(cls, events: Sequence[Event], model_name: str, prices: Prices) -> TurnSpend:
-        totals = usage_totals(events, prices)
-        return cls(model_name, prices, totals.cost, Usage())
+    def start(
+        cls,
+        events: Sequence[Event],
+        model_name: str,
+        prices: Prices,
+        running: RunningCost | None = None,
+    ) -> TurnSpend:
+        """``running``: the session's running total (``events`` must be the list it follows),
+        so a turn prices only the events added since the last one."""
+        prior = running.of(events, prices) if running is not None else None
+        if prior is None:
+            prior = usage_totals(events, prices).cost
+        return cls(model_name, prices, prior, Usage())
 
     def add(self, usage: Usage, model: str | None) -> None:
         """One model call's usage; priced by the model that answered, else the one asked."""
@@ -115,3 +125,46 @@ class TurnSpend:
         if budget.session_cost is not None and session + self.last_cost > budget.session_cost:
             return f"budget: the session spent ${session:.4f} of its ${budget.session_cost:.2f}"
         return None
+
+
+class RunningCost:
+    """The cost of a session's cached events, summed as they arrive (#32).
+
+    A turn needs the session's cost so far (its session cap, the footer's "this session"):
+    summing every call of the log at each turn made a turn's cost grow with the session.
+    This follows one events list (the :class:`~.session.SessionLog`'s cache, which only
+    grows or is replaced) and prices only what was appended since it last looked; a
+    replaced list, a shorter one or other prices start the sum again. The same sum, call
+    by call in log order, as :func:`~.usage.usage_totals`.
+    """
+
+    __slots__ = ("_cost", "_counted", "_events", "_found", "_prices")
+
+    def __init__(self) -> None:
+        self._events: Sequence[Event] | None = None
+        self._prices: Prices | None = None
+        self._counted = 0
+        self._cost = 0.0
+        self._found: dict[str, Price | None] = {}
+
+    def of(self, events: Sequence[Event], prices: Prices) -> float:
+        """The cost of the priced calls in ``events``."""
+        if events is not self._events or prices is not self._prices or self._counted > len(events):
+            for name, given in prices.items():
+                if not isinstance(given, Price):
+                    raise TypeError(f"prices[{name!r}] must be a Price, not {type(given).__name__}")
+            self._events, self._prices = events, prices
+            self._counted, self._cost, self._found = 0, 0.0, {}
+        found = self._found
+        for index in range(self._counted, len(events)):
+            event = events[index]
+            if not isinstance(event, AssistantEvent) or not event.usage:
+                continue
+            model = event.model or "unknown"
+            if model not in found:
+                found[model] = price_for(model, prices)
+            price = found[model]
+            if price is not None:
+                self._cost += price.cost(Usage.from_dict(event.usage))
+        self._counted = len(events)
+        return self._cost

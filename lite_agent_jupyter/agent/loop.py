@@ -161,7 +161,9 @@ async def run_turn(
     await session.load()
     if settings.tracker is not None:  # hand edits since the last scan go before the prompt
         await settings.tracker.before(session, start=False)
-    spend = TurnSpend.start(session.events, settings.model_name, settings.prices)
+    spend = TurnSpend.start(
+        session.events, settings.model_name, settings.prices, session.running_cost
+    )
     checkpoint = session.head
     hooks = settings.hooks
     if hooks:  # their context is written with the prompt; a failing hook writes nothing

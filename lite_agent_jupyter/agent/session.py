@@ -38,6 +38,7 @@ from ..checkpoint.fold import Folder
 from ..checkpoint.protocol import Checkpointer, MarkIndex, SupportsSync, SupportsTombstones
 from ..errors import CheckpointConflictError, SessionDeletedError
 from ..redact import Redactor
+from .budget import RunningCost
 from .images import ImageStore
 
 
@@ -70,6 +71,8 @@ class SessionLog:
         self._write_lock = asyncio.Lock()
         self.turn_lock = asyncio.Lock()
         """Held for a whole turn: one turn per session at a time in this agent."""
+        self.running_cost = RunningCost()
+        """The cost of :attr:`events` so far, priced as they arrive (``budget.py``)."""
 
     @property
     def deleted(self) -> bool:

@@ -140,3 +140,45 @@ def test_the_table_is_dated_and_prefixes_resolve() -> None:
     short = haiku.cost(Usage(input_tokens=100_000, output_tokens=1000))
     long = haiku.cost(Usage(input_tokens=100_001, output_tokens=1000))
     assert short == pytest.approx(0.0105) and long == pytest.approx(5 * 0.0105, rel=1e-4)
+
+
+class _Counted(list[Any]):
+    """A session's events list that counts the events read by index (#32)."""
+
+    reads = 0
+
+    def __getitem__(self, index: Any) -> Any:
+        _Counted.reads += 1
+        return super().__getitem__(index)
+
+    def __iter__(self) -> Any:
+        _Counted.reads += len(self)
+        return super().__iter__()
+
+
+def test_a_turn_prices_only_the_events_added_since_the_last() -> None:
+    """The session's cost before a turn is a running sum over the session's cached events:
+    the same figure as summing the whole log, but each turn reads only what was appended
+    (it summed every call of the session at every turn, so a turn's cost grew with it)."""
+    from lite_agent_jupyter.agent.budget import RunningCost, TurnSpend
+    from lite_agent_jupyter.agent.usage import usage_totals
+    from lite_agent_jupyter.checkpoint.events import AssistantEvent, UserEvent
+
+    def call(tokens: int, model: str = "claude-sonnet-4-6") -> AssistantEvent:
+        usage = {"input_tokens": tokens, "output_tokens": tokens // 10}
+        return AssistantEvent(content=[{"type": "text", "text": "a"}], usage=usage, model=model)
+
+    prices = {**ANTHROPIC_PRICES, "local-model": Price(0.0, 0.0)}
+    events = _Counted()
+    running = RunningCost()
+    for turn in range(50):
+        events.extend([UserEvent(content=f"q{turn}"), call(1000 + turn)])
+        if turn % 7 == 0:
+            events.append(call(500, model="unpriced-model"))
+        _Counted.reads = 0
+        spend = TurnSpend.start(events, "claude-sonnet-4-6", prices, running)
+        assert _Counted.reads <= 3  # what this turn added, not the session
+        assert spend.prior == usage_totals(list(events), prices).cost
+    replaced = _Counted(events[:10])  # a restore: the session's cache is a new list
+    assert running.of(replaced, prices) == usage_totals(list(replaced), prices).cost
+    assert running.of(replaced, ANTHROPIC_PRICES) == usage_totals(replaced, ANTHROPIC_PRICES).cost
