@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
+import dataclasses
 import inspect
 import json
 from collections.abc import Awaitable, Callable, Mapping
@@ -92,6 +94,8 @@ class ApprovalGate:
                 f"(pass on_approval=..., or approvals={{{request.tool_name!r}: 'allow'}}).",
                 by="no handler",
             )
+        # the handler's own copy: what it shows is what runs, whatever it does to it
+        request = dataclasses.replace(request, input=copy.deepcopy(request.input))
         async with self._lock:
             answered, allowed = await call_handler(self.handler, request, signal)
         if not answered:

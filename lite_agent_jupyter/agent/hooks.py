@@ -21,6 +21,14 @@ restore and people see what a hook did. Added context reaches the model through 
 model reads; ``allow()`` skips the approval prompt (a ``deny`` policy still denies);
 ``rewrite(input)`` runs the tool with that input (the approval, if asked, shows it).
 
+A hook changes a call only by what it returns. It gets its own deep copy of the input (and
+``post_tool`` / ``prompt_submit`` of theirs), so changing that copy in place changes nothing;
+a rewrite is frozen when it is made (copied in the log's form, JSON) and copied again when
+the hook returns it, so a list the hook keeps and changes later (from a thread, a timer, the
+approval handler) is not what runs. What runs is the rewrite as the log records it
+(redacted, like every event): the approval shows it, the tool gets it. With no hook at a
+point, nothing is copied.
+
 Async hooks run on the agent's event loop; sync ones in a worker thread, so that a slow one
 can be timed out (``hook_timeout`` seconds) without freezing the loop - its late answer is
 ignored. A hook that raises, times out or returns what its point does not take stops the
@@ -33,7 +41,9 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 from collections.abc import Callable, Mapping, Sequence
+from copy import deepcopy
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
@@ -133,11 +143,31 @@ def deny(reason: str) -> HookResult:
     return HookResult("deny", reason=reason)
 
 
+_ENCODE = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
+"""The log's own rules (``checkpoint/events.py``): JSON, no NaN or infinity."""
+
+
+def frozen(input: Mapping[str, Any]) -> dict[str, Any]:
+    """A deep copy of a tool input in the form the log records (JSON: a tuple becomes a
+    list), sharing nothing with ``input``; ``TypeError`` for what the log cannot hold."""
+    try:
+        copied = json.loads(_ENCODE(input))
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"a tool's input must be JSON, as the log records it: {exc}") from None
+    if not isinstance(copied, dict):
+        raise TypeError("a tool's input must be a mapping")
+    return copied
+
+
 def rewrite(input: Mapping[str, Any], reason: str = "") -> HookResult:
-    """``pre_tool``: run the call with ``input`` instead of the model's."""
+    """``pre_tool``: run the call with ``input`` instead of the model's. ``input`` is copied
+    now (:func:`frozen`): changing it afterwards changes nothing."""
     if not isinstance(input, Mapping):
         raise TypeError("rewrite() takes the tool's new input as a mapping")
-    return HookResult("rewrite", reason=reason, input=dict(input))
+    try:
+        return HookResult("rewrite", reason=reason, input=frozen(input))
+    except TypeError as exc:
+        raise TypeError(f"rewrite() input: {exc}") from None
 
 
 def add_context(text: str) -> HookResult:
@@ -265,14 +295,24 @@ class HookRunner:
     async def prompt_submit(
         self, session_id: str, prompt: str | list[dict[str, Any]]
     ) -> list[HookEvent]:
-        return await self._contexts("prompt_submit", PromptSubmit(session_id, prompt))
+        own = prompt if isinstance(prompt, str) else deepcopy(prompt)
+        return await self._contexts("prompt_submit", PromptSubmit(session_id, own))
 
     async def pre_tool(
-        self, session_id: str, tool_name: str, kind: str, input: dict[str, Any], tool_use_id: str
+        self,
+        session_id: str,
+        tool_name: str,
+        kind: str,
+        input: dict[str, Any],
+        tool_use_id: str,
+        redact: Callable[[HookEvent], HookEvent] | None = None,
     ) -> PreToolOutcome:
+        """The hooks' verdict on one call. Each hook gets its own copy of the input; the
+        events come out already passed through ``redact`` (the session's redactor), and a
+        rewrite's input is taken from its (redacted) event: what runs is what is logged."""
         outcome = PreToolOutcome(input=input)
         for hook in self.hooks.get("pre_tool", ()):
-            arg = PreTool(session_id, tool_name, dict(outcome.input), tool_use_id, kind)
+            arg = PreTool(session_id, tool_name, deepcopy(outcome.input), tool_use_id, kind)
             answer = await self._call("pre_tool", hook, arg)
             if answer is None:
                 continue
@@ -284,15 +324,35 @@ class HookRunner:
                 tool_name=tool_name,
                 reason=answer.reason,
             )
+            if answer.decision == "rewrite" and answer.input is not None:
+                try:  # the hook may still hold answer.input
+                    event.input = frozen(answer.input)
+                except TypeError as exc:
+                    raise HookError(f"the pre_tool hook {event.handler} rewrote: {exc}") from None
+            if redact is not None:
+                event = redact(event)
             outcome.events.append(event)
             if answer.decision == "deny":
-                outcome.denied = answer.reason
+                outcome.denied = event.reason
                 break
-            if answer.decision == "rewrite" and answer.input is not None:
-                outcome.input = event.input = dict(answer.input)
+            if event.input is not None:
+                outcome.input = deepcopy(event.input)  # the log's copy stays the log's
             elif answer.decision == "allow":
                 outcome.allowed = True
         return outcome
+
+    async def post_tool(self, done: PostTool) -> None:
+        """``post_tool`` with its own copy of the input (the log's stays as it is)."""
+        if self.has("post_tool"):
+            own = PostTool(
+                done.session_id,
+                done.tool_name,
+                deepcopy(done.input),
+                done.tool_use_id,
+                done.output,
+                done.is_error,
+            )
+            await self.observe("post_tool", own)
 
     async def observe(self, point: str, arg: object) -> None:
         """``post_tool``, ``pre_compact``, ``turn_end``: call each hook; they decide nothing."""
@@ -317,5 +377,6 @@ __all__ = [
     "allow",
     "check_hooks",
     "deny",
+    "frozen",
     "rewrite",
 ]

@@ -344,10 +344,11 @@ async def _run_tool(
     else:
         hook_allowed = False
         denied: str | None = None
+        redact = session.redactor.event
         if hooks and hooks.has("pre_tool"):
             try:
                 outcome = await hooks.pre_tool(
-                    session.session_id, name, tool.kind, arguments, tool_use_id
+                    session.session_id, name, tool.kind, arguments, tool_use_id, redact
                 )
             except HookError as exc:
                 if failures is None:
@@ -355,8 +356,8 @@ async def _run_tool(
                 denied = f"Not run: {exc}"
                 failures.append(exc)
             else:
-                if outcome.events:
-                    await session.append(outcome.events)
+                if outcome.events:  # redacted: a rewrite runs as it is logged
+                    await session.append(outcome.events, redacted=True)
                 arguments, hook_allowed, denied = outcome.input, outcome.allowed, outcome.denied
         if denied is not None:
             output, is_error = denied, True
@@ -387,7 +388,7 @@ async def _run_tool(
             is_error,
         )
         try:
-            await hooks.observe("post_tool", done)
+            await hooks.post_tool(done)
         except HookError as exc:
             if failures is None:
                 raise
