@@ -15,8 +15,13 @@ agent's workdir (its default cwd). Tools:
 
 ``MCP_TEST_START_DELAY`` (seconds) makes the server wait that long before it speaks: a slow
 server for "starting it does not delay a turn that does not use it".
+
+``MCP_TEST_EXTRA_TOOLS``: a JSON list of more tools, ``{"name", "description", "reply",
+"delete"?}``: each returns its ``reply`` (after deleting the file ``delete``, if given): tools
+with names of any shape, for the name-clash tests.
 """
 
+import json
 import os
 import sys
 import time
@@ -93,10 +98,22 @@ def main() -> None:
         """The Authorization header of the HTTP request (HTTP transport)."""
         return (ctx.headers or {}).get("authorization", "(none)")
 
+    for spec in json.loads(os.environ.get("MCP_TEST_EXTRA_TOOLS", "[]")):
+        server.add_tool(_extra_tool(spec), name=spec["name"], description=spec["description"])
+
     if len(sys.argv) > 2 and sys.argv[1] == "--http":
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
     else:
         server.run("stdio")
+
+
+def _extra_tool(spec: dict[str, str]) -> Any:
+    def run() -> str:
+        if spec.get("delete"):
+            Path(spec["delete"]).unlink(missing_ok=True)
+        return spec["reply"]
+
+    return run
 
 
 if __name__ == "__main__":

@@ -521,6 +521,8 @@ def mcp_text(servers: Sequence[Mapping[str, Any]]) -> str:
         lines.append(f"  tools: {printable(tools)}")
         if server["error"]:
             lines.append(f"  error: {printable(str(server['error']))}")
+        for why in server.get("refused", ()):
+            lines.append(f"  refused: {printable(str(why))}")
     return "\n".join(lines)
 
 

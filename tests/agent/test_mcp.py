@@ -21,7 +21,11 @@ from mcp_server import PNG, stdio_entry
 
 from lite_agent_jupyter import LiteAgent, McpConfigError
 from lite_agent_jupyter.agent.approvals import ApprovalRequest
-from lite_agent_jupyter.checkpoint.events import FileSnapshotEvent, ToolResultEvent
+from lite_agent_jupyter.checkpoint.events import (
+    AssistantEvent,
+    FileSnapshotEvent,
+    ToolResultEvent,
+)
 from lite_agent_jupyter.tools.mcp import load_servers
 
 MakeAgent = Callable[..., LiteAgent]
@@ -317,3 +321,115 @@ async def test_a_streamable_http_server_with_a_secret_header(
     finally:
         server.terminate()
         server.wait(10)
+
+
+def ran_by_name(events: list[Any]) -> dict[str, str]:
+    """Tool name -> the first line of its result, over the log's tool calls."""
+    names = {
+        block["id"]: block["name"]
+        for e in events
+        if isinstance(e, AssistantEvent)
+        for block in e.content
+        if block.get("type") == "tool_use"
+    }
+    return {names[r.tool_use_id]: str(r.content).splitlines()[0] for r in results(events)}
+
+
+def extra_tools(*tools: dict[str, str]) -> dict[str, str]:
+    return {"MCP_TEST_EXTRA_TOOLS": json.dumps(list(tools))}
+
+
+async def test_tool_names_that_meet_after_sanitising_stay_apart(
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    workdir: Path,
+) -> None:
+    """``read notes`` / ``read_notes`` on one server, ``a`` + ``_b`` against ``a_`` + ``b``:
+    the request names every tool once, and a call by each name runs the tool whose
+    description the model was given (the read-only one never deletes)."""
+    notes = workdir / "notes.txt"
+    notes.write_text("keep me")
+    read_only = {"name": "read notes", "description": "Read-only: show notes.txt", "reply": "R"}
+    deleting = {
+        "name": "read_notes",
+        "description": "Delete notes.txt",
+        "reply": "deleted",
+        "delete": "notes.txt",
+    }
+    servers = {
+        "n": stdio_entry(env=extra_tools(read_only, deleting)),
+        "a": stdio_entry(env=extra_tools({"name": "_b", "description": "A's", "reply": "from a"})),
+        "a_": stdio_entry(
+            env=extra_tools({"name": "b", "description": "A_'s", "reply": "from a_"})
+        ),
+    }
+
+    def agent_with(order: list[str]) -> LiteAgent:
+        return make_agent(
+            model=claude(), mcp_servers={k: servers[k] for k in order}, approvals="allow"
+        )
+
+    fake_anthropic.script("Ready.")
+    agent = agent_with(["n", "a", "a_"])
+    assert await agent.mcp.wait_ready() == {}
+    await agent.send("List your tools.")
+    offered = [t["name"] for t in fake_anthropic.message_requests[-1].body["tools"]]
+    assert len(offered) == len(set(offered))
+    by_description = {
+        t["description"]: t["name"] for t in fake_anthropic.message_requests[-1].body["tools"]
+    }
+    show = by_description["(MCP server n) Read-only: show notes.txt"]
+    delete = by_description["(MCP server n) Delete notes.txt"]
+    from_a = by_description["(MCP server a) A's"]
+    from_a_ = by_description["(MCP server a_) A_'s"]
+    assert len({show, delete, from_a, from_a_}) == 4
+    assert delete == "n__read_notes"  # a name that needed no change keeps it
+
+    fake_anthropic.script(calls((show, {}), (from_a, {}), (from_a_, {})), "Done.")
+    await agent.send("Show the notes and call both b tools.")
+    ran = ran_by_name(await agent.checkpointer.read(agent.session_id))
+    assert ran == {show: "R", from_a: "from a", from_a_: "from a_"}
+    assert notes.read_text() == "keep me"  # the read-only tool ran, not the deleting one
+    await agent.close()
+
+    # the names do not depend on the order the servers are configured or answer in
+    again = agent_with(["a_", "a", "n"])
+    assert await again.mcp.wait_ready() == {}
+    assert {s["name"] for s in again.mcp.specs()} == {n for n in offered if "__" in n}
+    fake_anthropic.script(calls((delete, {})), "Deleted.")
+    await again.send("Now delete the notes.")
+    assert ran_by_name(await again.checkpointer.read(again.session_id)) == {delete: "deleted"}
+    assert not notes.exists()
+    await again.close()
+
+
+async def test_tools_a_server_names_alike_are_refused_with_a_reason(
+    make_agent: MakeAgent, claude: Callable[..., Any], fake_anthropic: FakeAnthropicServer
+) -> None:
+    """A clash no suffix can undo (a name crafted to equal another tool's suffixed name) is
+    refused at listing: neither tool is offered and ``%agent mcp``'s status says why."""
+    from lite_agent_jupyter.tools.mcp import tool_name
+
+    crafted = tool_name("s", "x y")[len("s__") :]  # "x_y_<8 hex>": plain, so it meets
+    fake_anthropic.script("Ok.")
+    agent = make_agent(
+        model=claude(),
+        mcp_servers={
+            "s": stdio_entry(
+                env=extra_tools(
+                    {"name": "x y", "description": "one", "reply": "1"},
+                    {"name": crafted, "description": "two", "reply": "2"},
+                )
+            )
+        },
+        approvals="allow",
+    )
+    assert await agent.mcp.wait_ready() == {}
+    await agent.send("Hi.")
+    offered = [t["name"] for t in fake_anthropic.message_requests[-1].body["tools"]]
+    assert tool_name("s", "x y") not in offered and "s__echo" in offered
+    [status] = agent.mcp.status()
+    assert len(status["refused"]) == 1 and "'x y'" in status["refused"][0]
+    assert agent.mcp.tool(tool_name("s", "x y")) is None
+    await agent.close()

@@ -8,6 +8,12 @@ now, as ``<server>__<tool>`` with the server's JSON schemas; ``tool(name)`` give
 a configured server even while it is still starting - calling it is the server's first use,
 which waits for it (up to its ``startup_timeout``).
 
+Names (``config.tool_name``) are a pure function of server and tool, unique by construction
+(a suffix where sanitising or cutting could make two meet); a clash still left (names crafted
+to meet a suffix) is refused when the tools are listed: none of the clashing tools is
+offered, ``%agent mcp`` says why, and a call by that name is an error. So a name always runs
+the tool whose description the model was given.
+
 Each server lives in one task (:meth:`McpServer._run`): the ``mcp`` transports and session
 are anyio context managers that must be entered and left by the same task. Calls come from
 the turn's tasks through the session. Failure is a tool error the model reads, never the end
@@ -65,6 +71,10 @@ class McpServer:
         """The server's ``mcp.types.Tool`` list, as last listed."""
         self.names: dict[str, str] = {}
         """Exposed name (``<server>__<tool>``) -> the server's own tool name."""
+        self.listed: dict[str, Any] = {}
+        """Exposed name -> the ``mcp.types.Tool`` offered under it (clashing ones left out)."""
+        self.refused: list[str] = []
+        """Why some listed tools are not offered (their names clash), for ``%agent mcp``."""
         self.calls = 0
         self._session: Any = None
         self._task: asyncio.Task[None] | None = None
@@ -129,7 +139,10 @@ class McpServer:
                     if not cursor:
                         break
                 self.tools = tools
-                self.names = {tool_name(self.name, t.name): t.name for t in tools}
+                self.listed, self.refused = name_tools(self.name, tools)
+                self.names = {exposed: t.name for exposed, t in self.listed.items()}
+                for why in self.refused:
+                    log.warning("MCP server %s: %s", self.name, why)
                 self._session = session
                 self.state, self.error = "ready", ""
                 self._ready.set()
@@ -287,30 +300,57 @@ class McpServers:
         so its tools stay offered and the requests stay the same). A server still starting
         for the first time offers nothing yet."""
         specs = []
+        clashing = self._clashing()
         for server in self.servers.values():
-            for listed in server.tools:
+            for exposed, listed in server.listed.items():
+                if exposed in clashing:
+                    continue
                 specs.append(
                     {
-                        "name": tool_name(server.name, listed.name),
+                        "name": exposed,
                         "description": _description(server.name, listed),
                         "input_schema": _schema(listed.input_schema),
                     }
                 )
         return specs
 
+    def _clashing(self) -> set[str]:
+        """Names two servers both offer (only names crafted to meet a hash suffix can):
+        neither is offered, so no call can reach the other server's tool."""
+        seen: set[str] = set()
+        twice: set[str] = set()
+        for server in self.servers.values():
+            twice |= seen & server.listed.keys()
+            seen |= server.listed.keys()
+        return twice
+
     def tool(self, name: str) -> Tool | None:
         """The tool called ``name`` (``<server>__<tool>`` of a configured server), or None."""
         cached = self._tools.get(name)
         if cached is not None:
             return cached
-        server_name, sep, _ = name.partition(SEPARATOR)
-        server = self.servers.get(server_name) if sep else None
-        if server is None:
+        if name in self._clashing():
             return None
-        listed = next((t for t in server.tools if tool_name(server.name, t.name) == name), None)
+        owners = [s for s in self.servers.values() if name in s.listed]
+        # not listed yet: the servers whose name it starts with (``a`` and ``a_`` both, for
+        # ``a___b...``); the call waits for them and runs the one that lists the name
+        candidates = owners or [
+            s for s in self.servers.values() if name.startswith(s.name + SEPARATOR) and not s.tools
+        ]
+        if not candidates:
+            return None
+        listed = owners[0].listed[name] if owners else None
+        server = candidates[0]
 
         async def call(ctx: ToolContext, /, **arguments: Any) -> ToolOutput:
-            return await server.call(name, arguments)
+            if name in self._clashing():  # another server listed the same name since
+                raise ToolError(f"the MCP tool name {name!r} is offered by two servers: refused")
+            for candidate in candidates[:-1]:
+                with contextlib.suppress(ToolError):
+                    await candidate.ready()
+                if name in candidate.names:
+                    return await candidate.call(name, arguments)
+            return await candidates[-1].call(name, arguments)
 
         tool = Tool(
             name=name,
@@ -332,7 +372,8 @@ class McpServers:
         await asyncio.gather(*(s.stop() for s in self.servers.values()), return_exceptions=True)
 
     def status(self) -> list[dict[str, Any]]:
-        """Each server: name, state, error, where it runs (no secret), tools, calls made."""
+        """Each server: name, state, error, where it runs (no secret), tools, calls made,
+        and why tools it listed are not offered (``refused``)."""
         return [
             {
                 "name": s.name,
@@ -341,9 +382,40 @@ class McpServers:
                 "where": s.config.describe(),
                 "tools": sorted(s.names),
                 "calls": s.calls,
+                "refused": [*s.refused, *self._clash_notes(s)],
             }
             for s in self.servers.values()
         ]
+
+    def _clash_notes(self, server: McpServer) -> list[str]:
+        clashing = self._clashing() & server.listed.keys()
+        return [
+            f"tool {server.listed[n].name!r} is not offered: another server's tool has its "
+            f"name {n!r}"
+            for n in sorted(clashing)
+        ]
+
+
+def name_tools(server: str, tools: Sequence[Any]) -> tuple[dict[str, Any], list[str]]:
+    """``(exposed name -> tool, why some were refused)`` for the tools ``server`` listed:
+    each named by ``config.tool_name``; tools whose names still meet (the server lists a
+    name twice, or crafted names meet a suffix) are all refused, with a message naming
+    them, rather than one of them picked by listing order."""
+    by_name: dict[str, list[Any]] = {}
+    for listed in tools:
+        by_name.setdefault(tool_name(server, listed.name), []).append(listed)
+    named: dict[str, Any] = {}
+    refused: list[str] = []
+    for exposed, group in by_name.items():
+        if len(group) == 1:
+            named[exposed] = group[0]
+            continue
+        own = ", ".join(repr(t.name) for t in group)
+        refused.append(
+            f"tools {own} would all be named {exposed!r} for the model: none of them is "
+            "offered (rename them on the server)"
+        )
+    return named, refused
 
 
 def _import_mcp() -> None:

@@ -28,6 +28,7 @@ need it) and starts nothing.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -214,8 +215,27 @@ def _expand(value: Any, env: Mapping[str, str], where: str) -> Any:
     return value
 
 
+_PLAIN_TOOL = re.compile(r"[A-Za-z0-9-][A-Za-z0-9_-]*")
+NAME_LIMIT = 64
+"""The longest tool name the Messages API takes."""
+
+
 def tool_name(server: str, tool: str) -> str:
-    """The name the model sees: ``<server>__<tool>``, with characters the Messages API does
-    not take replaced by ``_``, at most 64 characters."""
+    """The name the model sees for ``server``'s tool ``tool``: a pure function of the two,
+    so the same after every reconnect and in any listing order.
+
+    ``<server>__<tool>`` when that reads back unambiguously: the tool's name is already one
+    the Messages API takes and does not start with ``_``, the server's does not end with
+    ``_``, and the whole fits in 64 characters. Then the first ``__`` ends the server's name
+    (server names never hold ``__``), so two different (server, tool) pairs never meet.
+    Otherwise (``read notes``, ``_b`` on server ``a``, any tool of server ``a_``, a name cut
+    at 64) the name is made fit (characters the API refuses become ``_``, cut to fit) and
+    ends with ``_`` and 8 hex digits of the SHA-256 of server and tool: ``read notes`` and
+    ``read_notes`` then stay two tools, each under its own name. (A clash that is still
+    left - crafted names - is refused when the tools are listed: ``client.py``.)"""
+    plain = f"{server}{SEPARATOR}{tool}"
+    if _PLAIN_TOOL.fullmatch(tool) and not server.endswith("_") and len(plain) <= NAME_LIMIT:
+        return plain
+    digest = hashlib.sha256(f"{server}\x00{tool}".encode("utf-8", "surrogatepass")).hexdigest()
     cleaned = re.sub(r"[^A-Za-z0-9_-]", "_", tool)
-    return f"{server}{SEPARATOR}{cleaned}"[:64]
+    return f"{server}{SEPARATOR}{cleaned}"[: NAME_LIMIT - 9] + f"_{digest[:8]}"
