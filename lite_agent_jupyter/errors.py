@@ -216,6 +216,10 @@ class ProviderError(LiteAgentError):
     """The model provider failed (after its own retries) or is misconfigured."""
 
 
+class TokenCountUnavailableError(ProviderError):
+    """The server cannot count tokens (no ``count_tokens`` endpoint): estimate instead."""
+
+
 class CredentialsError(ProviderError):
     """The provider refused *who* asked, not what: no key, a malformed key, or the API
     answered 401/403. The prompt never reached a model, so the turn withdraws it from the

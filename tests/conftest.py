@@ -13,6 +13,8 @@ import pytest
 from fake_anthropic import FakeAnthropicServer
 from pg_helpers import PG_DSN, drop_schema, new_schema
 
+from lite_agent_jupyter.providers.servers import forget_profile
+
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent / "lite_agent_jupyter"
 
 
@@ -44,10 +46,14 @@ _ANTHROPIC_ENV = (
 
 
 @pytest.fixture
-def fake_anthropic() -> Iterator[FakeAnthropicServer]:
-    """A started fake Messages API server; script it with ``fake_anthropic.script(...)``."""
-    with FakeAnthropicServer() as server:
+def fake_anthropic(request: pytest.FixtureRequest) -> Iterator[FakeAnthropicServer]:
+    """A started fake Messages API server; script it with ``fake_anthropic.script(...)``.
+    Parametrised indirectly with a profile name, it plays that server instead
+    (``@pytest.mark.parametrize("fake_anthropic", ["ollama"], indirect=True)``)."""
+    with FakeAnthropicServer(profile=getattr(request, "param", None)) as server:
+        url = server.url
         yield server
+    forget_profile(url)  # its port may serve another test's server later
 
 
 @pytest.fixture

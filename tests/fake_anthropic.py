@@ -31,6 +31,11 @@ message, whether the client hung up mid-stream).
 The handler sets ``TCP_NODELAY`` (``disable_nagle_algorithm``): without it every small write
 waits ~40 ms for a delayed ACK and timings measure the stall, not the code.
 
+``profile="ollama"`` makes it a local server with Ollama's documented gaps: any API key is
+accepted, ``/v1/messages/count_tokens`` answers 404, and a request carrying ``cache_control``
+anywhere or a ``metadata`` field gets a 400 naming it (recorded like any other request, so a
+test can check that nothing refused is sent twice).
+
 Usable outside pytest: ``server = FakeAnthropicServer().start()`` ... ``server.stop()``.
 """
 
@@ -275,7 +280,12 @@ class FakeAnthropicServer:
         port: int = 0,
         strict_roles: bool = True,
         default: FakeReply | FakeError | str | None = None,
+        profile: str | None = None,
     ) -> None:
+        if profile not in (None, "ollama"):
+            raise ValueError(f"unknown server profile {profile!r} (known: 'ollama')")
+        self.profile = profile
+        """``None``: Anthropic's API; ``"ollama"``: a local server's gaps (see the module)."""
         self.api_key = api_key
         self.strict_roles = strict_roles
         self.default = default
@@ -415,7 +425,7 @@ class FakeAnthropicServer:
         return item
 
     def _validate(self, handler: _Handler, body: Any, *, count: bool) -> FakeError | None:
-        problem = _auth_problem(handler.headers, self.api_key)
+        problem = None if self.profile == "ollama" else _auth_problem(handler.headers, self.api_key)
         if problem is not None:
             return problem
         version = handler.headers.get("anthropic-version")
@@ -469,7 +479,14 @@ class FakeAnthropicServer:
                 )
                 return
             counting = path.endswith("/count_tokens")
+            if self.profile == "ollama" and counting:
+                self._send_error(
+                    handler, record, FakeError(404, "not_found_error", "404 page not found")
+                )
+                return
             error = self._validate(handler, body, count=counting)
+            if error is None and self.profile == "ollama":
+                error = _ollama_refusal(body)
             if error is not None:
                 self._send_error(handler, record, error)
             elif counting:
@@ -700,6 +717,15 @@ def _auth_problem(headers: Any, api_key: str) -> FakeError | None:
         "authentication_error",
         "invalid x-api-key" if given else "x-api-key header is required",
     )
+
+
+def _ollama_refusal(body: Any) -> FakeError | None:
+    """The 400 a server without prompt caching or ``metadata`` gives a request using them."""
+    if isinstance(body, dict) and "metadata" in body:
+        return invalid_request("metadata: Extra inputs are not permitted")
+    if '"cache_control"' in json.dumps(body):
+        return invalid_request("cache_control: Extra inputs are not permitted")
+    return None
 
 
 def _tools_problem(tools: Any) -> str | None:

@@ -2,6 +2,7 @@
 
 from . import hooks
 from .approvals import ApprovalRequest, Decision, InputRequest, console_approval
+from .budget import UnpricedCapWarning
 from .bundle import BundleInfo, ImportResult
 from .compact import Compaction, CompactProgress, CompactResult
 from .core import LiteAgent, create_lite_agent
@@ -79,6 +80,7 @@ __all__ = [
     "TurnFinished",
     "TurnInterrupted",
     "TurnStarted",
+    "UnpricedCapWarning",
     "UsageTotals",
     "UsageUpdate",
     "console_approval",

@@ -8,10 +8,12 @@ call's input and output); if that would pass a cap, the pending tool calls are a
 stops a turn before its first call. The next turn, with a higher cap, continues the session.
 
 Costs come from the agent's price table (``prices.py`` plus overrides). A cost cap for a
-model with no price cannot be kept, so it is refused (:class:`BudgetError`) instead of
-silently ignored. The session's cost is read from its log (every model call recorded there),
-so a cap holds across kernels; a restore that cuts turns off the log also takes their cost
-off the session's total. Knows nothing of Jupyter.
+model with no price (a local model through Ollama and the like) cannot be kept: the turn
+runs anyway, and the agent warns once per model (:class:`UnpricedCapWarning`, or a note
+above the cell in Jupyter) rather than refusing every turn of a model that costs nothing per
+token. A token cap works for every model. The session's cost is read from its log (every
+model call recorded there), so a cap holds across kernels; a restore that cuts turns off the
+log also takes their cost off the session's total. Knows nothing of Jupyter.
 """
 
 from __future__ import annotations
@@ -25,7 +27,11 @@ from ..errors import BudgetError
 from ..providers.base import Usage
 from .usage import Price, Prices, call_cost, price_for, turn_tokens, usage_totals
 
-__all__ = ["Budget", "RunningCost", "TurnSpend", "check_cost_cap"]
+__all__ = ["Budget", "RunningCost", "TurnSpend", "UnpricedCapWarning", "check_cost_cap"]
+
+
+class UnpricedCapWarning(UserWarning):
+    """A dollar cap was set for a model the price table does not price: it is not kept."""
 
 
 def check_cost_cap(name: str, value: object) -> float | None:
@@ -51,13 +57,16 @@ class Budget:
     def costs(self) -> bool:
         return self.turn_cost is not None or self.session_cost is not None
 
-    def check_priced(self, model_name: str, prices: Prices) -> None:
-        """Refuse a cost cap the table cannot measure (before anything is written)."""
-        if self.costs and price_for(model_name, prices) is None:
-            raise BudgetError(
-                f"a cost budget needs a price for {model_name!r}, and the price table has "
-                "none: give one with prices={...} (in Jupyter: %config LiteAgentMagics.prices)"
-            )
+    def unpriced_note(self, model_name: str, prices: Prices) -> str | None:
+        """What to say when a cost cap is set but ``model_name`` has no price (the cap cannot
+        be kept; the turn runs, a token cap still holds); ``None`` otherwise."""
+        if not self.costs or price_for(model_name, prices) is not None:
+            return None
+        return (
+            f"{model_name!r} has no price (local (no price)): the dollar cap is not kept; "
+            "cap tokens instead (--max-tokens, max_turn_tokens) or give it a price with "
+            "prices={...} (in Jupyter: %config LiteAgentMagics.prices)"
+        )
 
 
 @dataclass(slots=True)

@@ -6,9 +6,13 @@ step in agent.compact(): ...`` -> :class:`CompactProgress` for each stage: ``sta
 ``measure``, ``summarize``, ``persist``, ``done``; or ``error`` / ``cancelled`` last).
 
 The stages: measure the conversation with the provider's token counter (the Messages API's
-count-tokens endpoint for ``anthropic()``, an estimate for ``scripted()``); ask the model for a
-summary (steered by ``instructions``); measure the compacted conversation; append ONE
-:class:`~lite_agent_jupyter.checkpoint.events.CompactionEvent` (``through_seq`` = the head
+count-tokens endpoint for ``anthropic()``, an estimate for ``scripted()``; a server without
+the endpoint, such as Ollama, raises ``TokenCountUnavailableError`` and the counts are then
+estimated: the conversation before from the usage the server returned for its last call,
+else from a character count, and the result says which, in :attr:`CompactResult.estimated`);
+ask the model for a summary (steered by ``instructions``); measure the compacted
+conversation; append ONE :class:`~lite_agent_jupyter.checkpoint.events.CompactionEvent`
+(``through_seq`` = the head
 when it started). The raw events stay in the log: the fold shows the model the summary instead
 of them, and a restore to a checkpoint before the compaction brings the full history back.
 
@@ -25,14 +29,15 @@ the background (maintenance that ``close()`` cancels), so the next request start
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..abort import AbortController, AbortSignal
 from ..checkpoint.events import AssistantEvent, CompactionEvent, Event
 from ..checkpoint.fold import Folder
-from ..errors import ProviderError
+from ..errors import ProviderError, TokenCountUnavailableError
 from ..providers.base import MessageDone, ModelRequest
 from .hooks import HookRunner, PreCompact
 from .session import SessionLog
@@ -61,6 +66,10 @@ class CompactResult:
     summary: str
     compacted: bool = True
     """``False`` when there was nothing to compact (an empty session): nothing was written."""
+    estimated: str | None = None
+    """``None``: counted by the provider; else how the counts were estimated (the server
+    cannot count tokens), e.g. ``"before from the usage the server returned, after from a
+    character count"``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +165,10 @@ async def _run(
                 tools=settings.tool_specs,
                 max_tokens=settings.max_tokens,
             )
-            before = await settings.provider.count_tokens(request) if messages else 0
+            estimated: str | None = None
+            before = 0
+            if messages:
+                before, estimated = await _measure(settings.provider, request, session.events)
             signal.raise_if_aborted()
             yield CompactProgress("measure", sid, before=before)
             if not messages:
@@ -169,15 +181,23 @@ async def _run(
             compacted = await session.resolve(
                 Folder.of([*session.events, _stamped(event, head + 1)]).messages
             )
-            after = await settings.provider.count_tokens(
+            after, after_estimated = await _measure(
+                settings.provider,
                 ModelRequest(
                     model=settings.model_name,
                     messages=compacted,
                     system=settings.system_prompt,
                     tools=settings.tool_specs,
                     max_tokens=settings.max_tokens,
-                )
+                ),
+                (),
             )
+            if estimated or after_estimated:
+                estimated = ", ".join(
+                    f"{when} {how}"
+                    for when, how in (("before", estimated), ("after", after_estimated))
+                    if how
+                )
             signal.raise_if_aborted()
             event.after = after
             yield CompactProgress("persist", sid, before=before, after=after)
@@ -189,7 +209,7 @@ async def _run(
                 await asyncio.wait({append})
                 raise
             await session.sync()
-        result = CompactResult(sid, before, after, head, summary)
+        result = CompactResult(sid, before, after, head, summary, estimated=estimated)
         yield CompactProgress("done", sid, before=before, after=after, result=result)
     except asyncio.CancelledError:
         yield CompactProgress("cancelled", sid)
@@ -197,6 +217,29 @@ async def _run(
             raise
     except Exception as exc:
         yield CompactProgress("error", sid, error=exc)
+
+
+FROM_USAGE = "from the usage the server returned"
+FROM_CHARACTERS = "from a character count"
+
+
+async def _measure(
+    provider: Any, request: ModelRequest, events: Sequence[Event]
+) -> tuple[int, str | None]:
+    """The tokens of ``request`` and ``None``, from the provider's counter; where the server
+    has none, an estimate and how it was made: the size of the last call the server
+    reported (``events``: the log the request was folded from, if it is the whole
+    conversation), else about four characters of the request's JSON per token."""
+    try:
+        return await provider.count_tokens(request), None
+    except TokenCountUnavailableError:
+        pass
+    used = context_tokens(list(events)) if events else 0
+    if used > 0:
+        return used, FROM_USAGE
+    counted = {"system": request.system, "tools": request.tools, "messages": request.messages}
+    size = len(json.dumps(counted, ensure_ascii=False, default=str))
+    return max(1, size // 4), FROM_CHARACTERS
 
 
 def _stamped(event: CompactionEvent, seq: int) -> Event:

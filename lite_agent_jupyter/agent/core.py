@@ -17,6 +17,7 @@ import json
 import logging
 import os
 import uuid
+import warnings
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -43,7 +44,7 @@ from ..tools.scan import DEFAULT_MAX_FILE_SIZE
 from ..tools.shell import SECRET_ENV_VARS
 from ..tools.tasks import FileTaskLists, validate_task_list
 from .approvals import ApprovalGate, ApprovalHandler, Decision, InputHandler, ask_user_tool
-from .budget import Budget, check_cost_cap
+from .budget import Budget, UnpricedCapWarning, check_cost_cap
 from .compact import AUTO_COMPACT_THRESHOLD, Compaction, CompactSettings, context_tokens
 from .hooks import DEFAULT_HOOK_TIMEOUT, HookRunner, HooksOption, check_hooks
 from .images import ImageStore
@@ -132,6 +133,7 @@ class LiteAgent(PortabilityMixin, TimeTravelMixin):
         self.prices = MappingProxyType(merged_prices(options.prices))
         """Model (or prefix) -> price: the bundled, dated table (``prices.py``) with the
         ``prices`` option on top; costs, the footer and cost budgets use it."""
+        self._unpriced_noted: set[str] = set()
         servers: tuple[ServerConfig, ...] = options.mcp_servers  # type: ignore[assignment]
         self.redactor = redactor_for(model, options.secret_env).with_secrets(
             secret for server in servers for secret in server.secrets()
@@ -264,7 +266,9 @@ class LiteAgent(PortabilityMixin, TimeTravelMixin):
             check_cost_cap("max_turn_cost", max_turn_cost) or options.max_turn_cost,
             check_cost_cap("max_session_cost", max_session_cost) or options.max_session_cost,
         )
-        budget.check_priced(options.model_name, self.prices)
+        note = self.cost_cap_note(budget)
+        if note is not None:
+            warnings.warn(note, UnpricedCapWarning, stacklevel=2)
         sid = self._session_or_current(session_id)
         if session_id is not None:
             self._check_sessions("send(session_id=...)")
@@ -278,6 +282,17 @@ class LiteAgent(PortabilityMixin, TimeTravelMixin):
         async with contextlib.aclosing(events):
             async for event in events:
                 yield event
+
+    def cost_cap_note(self, budget: Budget) -> str | None:
+        """The warning that ``budget``'s dollar cap is not kept for this agent's model (it
+        has no price), the first time only (per model): ``run()`` warns with it
+        (:class:`UnpricedCapWarning`); a UI that shows it itself takes it first."""
+        name = self.options.model_name
+        note = budget.unpriced_note(name, self.prices)
+        if note is None or name in self._unpriced_noted:
+            return None
+        self._unpriced_noted.add(name)
+        return note
 
     def _run_turn(
         self,

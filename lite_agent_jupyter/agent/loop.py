@@ -157,7 +157,6 @@ async def run_turn(
     assert isinstance(user, UserEvent)
     if budget is None:
         budget = Budget(settings.max_turn_tokens, settings.max_turn_cost, settings.max_session_cost)
-    budget.check_priced(settings.model_name, settings.prices)
     await session.load()
     if settings.tracker is not None:  # hand edits since the last scan go before the prompt
         await settings.tracker.before(session, start=False)

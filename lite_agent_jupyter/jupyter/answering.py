@@ -11,10 +11,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..providers import RecordingProvider, ReplayProvider, ScriptedProvider
+from ..providers import AnthropicProvider, RecordingProvider, ReplayProvider, ScriptedProvider
 from ..providers.base import Provider
 
-__all__ = ["ReplayMark", "TurnSource", "describe", "is_live", "mark", "turn_source"]
+__all__ = [
+    "ReplayMark",
+    "TurnSource",
+    "describe",
+    "is_live",
+    "local_server",
+    "mark",
+    "server_rows",
+    "turn_source",
+]
 
 NO_MODEL = "none (no API key: %agent key, or lite_agent_jupyter.use_model(...))"
 
@@ -22,6 +31,26 @@ NO_MODEL = "none (no API key: %agent key, or lite_agent_jupyter.use_model(...))"
 def _stand_in(model: Provider) -> str:
     name = "scripted model" if isinstance(model, ScriptedProvider) else str(model.name)
     return f"{name} (a stand-in that replays a script, not a real model)"
+
+
+def local_server(model: Provider | None) -> str | None:
+    """The server a live model is reached at when it is not Anthropic's API (``ollama at
+    http://127.0.0.1:11434``, a URL), else ``None``: where "local (no price)" applies."""
+    if isinstance(model, RecordingProvider):
+        model = model.inner
+    return model.local_server if isinstance(model, AnthropicProvider) else None
+
+
+def server_rows(model: Provider | None) -> list[tuple[str, object]]:
+    """``%agent info`` / ``%agent model`` rows: the server a live model is reached at and,
+    for a server named with ``%agent model`` or ``base_url=``, what it was seen to refuse."""
+    server = local_server(model)
+    if server is None:
+        return [("server", "Anthropic API" if is_live(model) else "none")]
+    inner = model.inner if isinstance(model, RecordingProvider) else model
+    profile = inner.profile if isinstance(inner, AnthropicProvider) else None
+    learned = profile.learned() if profile is not None else []
+    return [("server", server), ("learned", "; ".join(learned) or "nothing refused yet")]
 
 
 def is_live(model: Provider | None) -> bool:
@@ -47,6 +76,9 @@ def describe(model: Provider | None, model_name: str) -> str:
         return f"{describe(model.inner, model_name)}, recording to {model.path.name}"
     if not getattr(model, "is_real_model", True):
         return _stand_in(model)
+    server = local_server(model)
+    if server is not None:
+        return f"{model_name} on {server} (live)"
     return f"{model_name} (live)"
 
 
@@ -74,6 +106,9 @@ class TurnSource:
     live model``, ``2 answers replayed from X, 1 from claude-...``, ``..., recording to X``."""
     tokens: bool
     """Whether the footer shows token counts (only when a live model answered)."""
+    local: bool = False
+    """A server other than Anthropic's answered: a model without a price is ``local (no
+    price)``, not a gap in the table."""
 
 
 def turn_source(model: Provider, model_name: str, before: ReplayMark | None) -> TurnSource:
@@ -96,4 +131,7 @@ def turn_source(model: Provider, model_name: str, before: ReplayMark | None) -> 
     if not getattr(model, "is_real_model", True):
         name = "scripted model" if isinstance(model, ScriptedProvider) else str(model.name)
         return TurnSource(f"{name}, not a real model", False)
+    server = local_server(model)
+    if server is not None:
+        return TurnSource(f"{model_name} on {server}", True, local=True)
     return TurnSource(model_name, True)

@@ -64,7 +64,13 @@ class BackgroundTurns:
             elif isinstance(notice, BackgroundTurnFinished):
                 view, out = self._view(job, rich, f"background job {job}")
                 if notice.result is not None:
-                    view.finish(notice.result, source.label, tokens=source.tokens, background=True)
+                    view.finish(
+                        notice.result,
+                        source.label,
+                        tokens=source.tokens,
+                        background=True,
+                        local=source.local,
+                    )
                 else:
                     view.status = f"the background turn ended early: {notice.error}"
                 changed[job] = (view, out)

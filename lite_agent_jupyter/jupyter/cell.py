@@ -236,7 +236,11 @@ def run_turn(
     if result is not None:
         source = answering.turn_source(agent.model, agent.options.model_name, before)
         view.finish(
-            result, source.label, tokens=source.tokens, checkpoint=checkpoint_of(runner, result)
+            result,
+            source.label,
+            tokens=source.tokens,
+            checkpoint=checkpoint_of(runner, result),
+            local=source.local,
         )
         view.status = budgets.budget_status(result, budget) or view.status
         if images and view.footer is not None:

@@ -37,7 +37,7 @@ from typing import Any, TypeVar, cast
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
-from traitlets import Bool, Dict, Float, Int, List, Unicode, Union, validate
+from traitlets import Bool, Dict, Float, Int, List, TraitError, Unicode, Union, validate
 
 from ..abort import AbortSignal
 from ..agent import (
@@ -52,6 +52,7 @@ from ..controls import terminal_safe
 from ..errors import BudgetError, LiteAgentError
 from ..providers import Usage, anthropic
 from ..providers.base import Provider
+from ..providers.servers import is_anthropic, resolve_base_url
 from ..storage import Storage
 from ..tools import Tool, default_tools
 from . import approval, budgets, render, teach
@@ -133,6 +134,11 @@ class LiteAgentMagics(Magics):
     model_name = Unicode(DEFAULT_MODEL_NAME, help="The model id sent to the Messages API.").tag(
         config=True
     )
+    base_url = Unicode(
+        "",
+        help="The Messages API server (%agent model sets it): empty for ANTHROPIC_BASE_URL or "
+        "Anthropic's API; a URL; or a preset: ollama, lmstudio, vllm, litellm.",
+    ).tag(config=True)
     workdir = Unicode(
         "", help="The folder the agent's tools may touch; empty: the kernel's working folder."
     ).tag(config=True)
@@ -216,6 +222,17 @@ class LiteAgentMagics(Magics):
         "ipython_config.py, like max_turn_cost.",
     ).tag(config=True)
 
+    @validate("base_url")
+    def _check_base_url(self, proposal: Any) -> str:
+        """A preset becomes its URL; anything but an http(s) URL is refused."""
+        value = str(proposal["value"]).strip()
+        if not value or value.lower() == "anthropic":
+            return ""
+        try:
+            return resolve_base_url(value)
+        except ValueError as exc:
+            raise TraitError(f"LiteAgentMagics.base_url: {exc}") from None
+
     @validate("max_turn_cost", "max_session_cost")
     def _check_cost_cap(self, proposal: Any) -> float | None:
         """A cap in dollars, no higher than the lock of the kernel's configuration."""
@@ -235,7 +252,7 @@ class LiteAgentMagics(Magics):
         self.turns = 0
         self._api_key: str | None = None
         self._key_version = 0
-        self._claude: tuple[int, Provider] | None = None
+        self._claude: tuple[tuple[int, str | None], Provider] | None = None
         self._continued = False
         self.notebook_ids = NotebookIdentity()
         """The notebook file this kernel serves, pinned when first seen (see notebook_file)."""
@@ -281,14 +298,23 @@ class LiteAgentMagics(Magics):
         return teach.choose_model(self, self.live_model())
 
     def live_model(self) -> Provider | None:
-        """``use_model``'s provider, else Claude if a key is known, else ``None``."""
+        """``use_model``'s provider, else the server of ``base_url`` (``%agent model``), else
+        Claude if a key is known, else ``None``.
+
+        A server other than Anthropic's gets the ``%agent key`` key if one was typed, else no
+        key at all: the Anthropic key of the environment is never sent to it."""
         if MODEL.provider is not None:
             return MODEL.provider
-        if self.key_source() is None:
+        server = self.base_url or None
+        if server is None and self.key_source() is None:
             return None
+        version = (self._key_version, server)
         cached = self._claude
-        if cached is None or cached[0] != self._key_version:
-            cached = self._claude = (self._key_version, anthropic(api_key=self._api_key))
+        if cached is None or cached[0] != version:
+            key = self._api_key
+            if server is not None and key is None and not is_anthropic(server):
+                key = "no-key"
+            cached = self._claude = (version, anthropic(api_key=key, base_url=server))
         return cached[1]
 
     def storage(self) -> Storage:
@@ -506,15 +532,12 @@ class LiteAgentMagics(Magics):
             )
         except BudgetError as exc:
             raise UsageError(str(exc)) from None
+        caps = Budget(budget, turn_cost, session_cost)
+        unpriced = agent.cost_cap_note(caps)  # once per model: the cap is not kept
+        if unpriced is not None:
+            notes.append(f"warning: {unpriced}")
         self.background.show(agent, rich=self.in_kernel)
-        return self._cell_turn(
-            agent,
-            prompt,
-            notes,
-            quiet=args.quiet,
-            budget=Budget(budget, turn_cost, session_cost),
-            images=images,
-        )
+        return self._cell_turn(agent, prompt, notes, quiet=args.quiet, budget=caps, images=images)
 
     def _cell_turn(
         self,

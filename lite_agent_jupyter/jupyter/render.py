@@ -174,12 +174,19 @@ class TurnView:
         tokens: bool = True,
         background: bool = False,
         checkpoint: Checkpoint | None = None,
+        local: bool = False,
     ) -> None:
         """Set the footer: ``model`` names who answered (``jupyter/answering.py``); ``tokens``
         whether to show token counts (only a live model's are real); ``checkpoint`` the
-        prompt's checkpoint (its number and the command that rewinds to it)."""
+        prompt's checkpoint (its number and the command that rewinds to it); ``local`` a
+        server other than Anthropic's answered (no price: ``local (no price)``)."""
         self.footer = footer_text(
-            result, model, tokens=tokens, background=background, checkpoint=checkpoint
+            result,
+            model,
+            tokens=tokens,
+            background=background,
+            checkpoint=checkpoint,
+            local=local,
         )
 
     def apply(self, event: object) -> bool:
@@ -280,6 +287,7 @@ def footer_text(
     tokens: bool = True,
     background: bool = False,
     checkpoint: Checkpoint | None = None,
+    local: bool = False,
 ) -> str:
     """``tokens in 1,234 · out 56 · cache read 0 / write 0 · $0.0123 this cell, $0.0456 this
     session · claude-… · session 3f2a1b9c · prompt 3: %agent restore 3-k7f2``. Without
@@ -295,7 +303,7 @@ def footer_text(
             f"tokens in {u.input_tokens:,} · out {u.output_tokens:,} · cache read "
             f"{u.cache_read_input_tokens:,} / write {u.cache_creation_input_tokens:,}"
         )
-        parts.append(cost_text(result.cost, result.session_cost))
+        parts.append(cost_text(result.cost, result.session_cost, local=local))
     parts += [model, f"session {short_id(result.session_id)}"]
     if background:  # a background completion turn is never a checkpoint to rewind to (§7)
         parts.append("background turn")
@@ -306,10 +314,15 @@ def footer_text(
     return " · ".join(parts)
 
 
-def cost_text(cost: float | None, session_cost: float | None) -> str:
+LOCAL_NO_PRICE = "local (no price)"
+
+
+def cost_text(cost: float | None, session_cost: float | None, *, local: bool = False) -> str:
     """``$0.0123 this cell, $0.4567 this session``: in dollars from the agent's price table;
-    ``no price for this model`` for a model it does not price."""
-    text = "no price for this model" if cost is None else f"${cost:.4f} this cell"
+    ``no price for this model`` for a model it does not price, ``local (no price)`` when that
+    model answers from a server other than Anthropic's (Ollama and the like)."""
+    unpriced = LOCAL_NO_PRICE if local else "no price for this model"
+    text = unpriced if cost is None else f"${cost:.4f} this cell"
     if session_cost is not None and (cost is not None or session_cost > 0):
         text += f", ${session_cost:.4f} this session"
     return text
@@ -393,11 +406,17 @@ def progress_text(stage: str, before: int | None, after: int | None, width: int 
 def compact_text(result: CompactResult) -> str:
     if not result.compacted:
         return "Nothing to compact yet (the session is empty)."
-    return (
+    text = (
         f"Compacted session {short_id(result.session_id)}…: {result.before:,} -> "
         f"{result.after:,} tokens; events up to seq {result.through_seq} are now a summary "
         "(the raw events stay: a restore to an earlier checkpoint undoes this)."
     )
+    if result.estimated:
+        text += (
+            f" Token counts estimated ({result.estimated}): the server has no count_tokens "
+            "endpoint."
+        )
+    return text
 
 
 def checkpoints_text(checkpoints: Sequence[Checkpoint], *, limit: int | None = None) -> str:

@@ -32,10 +32,24 @@ from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any, Final
 
 from ..abort import AbortSignal
-from ..errors import AuthenticationError, InvalidAPIKeyError, MissingAPIKeyError, ProviderError
+from ..errors import (
+    AuthenticationError,
+    InvalidAPIKeyError,
+    MissingAPIKeyError,
+    ProviderError,
+    TokenCountUnavailableError,
+)
 from ..redact import Redactor, env_secrets
 from ._check import MAX_CACHE_BREAKPOINTS, count_cache_control
 from .base import MessageDone, ModelRequest, ProviderEvent, TextDelta, ToolUseStarted, Usage
+from .servers import (
+    ServerProfile,
+    is_anthropic,
+    profile_for,
+    refused_part,
+    resolve_base_url,
+    server_name,
+)
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
@@ -49,6 +63,9 @@ Higher than the SDK's 2: an agent turn is long and an overloaded API is usually 
 _EPHEMERAL: Final = {"type": "ephemeral"}
 _DRAIN_SECONDS: Final = 1.0
 """How long to wait, after ``message_stop``, for the rest of the HTTP body."""
+_NO_KEY: Final = "no-key"
+"""What is sent as the key to a server other than Anthropic's when none is set: local servers
+ignore it, and the client needs one."""
 _MISSING_KEY: Final = (
     "No Anthropic API key: set the ANTHROPIC_API_KEY environment variable "
     "(or pass anthropic(api_key=...)). For an offline demo use providers.scripted([...])."
@@ -63,18 +80,25 @@ def anthropic(
     timeout: float | None = None,
     cache: bool = True,
     client: AsyncAnthropic | None = None,
+    metadata: dict[str, Any] | None = None,
 ) -> AnthropicProvider:
-    """The Anthropic Messages API as a provider.
+    """The Anthropic Messages API (or a server that speaks it) as a provider.
 
-    ``api_key``/``base_url`` default to ``ANTHROPIC_API_KEY``/``ANTHROPIC_BASE_URL``. The key is
-    stripped and checked here: a malformed one raises
+    ``api_key``/``base_url`` default to ``ANTHROPIC_API_KEY``/``ANTHROPIC_BASE_URL``.
+    ``base_url`` may be a preset of a local server: ``ollama`` (http://127.0.0.1:11434),
+    ``lmstudio`` (:1234), ``vllm`` (:8000), ``litellm`` (:4000); see
+    ``providers/servers.py`` and docs/local-models.md. A server named here other than
+    Anthropic's needs no key (``no-key`` is sent when none is set; with
+    ``ANTHROPIC_BASE_URL`` a key is required, as in the SDK). ``metadata`` (e.g.
+    ``{"user_id": "<opaque id>"}``) goes with every request, unless the server refuses it.
+    The key is stripped and checked here: a malformed one raises
     :class:`~lite_agent_jupyter.errors.InvalidAPIKeyError` at once; a missing one raises
     :class:`~lite_agent_jupyter.errors.MissingAPIKeyError` from the first call (the variable
-    may be set in between). ``max_retries``
-    and ``timeout`` (seconds; ``None``: the SDK's default) go to the SDK, which retries
-    429/529/5xx and connection errors with backoff and honours ``retry-after``. ``cache``
-    marks prompt-cache breakpoints (see :meth:`AnthropicProvider.build_params`). ``client``:
-    an ``AsyncAnthropic`` to use instead of creating one (then the other options are ignored).
+    may be set in between). ``max_retries`` and ``timeout`` (seconds; ``None``: the SDK's
+    default) go to the SDK, which retries 429/529/5xx and connection errors with backoff and
+    honours ``retry-after``. ``cache`` marks prompt-cache breakpoints (see
+    :meth:`AnthropicProvider.build_params`). ``client``: an ``AsyncAnthropic`` to use
+    instead of creating one (then the other options are ignored).
     """
     return AnthropicProvider(
         api_key=api_key,
@@ -83,6 +107,7 @@ def anthropic(
         timeout=timeout,
         cache=cache,
         client=client,
+        metadata=metadata,
     )
 
 
@@ -101,7 +126,10 @@ class AnthropicProvider:
         timeout: float | None = None,
         cache: bool = True,
         client: AsyncAnthropic | None = None,
+        metadata: dict[str, Any] | None = None,
     ) -> None:
+        if base_url is not None:
+            base_url = resolve_base_url(base_url)
         if api_key is not None:
             self._api_key: _Secret | None = _Secret(_checked_key(api_key, "api_key="))
         else:
@@ -112,14 +140,16 @@ class AnthropicProvider:
         self.timeout = timeout
         self.cache = cache
         self._given_client = client
+        self.metadata = dict(metadata) if metadata else None
+        self.profile: ServerProfile = profile_for(self._where())
+        """What this provider's server was seen to refuse (shared per base URL)."""
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncAnthropic] = (
             weakref.WeakKeyDictionary()
         )
 
     def __repr__(self) -> str:
-        base = self._base_url or os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
         return (
-            f"AnthropicProvider(base_url={base!r}, max_retries={self.max_retries}, "
+            f"AnthropicProvider(base_url={self._where()!r}, max_retries={self.max_retries}, "
             f"cache={self.cache})"
         )
 
@@ -133,6 +163,8 @@ class AnthropicProvider:
         client = self._clients.get(loop)
         if client is None:
             key = self._api_key.value if self._api_key is not None else _env_key()
+            if not key and self._base_url is not None and not self.is_anthropic:
+                key = _NO_KEY  # a server named here, not Anthropic's: it needs no key
             if not key:
                 raise MissingAPIKeyError(_MISSING_KEY) from None
             from anthropic import AsyncAnthropic  # lazy: importing the SDK costs ~0.5 s
@@ -170,6 +202,26 @@ class AnthropicProvider:
             values.append(self._api_key.value)
         return tuple(values)
 
+    @property
+    def base_url(self) -> str:
+        """The server's base URL (the argument, else ``ANTHROPIC_BASE_URL``, else Anthropic's)."""
+        return self._where()
+
+    @property
+    def is_anthropic(self) -> bool:
+        """Whether the server is Anthropic's own API (prices apply; a key is required)."""
+        return is_anthropic(self._where())
+
+    @property
+    def local_server(self) -> str | None:
+        """``ollama at http://127.0.0.1:11434`` or the URL when a server other than
+        Anthropic's was named here (``base_url=``); ``None`` otherwise. ``ANTHROPIC_BASE_URL``
+        alone does not count: it is as often a gateway to Anthropic's API as a local server,
+        so its models keep Anthropic's prices and names."""
+        if self._base_url is None or is_anthropic(self._base_url):
+            return None
+        return server_name(self._base_url)
+
     # -- request building
 
     def build_params(self, request: ModelRequest) -> dict[str, Any]:
@@ -191,8 +243,13 @@ class AnthropicProvider:
             params["system"] = request.system
         if request.tools:
             params["tools"] = request.tools
+        if self.metadata is not None:
+            params["metadata"] = self.metadata
         if self.cache and not _has_cache_control(request):
             _add_breakpoints(params)
+        profile = self.profile
+        if profile.drops:  # the only per-request cost of profiles, and only once one is learned
+            params = profile.strip(params)
         return params
 
     # -- Provider protocol
@@ -249,7 +306,7 @@ class AnthropicProvider:
         stream: Any = None
         end: _End | None = _End(None)  # stays "aborted" if cancelled
         try:
-            stream = await client.messages.create(**params, stream=True)
+            stream = await self._create(client, params)
             message = _Accumulator()
             async for event in stream:
                 produced = message.add(event)
@@ -271,19 +328,51 @@ class AnthropicProvider:
             if end is not None:
                 queue.put_nowait(end)
 
+    async def _create(self, client: AsyncAnthropic, params: dict[str, Any]) -> Any:
+        """``messages.create(stream=True)``; a 400 naming a part the server refuses
+        (``cache_control``, ``metadata``) is learned in the profile and the request sent again
+        without it (once per part: nothing refused is ever sent twice)."""
+        import anthropic as sdk
+
+        while True:
+            try:
+                return await client.messages.create(**params, stream=True)
+            except sdk.APIStatusError as exc:
+                detail = exc.api_message or _error_message(exc.body) or exc.message
+                part = refused_part(exc.status_code, str(detail))
+                if part is None or part in self.profile.drops:
+                    raise
+                self.profile.learn_drop(part)
+                params = self.profile.strip(params)
+
     async def count_tokens(self, request: ModelRequest) -> int:
-        """Input tokens of ``request``, from the API's ``/v1/messages/count_tokens``."""
+        """Input tokens of ``request``, from the API's ``/v1/messages/count_tokens``.
+
+        A server without the endpoint (404 or 405, learned once per base URL) raises
+        :class:`~lite_agent_jupyter.errors.TokenCountUnavailableError` without asking again:
+        the caller estimates (see ``agent/compact.py``)."""
+        profile = self.profile
+        if not profile.count_tokens:
+            raise TokenCountUnavailableError(self._no_count_tokens())
         client = self._client()
         params: dict[str, Any] = {"model": request.model, "messages": request.messages}
         if request.system:
             params["system"] = request.system
         if request.tools:
             params["tools"] = request.tools
+        if profile.drops:
+            params = profile.strip(params)
         try:
             result = await client.messages.count_tokens(**params)
         except Exception as exc:
+            if getattr(exc, "status_code", None) in (404, 405):
+                profile.learn_no_count_tokens()
+                raise TokenCountUnavailableError(self._no_count_tokens()) from exc
             raise self._provider_error(exc) from exc
         return int(result.input_tokens)
+
+    def _no_count_tokens(self) -> str:
+        return f"the server at {self._where()} has no count_tokens endpoint (404/405)"
 
     # -- errors
 
@@ -340,7 +429,7 @@ class AnthropicProvider:
 
     def _where(self) -> str:
         if self._given_client is not None:
-            return str(self._given_client.base_url)
+            return str(self._given_client.base_url).rstrip("/")
         return self._base_url or os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
 
 

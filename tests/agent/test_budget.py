@@ -5,6 +5,7 @@ log stays valid (the server accepts the next request) and a higher cap continues
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ import pytest
 from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
 
 from lite_agent_jupyter import BudgetError, LiteAgent, Price
+from lite_agent_jupyter.agent import UnpricedCapWarning
 from lite_agent_jupyter.agent.prices import ANTHROPIC_PRICES, PRICES_CHECKED, prices_age_days
 from lite_agent_jupyter.checkpoint.events import InterruptedEvent, ToolResultEvent
 from lite_agent_jupyter.checkpoint.fold import fold
@@ -104,16 +106,27 @@ async def test_a_session_cap_already_reached_sends_nothing(
     assert fake_anthropic.message_requests[-1].status == 200
 
 
-async def test_a_cost_cap_without_a_price_is_refused_before_anything_is_written(
+async def test_a_cost_cap_without_a_price_warns_once_and_does_not_block(
     make_agent: MakeAgent, claude: Callable[..., Any], fake_anthropic: FakeAnthropicServer
 ) -> None:
-    agent = make_agent(model=claude(), model_name="my-own-model")
-    with pytest.raises(BudgetError, match="needs a price for 'my-own-model'"):
-        await agent.send("hello", max_turn_cost=0.5)
-    assert await agent.checkpointer.head(agent.session_id) == 0
-    assert fake_anthropic.message_requests == []
+    """A local model has no price: its dollar cap cannot be kept, so the turn runs and the
+    agent warns once (it used to refuse every turn); a token cap still stops it."""
+    agent = make_agent(model=claude(), model_name="my-own-model", approvals="allow")
+    fake_anthropic.script(FakeReply(text="one"), FakeReply(text="two"))
+    with pytest.warns(UnpricedCapWarning, match="'my-own-model' has no price"):
+        first = await agent.send("hello", max_turn_cost=0.0001)
+    assert first.text == "one" and first.cost is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a second warning would fail here
+        second = await agent.send("again", max_turn_cost=0.0001, max_session_cost=0.0001)
+    assert second.text == "two" and second.stop_reason == "end_turn"
+    (agent.workdir / "notes.md").write_text("# notes\n")
+    fake_anthropic.script(read_call(600, 100), FakeReply(text="not reached"))
+    capped = await agent.send("read", max_turn_cost=0.0001, max_turn_tokens=1000)
+    assert capped.stop_reason == "budget" and capped.model_calls == 1
     with pytest.raises(BudgetError, match="above 0"):
         await agent.send("hello", max_turn_cost=0)
+    fake_anthropic.reset()  # "not reached" stays unsent
     priced = make_agent(
         model=claude(),
         model_name="my-own-model",

@@ -11,6 +11,7 @@ import getpass
 
 from IPython.core.error import StdinNotImplementedError, UsageError
 
+from ...agent.usage import price_for
 from ...checkpoint.url import redact_url
 from ...errors import LiteAgentError
 from ...tools.mcp import load_servers
@@ -34,6 +35,7 @@ def _info(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
     u = magics.usage
     rows: list[tuple[str, object]] = [
         ("model", model),
+        *answering.server_rows(agent.model if agent is not None else None),
         ("session", agent.session_id if agent is not None else "(none yet)"),
         ("backend", backend),
         ("storage", f"{storage.base}" if magics.sessions else "(memory only)"),
@@ -49,6 +51,10 @@ def _info(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
     ]
     rows += teach.usage_rows(magics, agent)
     rows.append(budgets.price_table_row())
+    local = answering.local_server(agent.model if agent is not None else None)
+    unpriced = agent is not None and price_for(magics.model_name, agent.prices) is None
+    if local is not None and unpriced:
+        rows[-1] = ("prices", f"{render.LOCAL_NO_PRICE}: {magics.model_name} on {local}")
     rows.append(
         (
             "cost caps",
