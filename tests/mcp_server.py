@@ -9,8 +9,11 @@ agent's workdir (its default cwd). Tools:
 * ``echo(text)`` returns its text (the benchmark's call);
 * ``crash()`` kills the server process mid-call; ``hang()`` never answers;
 * ``pid()`` returns the server's process id (to check it was stopped);
-* ``authorization()`` returns the HTTP request's ``Authorization`` header (``--http PORT``
-  serves streamable HTTP on 127.0.0.1:PORT, path ``/mcp``, instead of stdio);
+* ``authorization()`` returns the HTTP request's ``Authorization`` header (``--http PORT
+  [PATH]`` serves streamable HTTP on 127.0.0.1:PORT, path PATH or ``/mcp``, instead of
+  stdio; :func:`serve_http` runs it for a test);
+* ``argv()`` returns the server's command-line arguments and ``endpoint()`` the path it
+  serves (``--api-key ${KEY}``, ``/mcp/${TOKEN}/sse``: configuration secrets echoed);
 * ``whoami()`` returns the environment variable ``MCP_TEST_TOKEN`` (a secret to redact).
 
 ``MCP_TEST_START_DELAY`` (seconds) makes the server wait that long before it speaks: a slow
@@ -21,10 +24,14 @@ server for "starting it does not delay a turn that does not use it".
 with names of any shape, for the name-clash tests.
 """
 
+import contextlib
 import json
 import os
+import socket
+import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +47,35 @@ SCRIPT = Path(__file__).resolve()
 def stdio_entry(**extra: Any) -> dict[str, Any]:
     """The ``mcp_servers`` entry starting this server over stdio (``extra``: env, timeout...)."""
     return {"command": sys.executable, "args": [str(SCRIPT)], **extra}
+
+
+@contextlib.contextmanager
+def serve_http(path: str = "/mcp") -> Iterator[int]:
+    """This server over streamable HTTP at ``path`` on a free port of 127.0.0.1: yields the
+    port once it listens; the process is ended afterwards."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen(
+        [sys.executable, str(SCRIPT), "--http", str(port), path],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+    def listening() -> bool:
+        with socket.socket() as attempt:
+            return attempt.connect_ex(("127.0.0.1", port)) == 0
+
+    try:
+        deadline = time.monotonic() + 60  # a hang guard
+        while not listening():
+            if time.monotonic() > deadline or process.poll() is not None:
+                raise RuntimeError("the MCP test server did not start listening")
+            time.sleep(0.05)
+        yield port
+    finally:
+        process.terminate()
+        process.wait(10)
 
 
 def main() -> None:
@@ -94,6 +130,16 @@ def main() -> None:
         return os.environ.get("MCP_TEST_TOKEN", "")
 
     @server.tool()
+    def argv() -> str:
+        """This server's command-line arguments."""
+        return " ".join(sys.argv[1:])
+
+    @server.tool()
+    def endpoint() -> str:
+        """The HTTP path this server serves (stdio: none)."""
+        return sys.argv[3] if len(sys.argv) > 3 and sys.argv[1] == "--http" else "(stdio)"
+
+    @server.tool()
     def authorization(ctx: Context) -> str:
         """The Authorization header of the HTTP request (HTTP transport)."""
         return (ctx.headers or {}).get("authorization", "(none)")
@@ -102,7 +148,10 @@ def main() -> None:
         server.add_tool(_extra_tool(spec), name=spec["name"], description=spec["description"])
 
     if len(sys.argv) > 2 and sys.argv[1] == "--http":
-        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+        path = sys.argv[3] if len(sys.argv) > 3 else "/mcp"
+        server.run(
+            "streamable-http", host="127.0.0.1", port=int(sys.argv[2]), streamable_http_path=path
+        )
     else:
         server.run("stdio")
 

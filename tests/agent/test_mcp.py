@@ -433,3 +433,67 @@ async def test_tools_a_server_names_alike_are_refused_with_a_reason(
     assert len(status["refused"]) == 1 and "'x y'" in status["refused"][0]
     assert agent.mcp.tool(tool_name("s", "x y")) is None
     await agent.close()
+
+
+def test_values_taken_from_the_environment_are_secrets_and_never_shown() -> None:
+    env = {"KEY": "key-0123456789abcdef", "TOKEN": "tok-fedcba9876543210", "SHORT": "abc"}
+    cli, web = load_servers(
+        {
+            "cli": {"command": "srv", "args": ["--api-key", "${KEY}", "--x=${env:SHORT}"]},
+            "web": {"type": "sse", "url": "https://h.example/mcp/${TOKEN}/sse?u=${NOPE:-me}"},
+        },
+        env,
+    )
+    assert cli.args == ("--api-key", "key-0123456789abcdef", "--x=abc")
+    assert web.url == "https://h.example/mcp/tok-fedcba9876543210/sse?u=me"
+    assert cli.describe() == "stdio: srv --api-key ${KEY} --x=${env:SHORT}"
+    assert web.describe() == "sse: https://h.example/mcp/${TOKEN}/sse?u=${NOPE:-me}"
+    assert {"key-0123456789abcdef", "abc"} <= set(cli.secrets())
+    assert "tok-fedcba9876543210" in web.secrets() and "me" not in web.secrets()  # a default
+    for server in (cli, web):
+        assert not any(v in repr(server) for v in env.values())
+
+
+async def test_expanded_secrets_are_redacted_in_results_requests_status_and_log(
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    storage: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``--api-key ${KEY}`` in a stdio server's args and ``/mcp/${TOKEN}/sse`` in an HTTP
+    server's URL: tools echoing them give the model, the log and the status only
+    ``[REDACTED]`` and ``${...}``."""
+    import sys
+
+    from mcp_server import SCRIPT, serve_http
+
+    key, token = "laj-key-5b1d9e0c7a31", "laj-tok-2c8e4f6a9d17"
+    monkeypatch.setenv("LAJ_MCP_KEY", key)
+    monkeypatch.setenv("LAJ_MCP_TOKEN", token)
+    with serve_http(f"/mcp/{token}/sse") as port:
+        url = f"http://127.0.0.1:{port}/mcp/${{LAJ_MCP_TOKEN}}/sse"
+        config = {
+            "cli": {
+                "command": sys.executable,
+                "args": [str(SCRIPT), "--api-key", "${LAJ_MCP_KEY}"],
+            },
+            "web": {"type": "http", "url": url},
+        }
+        fake_anthropic.script(calls(("cli__argv", {}), ("web__endpoint", {})), "Done.")
+        agent = make_agent(model=claude(), mcp_servers=config, approvals="allow")
+        assert await agent.mcp.wait_ready() == {}
+        await agent.send("Echo your configuration.")
+        ran = ran_by_name(await agent.checkpointer.read(agent.session_id))
+        assert ran == {"cli__argv": "--api-key [REDACTED]", "web__endpoint": "/mcp/[REDACTED]/sse"}
+        sent = json.dumps([r.body for r in fake_anthropic.message_requests])
+        assert "[REDACTED]" in sent and key not in sent and token not in sent
+        where = [s["where"] for s in agent.mcp.status()]
+        assert where == [
+            f"stdio: {sys.executable} {SCRIPT} --api-key ${{LAJ_MCP_KEY}}",
+            f"http: {url}",
+        ]
+        assert key not in repr(agent.options) and token not in repr(agent.options)
+        await agent.close()
+    stored = [p.read_bytes() for p in storage.root.rglob("*") if p.is_file()]
+    assert stored and not any(key.encode() in b or token.encode() in b for b in stored)

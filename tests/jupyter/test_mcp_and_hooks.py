@@ -7,12 +7,14 @@ notebook functions and import paths."""
 from __future__ import annotations
 
 import base64
+import json
 import re
+import sys
 from pathlib import Path
 
 from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall, tool_reply
-from mcp_server import PNG, stdio_entry
-from nbkernel import Kernel
+from mcp_server import PNG, SCRIPT, serve_http, stdio_entry
+from nbkernel import SETUP, Kernel, StartKernel
 from process_helpers import wait_until
 
 
@@ -143,3 +145,59 @@ def test_hooks_from_config_notebook_function_and_import_path(
     agent_kernel.run("%config LiteAgentMagics.hooks = {'pre_tool': 'nope'}").check()
     bad = agent_kernel.run("%%agent\nhi")
     assert bad.status == "error" and "'nope' is not a function" in bad.text
+
+
+def test_mcp_secrets_from_the_environment_never_reach_outputs_logs_or_cassettes(
+    start_kernel: StartKernel,
+    fake_env: dict[str, str | None],
+    fake_anthropic: FakeAnthropicServer,
+    tmp_path: Path,
+) -> None:
+    """``--api-key ${KEY}`` in a stdio server's args, ``/mcp/${TOKEN}/sse`` in an HTTP
+    server's URL, set in a real kernel: ``%agent mcp``, ``%agent config``, the ``%%agent``
+    cell whose tools echo them, the session's files and the cassette hold neither value."""
+    key, token = "kernel-key-7e3a91c05d", "kernel-tok-48b2f6d9e1"
+    work = tmp_path / "work"
+    with serve_http(f"/mcp/{token}/sse") as port:
+        kernel = start_kernel(work, {**fake_env, "LAJ_MCP_KEY": key, "LAJ_MCP_TOKEN": token})
+        kernel.run(SETUP).check()
+        servers = {
+            "mcpServers": {
+                "cli": {
+                    "command": sys.executable,
+                    "args": [str(SCRIPT), "--api-key", "${LAJ_MCP_KEY}"],
+                },
+                "web": {"url": f"http://127.0.0.1:{port}/mcp/${{LAJ_MCP_TOKEN}}/sse"},
+            }
+        }
+        cells = [kernel.run(f"%config LiteAgentMagics.mcp_servers = {servers!r}").check()]
+        cells.append(kernel.run("%agent record lesson.cassette.jsonl").check())
+        cells.append(kernel.run("%agent mcp --start").check())
+        fake_anthropic.script(
+            FakeReply(
+                "Echoing.",
+                tool_calls=[FakeToolCall("cli__argv", {}), FakeToolCall("web__endpoint", {})],
+            ),
+            "Echoed.",
+        )
+        cells.append(kernel.run("%%agent\necho your configuration").check())
+        cells.append(kernel.run("%agent mcp").check())
+        cells.append(kernel.run("%agent config").check())
+        kernel.shutdown()
+
+    status, config = cells[-2].stream_text, cells[-1].stream_text
+    assert "--api-key ${LAJ_MCP_KEY}" in status and "/mcp/${LAJ_MCP_TOKEN}/sse" in status
+    assert "cli  ready" in status and "web  ready" in status
+    assert "--api-key ${LAJ_MCP_KEY}" in config and "/mcp/${LAJ_MCP_TOKEN}/sse" in config
+    results = fake_anthropic.message_requests[-1].messages[-1]["content"]
+    echoed = sorted(str(b["content"]).splitlines()[0] for b in results)
+    assert echoed == ["--api-key [REDACTED]", "/mcp/[REDACTED]/sse"]
+    for cell in cells:
+        shown = cell.text + cell.html + json.dumps([m["content"] for m in cell.messages])
+        assert key not in shown and token not in shown
+    files = [p for p in work.rglob("*") if p.is_file()]
+    assert any(p.name == "lesson.cassette.jsonl" for p in files)
+    assert any(p.suffix == ".jsonl" and "sessions" in p.parts for p in files)
+    for path in files:
+        data = path.read_bytes()
+        assert key.encode() not in data and token.encode() not in data, path

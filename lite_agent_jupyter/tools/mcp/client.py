@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ...errors import ToolError
+from ...redact import Redactor
 from ..base import Tool, ToolContext, ToolOutput
 from .config import SEPARATOR, ServerConfig, tool_name
 from .content import convert_result
@@ -64,6 +65,8 @@ class McpServer:
     def __init__(self, config: ServerConfig, workdir: Path) -> None:
         self.config = config
         self.workdir = workdir
+        self.redactor = Redactor(config.secrets())
+        """This server's secrets (see ``config``): out of its errors, stderr and messages."""
         self.state: State = "stopped"
         self.error = ""
         """Why the server failed (``state == "failed"``), for the tool error and ``%agent mcp``."""
@@ -156,8 +159,8 @@ class McpServer:
             self.error = f"{exc}: install the mcp extra (pip install 'lite_agent_jupyter[mcp]')"
         except BaseException as exc:  # anyio wraps failures in exception groups
             self.state = "failed"
-            self.error = _describe(exc) + self._stderr_tail()
-            log.debug("MCP server %s failed", self.name, exc_info=True)
+            self.error = self.redactor.text(_describe(exc) + self._stderr_tail())
+            log.debug("MCP server %s failed: %s", self.name, self.error)
         finally:
             self._session = None
             self._ready.set()
@@ -221,7 +224,7 @@ class McpServer:
     def restart_later(self, why: str) -> None:
         """Stop the server in the background (a call hung, crashed or was interrupted): the
         next call starts a fresh one."""
-        log.info("stopping MCP server %s: %s", self.name, why)
+        log.info("stopping MCP server %s: %s", self.name, self.redactor.text(why))
         self._stopping = asyncio.ensure_future(self.stop())
 
     async def call(self, exposed: str, arguments: dict[str, Any]) -> ToolOutput:
@@ -249,7 +252,7 @@ class McpServer:
             self.restart_later("the call was interrupted")
             raise
         except Exception as exc:
-            detail = _describe(exc) + self._stderr_tail()
+            detail = self.redactor.text(_describe(exc) + self._stderr_tail())
             self.restart_later(f"a call failed: {exc}")
             raise ToolError(
                 f"the MCP server {self.name!r} failed during {own!r}: {detail} "
@@ -267,6 +270,8 @@ class McpServers:
 
     def __init__(self, configs: Sequence[ServerConfig], workdir: Path) -> None:
         self.servers = {c.name: McpServer(c, workdir) for c in configs}
+        self.redactor = Redactor(secret for c in configs for secret in c.secrets())
+        """Every server's secrets: out of what the servers say (descriptions, errors)."""
         self._tools: dict[str, Tool] = {}
         self._started = False
 
@@ -308,8 +313,8 @@ class McpServers:
                 specs.append(
                     {
                         "name": exposed,
-                        "description": _description(server.name, listed),
-                        "input_schema": _schema(listed.input_schema),
+                        "description": self.redactor.text(_description(server.name, listed)),
+                        "input_schema": self.redactor.value(_schema(listed.input_schema)),
                     }
                 )
         return specs
@@ -352,11 +357,16 @@ class McpServers:
                     return await candidate.call(name, arguments)
             return await candidates[-1].call(name, arguments)
 
+        described = _description(server.name, listed) if listed is not None else ""
         tool = Tool(
             name=name,
-            description=_description(server.name, listed) if listed is not None else "",
+            description=self.redactor.text(described),
             # the server validates; before it listed its tools, any object goes
-            input_schema=_schema(listed.input_schema) if listed is not None else {"type": "object"},
+            input_schema=(
+                self.redactor.value(_schema(listed.input_schema))
+                if listed is not None
+                else {"type": "object"}
+            ),
             fn=call,
             kind="other",
             takes_context=True,
@@ -378,11 +388,11 @@ class McpServers:
             {
                 "name": s.name,
                 "state": s.state,
-                "error": s.error,
+                "error": self.redactor.text(s.error),
                 "where": s.config.describe(),
                 "tools": sorted(s.names),
                 "calls": s.calls,
-                "refused": [*s.refused, *self._clash_notes(s)],
+                "refused": [self.redactor.text(r) for r in (*s.refused, *self._clash_notes(s))],
             }
             for s in self.servers.values()
         ]

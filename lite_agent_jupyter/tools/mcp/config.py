@@ -18,9 +18,12 @@ An entry is a stdio server (``command``, optional ``args``, ``env``, ``cwd``; ``
 settings such as ``alwaysAllow``) are ignored.
 
 In strings, ``${VAR}``, ``${VAR:-default}`` and ``${env:VAR}`` are replaced by environment
-variables when the configuration is read. The values of ``env`` and ``headers`` are secrets:
-:meth:`ServerConfig.secrets` lists them for the agent's redactor (with the token of an
-``Authorization: Bearer ...`` header), and ``repr`` never shows them.
+variables when the configuration is read. Secrets: the values of ``env`` and ``headers``, and
+every value taken from the environment, wherever it was put (``--api-key ${KEY}`` in
+``args``, ``/mcp/${TOKEN}/sse`` in a URL). :meth:`ServerConfig.secrets` lists them for the
+agent's redactor (with the token of an ``Authorization: Bearer ...`` header);
+:meth:`ServerConfig.describe` and ``repr`` show the command or URL as written, ``${KEY}`` and
+all, never an expanded value.
 
 This module is pure: it does not import the ``mcp`` package (an agent without servers does not
 need it) and starts nothing.
@@ -54,22 +57,31 @@ _HTTP_TYPES = {"http": "http", "streamable-http": "http", "streamableHttp": "htt
 
 @dataclass(frozen=True, slots=True)
 class ServerConfig:
-    """One MCP server, checked. ``env``/``headers`` hold secrets: ``repr`` shows their keys."""
+    """One MCP server, checked. The command, arguments, URL, ``env`` and ``headers`` may hold
+    secrets (expanded from the environment, or written as values): ``repr`` shows the
+    command or URL as written (``written``) and the keys of env/headers."""
 
     name: str
     transport: Transport
-    command: str = ""
-    args: tuple[str, ...] = ()
+    command: str = field(default="", repr=False)
+    args: tuple[str, ...] = field(default=(), repr=False)
     env: Mapping[str, str] = field(default_factory=dict, repr=False)
-    cwd: str | None = None
-    url: str = ""
+    cwd: str | None = field(default=None, repr=False)
+    url: str = field(default="", repr=False)
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)
     timeout: float = DEFAULT_CALL_TIMEOUT
     startup_timeout: float = DEFAULT_STARTUP_TIMEOUT
+    written: str = ""
+    """The command line or URL as the configuration wrote it, ``${VAR}`` not expanded: what
+    people are shown. Empty for a config built by hand: then :meth:`describe` shows the
+    fields themselves, which hold no expansion."""
+    expanded: tuple[str, ...] = field(default=(), repr=False)
+    """Every value taken from the environment (``${VAR}``): each is a secret."""
 
     def secrets(self) -> list[str]:
-        """The values to redact: every ``env`` and header value, and a bearer token alone."""
-        values = [*self.env.values(), *self.headers.values()]
+        """The values to redact: every value taken from the environment, every ``env`` and
+        header value, and a bearer token alone."""
+        values = [*self.expanded, *self.env.values(), *self.headers.values()]
         for value in self.headers.values():
             scheme, _, token = value.partition(" ")
             if token and scheme.isalpha():
@@ -77,8 +89,11 @@ class ServerConfig:
         return values
 
     def describe(self) -> str:
-        """One line for people: the command or URL, and the *names* of env/headers."""
-        where = " ".join([self.command, *self.args]) if self.transport == "stdio" else self.url
+        """One line for people: the command or URL as written (``${KEY}``, never its value),
+        and the *names* of env/headers."""
+        where = self.written or (
+            " ".join([self.command, *self.args]) if self.transport == "stdio" else self.url
+        )
         keys = sorted(self.env) if self.transport == "stdio" else sorted(self.headers)
         hidden = f" ({'env' if self.transport == 'stdio' else 'headers'}: {', '.join(keys)})"
         return f"{self.transport}: {where}{hidden if keys else ''}"
@@ -131,7 +146,9 @@ def _server(name: str, entry: object, env: Mapping[str, str]) -> ServerConfig:
         raise McpConfigError(f"{where}: the name may not contain {SEPARATOR!r}")
     if not isinstance(entry, Mapping):
         raise McpConfigError(f"{where}: expected a mapping with 'command' or 'url'")
-    entry = dict(_expand(entry, env, where))
+    written = _written(entry)
+    expanded: list[str] = []
+    entry = dict(_expand(entry, env, where, expanded))
     kind = entry.get("type")
     timeout = _seconds(entry, "timeout", DEFAULT_CALL_TIMEOUT, where)
     startup = _seconds(entry, "startup_timeout", DEFAULT_STARTUP_TIMEOUT, where)
@@ -149,6 +166,8 @@ def _server(name: str, entry: object, env: Mapping[str, str]) -> ServerConfig:
             headers=_strings(entry, "headers", where),
             timeout=timeout,
             startup_timeout=startup,
+            written=written,
+            expanded=tuple(expanded),
         )
     if kind not in (None, "stdio"):
         raise McpConfigError(f"{where}: unknown type {kind!r} (stdio, http, sse)")
@@ -170,6 +189,8 @@ def _server(name: str, entry: object, env: Mapping[str, str]) -> ServerConfig:
         cwd=cwd,
         timeout=timeout,
         startup_timeout=startup,
+        written=written,
+        expanded=tuple(expanded),
     )
 
 
@@ -189,8 +210,20 @@ def _strings(entry: Mapping[str, Any], key: str, where: str) -> dict[str, str]:
     return dict(value)
 
 
-def _expand(value: Any, env: Mapping[str, str], where: str) -> Any:
-    """``value`` with ``${VAR}``, ``${VAR:-default}`` and ``${env:VAR}`` replaced."""
+def _written(entry: Mapping[str, Any]) -> str:
+    """The command line or URL of an entry as written, before any expansion (shown to
+    people; a malformed entry is refused afterwards, so anything goes here)."""
+    if "url" in entry:
+        return str(entry.get("url"))
+    args = entry.get("args")
+    words = [str(a) for a in args] if isinstance(args, list) else []
+    return " ".join([str(entry.get("command", "")), *words])
+
+
+def _expand(value: Any, env: Mapping[str, str], where: str, found: list[str]) -> Any:
+    """``value`` with ``${VAR}``, ``${VAR:-default}`` and ``${env:VAR}`` replaced; each value
+    taken from the environment is added to ``found`` (a secret: a default, written in the
+    configuration itself, is not)."""
     if isinstance(value, str):
 
         def one(match: re.Match[str]) -> str:
@@ -200,18 +233,20 @@ def _expand(value: Any, env: Mapping[str, str], where: str) -> Any:
                     "in an environment variable and write ${env:NAME}"
                 )
             name, default = match.group(2), match.group(3)
-            found = env.get(name)
-            if found is None:
+            taken = env.get(name)
+            if taken is None:
                 if default is None:
                     raise McpConfigError(f"{where}: the environment variable {name} is not set")
                 return default
-            return found
+            if taken:
+                found.append(taken)
+            return taken
 
         return _VAR.sub(one, value)
     if isinstance(value, Mapping):
-        return {k: _expand(v, env, where) for k, v in value.items()}
+        return {k: _expand(v, env, where, found) for k, v in value.items()}
     if isinstance(value, list):
-        return [_expand(v, env, where) for v in value]
+        return [_expand(v, env, where, found) for v in value]
     return value
 
 
