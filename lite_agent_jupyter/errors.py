@@ -39,6 +39,11 @@ class InvalidNamespaceError(LiteAgentError, ValueError):
         )
 
 
+class NetworkFilesystemError(LiteAgentError):
+    """A file or SQLite backend was refused: its storage is on a network file system
+    (``refuse_network_fs``); use PostgreSQL there."""
+
+
 class CheckpointConflictError(LiteAgentError):
     """An ``expected_head`` did not match the session's real head; nothing was written.
 

@@ -38,6 +38,7 @@ from ..errors import InvalidPromptError, SessionBusyError
 from ..providers.base import AgentBound, HoldsSecrets, Provider
 from ..redact import MIN_SECRET_CHARS, Redactor, env_secrets
 from ..storage import BlobRef, Blobs, MemoryBlobStore, Storage, process_scope
+from ..storage.netfs import NetworkFilesystemWarning, check_local_locking
 from ..tools import Tool, default_tools
 from ..tools.mcp import McpServers, ServerConfig
 from ..tools.scan import DEFAULT_MAX_FILE_SIZE
@@ -101,6 +102,7 @@ class LiteAgent(PortabilityMixin, TimeTravelMixin):
         elif options.sessions:
             from ..checkpoint.file import file_checkpointer
 
+            _check_network_fs(self.storage.root, refuse=options.refuse_network_fs)
             self.checkpointer = file_checkpointer(self.storage.sessions_dir)
         else:
             self.checkpointer = memory_checkpointer()
@@ -497,6 +499,18 @@ def redactor_for(model: Provider, secret_env: Sequence[str]) -> Redactor:
     return Redactor([*own, *env_secrets(SECRET_ENV_VARS), *named])
 
 
+_WARNED_ROOTS: set[str] = set()
+
+
+def _check_network_fs(root: Path, *, refuse: bool) -> None:
+    """The file backend's storage on a network file system: refused with ``refuse``, else
+    warned about once per root and process (``storage/netfs.py``)."""
+    note = check_local_locking(root, refuse=refuse)
+    if note is not None and str(root) not in _WARNED_ROOTS:
+        _WARNED_ROOTS.add(str(root))
+        warnings.warn(note, NetworkFilesystemWarning, stacklevel=3)
+
+
 def create_lite_agent(
     *,
     model: Provider,
@@ -529,6 +543,7 @@ def create_lite_agent(
     mcp_servers: Mapping[str, Any] | str | os.PathLike[str] | None = None,
     hooks: HooksOption | None = None,
     hook_timeout: float = DEFAULT_HOOK_TIMEOUT,
+    refuse_network_fs: bool = False,
     **unknown: Never,
 ) -> LiteAgent:
     """Create a :class:`LiteAgent`; each option is described in :class:`AgentOptions` and
@@ -567,6 +582,7 @@ def create_lite_agent(
             mcp_servers=mcp_servers,
             hooks=hooks,
             hook_timeout=hook_timeout,
+            refuse_network_fs=refuse_network_fs,
         )
     )
 

@@ -98,6 +98,9 @@ class AgentOptions:
     callable or a list of them. After construction: a read-only mapping to tuples."""
     hook_timeout: float = DEFAULT_HOOK_TIMEOUT
     """Seconds a hook may take before the turn stops with ``HookError``."""
+    refuse_network_fs: bool = False
+    """Refuse (``NetworkFilesystemError``) rather than warn when the default file backend's
+    storage is on a network file system (NFS, SMB, sshfs...: ``storage/netfs.py``)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.model, Provider):
@@ -112,7 +115,7 @@ class AgentOptions:
         if not workdir.is_dir():
             raise NotADirectoryError(f"workdir {str(workdir)!r} is not a folder")
         object.__setattr__(self, "workdir", workdir)
-        for name in ("sessions", "builtin_tools", "auto_compact"):
+        for name in ("sessions", "builtin_tools", "auto_compact", "refuse_network_fs"):
             _check_type(name, getattr(self, name), bool)
         if self.checkpointer is not None and not isinstance(self.checkpointer, Checkpointer):
             raise TypeError(

@@ -16,14 +16,28 @@ the lazy imports below form no circle.
 
 from __future__ import annotations
 
+from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlencode, urlsplit, urlunsplit
 
 from ..redact import redact_url
 from .protocol import Checkpointer
 
-__all__ = ["checkpointer_from_url", "redact_url"]
+__all__ = ["checkpointer_from_url", "local_folder", "redact_url"]
 
 _TRUE = {"1", "true", "yes", "on"}
+
+
+def local_folder(url: str) -> Path | None:
+    """The folder a ``file://`` or ``sqlite://`` URL keeps its files in (where its locks
+    live), ``None`` for the others and for an in-memory SQLite database."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    path = unquote(parts.path)
+    if scheme == "file" and path:
+        return Path(path)
+    if scheme == "sqlite" and path and path not in ("/:memory:", ":memory:"):
+        return Path(path).parent
+    return None
 
 
 def checkpointer_from_url(url: str) -> Checkpointer:

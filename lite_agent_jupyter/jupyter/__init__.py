@@ -14,6 +14,7 @@ import atexit
 from collections.abc import Callable
 from typing import Any
 
+from ..errors import LiteAgentError
 from . import approval, outputs, terminal
 from . import commands as commands  # registers every %agent subcommand module
 from .cell import AgentInterrupted
@@ -48,6 +49,10 @@ def load_ipython_extension(ipython: Any) -> None:
     # a kernel shutdown ends the process: close the agent first, so its MCP servers (child
     # processes) are stopped and nothing is left half-written (the loop thread is a daemon)
     atexit.register(magics.close)
+    try:
+        magics.note_network_fs()  # sessions on NFS and the like: one line now
+    except LiteAgentError as exc:  # refused (refuse_network_fs): said again at the first cell
+        print(f"lite_agent: {exc}")
     if magics.in_kernel and approval.kernel_handles_comms_while_awaiting():
         transform = _TRANSFORMS[id(ipython)] = _async_cells(ipython)
         ipython.input_transformers_post.append(transform)

@@ -49,7 +49,7 @@ from ..agent import (
 from ..agent.budget import Budget
 from ..checkpoint.url import checkpointer_from_url
 from ..controls import terminal_safe
-from ..errors import BudgetError, LiteAgentError
+from ..errors import BudgetError, LiteAgentError, NetworkFilesystemError
 from ..providers import Usage, anthropic
 from ..providers.base import Provider
 from ..providers.servers import is_anthropic, resolve_base_url
@@ -72,6 +72,7 @@ from .notebook_file import NotebookIdentity, claim, notebook_storage
 from .outputs import CellOutputs, cell_output_tool, expand_cells
 from .registry import SUBCOMMANDS, HelpShown, Parser, arg, help_text, parser, subcommand
 from .runner import AgentRunner
+from .shared_storage import LockingNotes, backend_folder
 
 # SUBCOMMANDS, subcommand and arg belong to registry.py (import them from there); they are
 # re-exported here for code written when this module held the registry.
@@ -151,6 +152,11 @@ class LiteAgentMagics(Magics):
     storage_root = Unicode("", help="Storage root; empty: <notebook folder>/.lite_agent.").tag(
         config=True
     )
+    refuse_network_fs = Bool(
+        False,
+        help="Refuse the file and SQLite backends when their folder is on a network file "
+        "system (NFS, SMB, sshfs, Lustre, GPFS): use PostgreSQL (checkpointer_url) there.",
+    ).tag(config=True)
     approvals = Union(
         [Unicode(), Dict()],
         default_value="ask",
@@ -258,6 +264,8 @@ class LiteAgentMagics(Magics):
         """The notebook file this kernel serves, pinned when first seen (see notebook_file)."""
         self.location = self._locate()
         self.teach = teach.TeachState()
+        self.locking = LockingNotes()
+        """The once-per-folder note about a network file system (``shared_storage.py``)."""
         self.background = BackgroundTurns(self.runner)
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -327,6 +335,14 @@ class LiteAgentMagics(Magics):
         identity = self.notebook_ids.of(location.notebook)
         return notebook_storage(storage, location.notebook, identity)
 
+    def note_network_fs(self) -> None:
+        """Say (once per folder) that the backend's folder is on a network file system;
+        raise ``NetworkFilesystemError`` there instead with ``refuse_network_fs``."""
+        folder = backend_folder(self.sessions, self.checkpointer_url, self.storage().root)
+        note = self.locking.check(folder, refuse=self.refuse_network_fs)
+        if note is not None:
+            print(note)
+
     def workdir_path(self) -> Path:
         """The folder the agent's tools may touch: the ``workdir`` setting, or the kernel's
         current folder (the notebook's, in JupyterLab) when it is empty."""
@@ -369,6 +385,7 @@ class LiteAgentMagics(Magics):
             self.sessions,
             self.checkpointer_url,
             self.storage_root,
+            self.refuse_network_fs,
             json.dumps(self.approvals, sort_keys=True),
             self.max_turns,
             self.max_turn_tokens,
@@ -414,6 +431,7 @@ class LiteAgentMagics(Magics):
         if notebook is not None and not self.allow_notebook_edits:
             tools += guard_notebook(default_tools(), notebook, identity)
         storage = self.storage()
+        self.note_network_fs()
         if notebook is not None and self.sessions and not self.checkpointer_url:
             claim(storage, notebook, identity)  # the namespace is this file's, under any name
         checkpointer = None
@@ -440,6 +458,7 @@ class LiteAgentMagics(Magics):
             on_approval=approve,
             mcp_servers=self.mcp_servers or None,
             hooks=resolve_hooks(self.hooks, self.shell.user_ns if self.shell else {}),
+            refuse_network_fs=self.refuse_network_fs,
         )
 
     # -- %%agent -----------------------------------------------------------------------
@@ -500,7 +519,10 @@ class LiteAgentMagics(Magics):
             )
         if isinstance(prompt, str) and not prompt.strip():
             raise UsageError("%%agent: the cell is empty; write your prompt below %%agent")
-        agent = self.agent()
+        try:
+            agent = self.agent()
+        except NetworkFilesystemError as exc:  # refuse_network_fs: one line, no traceback
+            raise UsageError(str(exc)) from None
         if agent is None:
             print(NO_KEY_MESSAGE)
             return None
