@@ -23,7 +23,9 @@ a 500 saying so, which the client is told not to retry).
 
 Requests are validated like the real API where it matters to an agent (API key, the
 ``anthropic-version`` header, ``tool_use`` answered by ``tool_result``, alternating roles, no
-empty content, at most four ``cache_control`` blocks; see ``providers/_check.py``): an invalid
+empty content, at most four ``cache_control`` blocks, see ``providers/_check.py``; images
+that are not base64, not the type they are labelled, over 8,000 px a side or that do not
+decode, with Pillow): an invalid
 request gets a 400 ``invalid_request_error`` and does not consume a scripted item. Every request
 is recorded (:class:`RecordedRequest`: parsed JSON body, lower-cased headers, status, the error
 message, whether the client hung up mid-stream).
@@ -77,6 +79,65 @@ __all__ = [
 ]
 
 _ID_ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+
+_IMAGE_FORMATS = {
+    "image/png": "PNG",
+    "image/jpeg": "JPEG",
+    "image/gif": "GIF",
+    "image/webp": "WEBP",
+}
+
+
+def _image_problem(messages: object) -> str | None:
+    """Why the Messages API would refuse an image of the request (base64 that does not
+    decode, bytes of another type than the label, over 8,000 px a side or 5 MB of base64, a
+    file that does not decode), else None. A request without images costs one walk."""
+    for i, message in enumerate(messages if isinstance(messages, list) else []):
+        content = message.get("content") if isinstance(message, dict) else None
+        for block in _image_blocks(content):
+            problem = _one_image_problem(block.get("source"))
+            if problem is not None:
+                return f"messages.{i}.content: image: {problem}"
+    return None
+
+
+def _image_blocks(content: object) -> Iterator[dict[str, Any]]:
+    for block in content if isinstance(content, list) else []:
+        if isinstance(block, dict) and block.get("type") == "image":
+            yield block
+        elif isinstance(block, dict) and block.get("type") == "tool_result":
+            yield from _image_blocks(block.get("content"))
+
+
+def _one_image_problem(source: object) -> str | None:
+    import base64
+    import io
+
+    from PIL import Image
+
+    if not isinstance(source, dict) or source.get("type") != "base64":
+        return None  # url and file sources are not fetched here
+    media_type, data = source.get("media_type"), source.get("data")
+    expected = _IMAGE_FORMATS.get(str(media_type))
+    if expected is None:
+        return f"media_type {media_type!r} is not one of {sorted(_IMAGE_FORMATS)}"
+    if not isinstance(data, str) or len(data) > 5 * 1024 * 1024:
+        return "image exceeds 5 MB maximum"
+    try:
+        raw = base64.b64decode(data, validate=True)
+    except ValueError:
+        return "invalid base64 data"
+    try:
+        with Image.open(io.BytesIO(raw)) as pic:
+            if pic.format != expected:
+                return f"the image is {pic.format}, not the {media_type} it is labelled"
+            if max(pic.size) > 8000:
+                return "image dimensions exceed max allowed size: 8000 pixels"
+            pic.load()
+    except Exception:
+        return "Could not process image"
+    return None
 
 
 def _random_tool_use_id() -> str:
@@ -454,6 +515,8 @@ class FakeAnthropicServer:
         problem_text = check_request(
             body.get("messages"), system=system, tools=tools, strict_roles=self.strict_roles
         )
+        if problem_text is None:
+            problem_text = _image_problem(body.get("messages"))
         return invalid_request(problem_text) if problem_text is not None else None
 
     def _handle(self, handler: _Handler) -> None:

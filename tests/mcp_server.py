@@ -6,6 +6,8 @@ agent's workdir (its default cwd). Tools:
 * ``write_note(path, text)`` writes a file (relative to the cwd): an MCP tool changing the
   workdir, which the agent must record and rewind like a shell edit;
 * ``picture()`` returns a small PNG (:data:`PNG`) and a caption: an image for the model;
+* ``bad_pictures()`` returns images the API would refuse: data that is not base64, a
+  truncated PNG, and the JPEG :data:`JPEG` labelled ``image/png``;
 * ``echo(text)`` returns its text (the benchmark's call);
 * ``crash()`` kills the server process mid-call; ``hang()`` never answers;
 * ``pid()`` returns the server's process id (to check it was stopped);
@@ -37,10 +39,21 @@ from typing import Any
 
 PNG = bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
-    "1f15c4890000000d49444154789c6360f8cfc0f01f0005000201e7a1b2"
-    "5b0000000049454e44ae426082"
+    "1f15c4890000000d49444154789c63f8cfc0f01f00050001ff89993d1d"
+    "0000000049454e44ae426082"
 )
-"""A 1x1 PNG."""
+"""A 1x1 PNG (one red pixel), sound: every chunk's length and checksum right."""
+JPEG = bytes.fromhex(
+    "ffd8ffe000104a46494600010100000100010000ffdb004300080606070605080707070909080a0c140d"
+    "0c0b0b0c1912130f141d1a1f1e1d1a1c1c20242e2720222c231c1c2837292c30313434341f27393d3832"
+    "3c2e333432ffc0000b080001000101011100ffc4001f0000010501010101010100000000000000000102"
+    "030405060708090a0bffc400b5100002010303020403050504040000017d010203000411051221314106"
+    "13516107227114328191a1082342b1c11552d1f02433627282090a161718191a25262728292a34353637"
+    "38393a434445464748494a535455565758595a636465666768696a737475767778797a83848586878889"
+    "8a92939495969798999aa2a3a4a5a6a7a8a9aab2b3b4b5b6b7b8b9bac2c3c4c5c6c7c8c9cad2d3d4d5d6"
+    "d7d8d9dae1e2e3e4e5e6e7e8e9eaf1f2f3f4f5f6f7f8f9faffda0008010100003f002bffd9"
+)
+"""A 1x1 grey JPEG, sound."""
 SCRIPT = Path(__file__).resolve()
 
 
@@ -98,6 +111,21 @@ def main() -> None:
     def picture() -> list[Any]:
         """Return a tiny picture and its caption."""
         return [Image(data=PNG, format="png"), "a 1x1 picture"]
+
+    @server.tool(structured_output=False)
+    def bad_pictures() -> list[Any]:
+        """Return three pictures no model can read as they are labelled."""
+        import base64
+
+        from mcp.types import ImageContent
+
+        truncated = base64.b64encode(PNG[:40]).decode()
+        return [
+            ImageContent(type="image", data="not base64 at all!", mime_type="image/png"),
+            ImageContent(type="image", data=truncated, mime_type="image/png"),
+            ImageContent(type="image", data=base64.b64encode(JPEG).decode(), mime_type="image/png"),
+            "three pictures",
+        ]
 
     @server.tool()
     def echo(text: str) -> str:

@@ -19,15 +19,32 @@ the base64 block it replaced, byte for byte (so a cassette's key and a replay ar
 were with inline images). The checkpoint layer's fold never sees the blob store: it folds the
 references like any block, and this module resolves them on the folded messages.
 
+Every image is checked by :func:`~..tools.imaging.check_image` on the way in, before it is
+stored: re-labelled by its content (JPEG bytes labelled ``image/png`` are stored as
+``image/jpeg``), shrunk when the API would refuse its size and it can be decoded within the
+pixel budget, and otherwise (data that is not base64, a truncated or damaged file, an image
+too large: ``image too large: 20,000 × 20,000 px``) replaced by a text note
+(``[image not sent: ...]``) with a warning in the log. One bad image in a log would be sent
+again with every later prompt and the API would refuse each request: the session would
+break for good. A reference made after the check says so (``"verified": true``), so a resume
+sends it without decoding it again.
+
+Logs written before these checks are repaired when read: :meth:`ImageStore.resolve` checks
+every image it puts into a request that was not checked when stored (a reference without
+``verified``, an inline block), once per process, and sends a note in place of a bad one;
+the log itself is left as written.
+
 Compatibility: a block is stored by reference only when its base64 decodes and encodes back
-to the same text, and its source has nothing else; anything else stays inline, as logs
-written before this module (inline base64) do, and those load and send as they always did.
-A reference whose blob is missing or damaged becomes a short text block saying so (with a
-warning in the log), so one lost image never makes a session unusable.
+to the same text (or was only wrapped in whitespace), and its source has nothing else; a
+sound image that would not come back the same stays inline, as logs written before this
+module (inline base64) do, and those load and send as they always did. A reference whose
+blob is missing or damaged becomes a short text block saying so (with a warning in the log),
+so one lost image never makes a session unusable.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import dataclasses
@@ -39,6 +56,7 @@ from typing import Any
 from ..checkpoint.events import Event, ToolResultEvent, UserEvent
 from ..errors import CorruptLogError
 from ..storage import BlobRef, Blobs
+from ..tools.imaging import check_image, image_note
 
 log = logging.getLogger(__name__)
 
@@ -62,24 +80,40 @@ def image_ref(block: Any) -> str | None:
     return digest if isinstance(digest, str) and _HASH.fullmatch(digest) else None
 
 
-def _inline(block: Any) -> tuple[str, bytes] | None:
-    """``(media_type, bytes)`` of an inline base64 image block that can be stored by
-    reference and put back exactly; else None."""
+def _is_inline(block: Any) -> bool:
+    """Whether ``block`` is an image block with a base64 source (checked on the way in)."""
     if not isinstance(block, dict) or block.get("type") != "image":
-        return None
+        return False
     source = block.get("source")
-    if not isinstance(source, dict) or source.get("type") != "base64":
-        return None
-    media_type, data = source.get("media_type"), source.get("data")
-    if set(source) != _BASE64_KEYS or not isinstance(media_type, str) or not isinstance(data, str):
+    return isinstance(source, dict) and source.get("type") == "base64"
+
+
+def _decode(data: Any) -> tuple[bytes, bool] | None:
+    """``(bytes, strict)`` of base64 text: ``strict`` when it is base64 as the API reads it,
+    not when it only decodes once its whitespace (line breaks) is taken out; None when it
+    is no base64 at all."""
+    if not isinstance(data, str):
         return None
     try:
-        raw = base64.b64decode(data, validate=True)
+        return base64.b64decode(data, validate=True), True
+    except (binascii.Error, ValueError):
+        pass
+    try:
+        return base64.b64decode("".join(data.split()), validate=True), False
     except (binascii.Error, ValueError):
         return None
-    if not _canonical(raw, data):
-        return None
-    return media_type, raw
+
+
+def _note(block: Block, reason: str) -> Block:
+    """The text block standing for an image that may not be sent (its cache mark kept)."""
+    note = image_note(reason)
+    if "cache_control" in block:
+        note["cache_control"] = block["cache_control"]
+    return note
+
+
+def _encode(raw: bytes) -> str:
+    return base64.b64encode(raw).decode("ascii")
 
 
 def _canonical(raw: bytes, data: str) -> bool:
@@ -134,8 +168,20 @@ def _has_inline(content: Any) -> bool:
     return False
 
 
-def _has_refs(content: Any) -> bool:
-    return any(digest is not None for digest in _refs(content))
+def _has_images(content: Any) -> bool:
+    """Whether ``content`` holds an image a request needs resolved or checked (a reference
+    or an inline block): the one scan a message gets, as cheap as looking for references."""
+    if not isinstance(content, list):
+        return False
+    for block in content:
+        if isinstance(block, dict) and block.get("type") == "image":
+            source = block.get("source")
+            if isinstance(source, dict) and source.get("type") in (BLOB_SOURCE, "base64"):
+                return True
+        inner = _nested(block)
+        if inner is not None and _has_images(inner):
+            return True
+    return False
 
 
 class ImageStore:
@@ -149,8 +195,9 @@ class ImageStore:
         self._messages: dict[int, tuple[Message, Message]] = {}
         """id(message) -> (message, its resolved copy): the fold hands out the same message
         objects call after call, so a request resolves only what the turn added."""
-        self._data: dict[str, str] = {}
-        """hash -> base64 text of the images the last resolved request held."""
+        self._data: dict[str, tuple[str, str] | str] = {}
+        """hash -> ``(media type, base64 text)`` of the images the last resolved request
+        held, or the reason one may not be sent."""
 
     # -- writing -----------------------------------------------------------------------
 
@@ -172,13 +219,8 @@ class ImageStore:
         changed = False
         for block in content:
             new = block
-            found = _inline(block)
-            if found is not None:
-                media_type, raw = found
-                digest = await self.blobs.put(raw, ref=self.ref)
-                source = {"type": BLOB_SOURCE, "media_type": media_type, "sha256": digest}
-                new = {k: (source if k == "source" else v) for k, v in block.items()}
-                self._data[digest] = block["source"]["data"]  # the next request sends it
+            if _is_inline(block):
+                new = await self._store_one(block)
             else:
                 inner = _nested(block)
                 if inner is not None and _has_inline(inner):
@@ -188,6 +230,44 @@ class ImageStore:
             changed = changed or new is not block
             out.append(new)
         return out if changed else content
+
+    async def _store_one(self, block: Block) -> Block:
+        """An inline image block checked: by reference (its bytes in the blob store), or
+        inline and re-labelled when it would not come back the same, or a note."""
+        source = block["source"]
+        media_type, data = source.get("media_type"), source.get("data")
+        label = media_type if isinstance(media_type, str) else None
+        decoded = _decode(data)
+        if decoded is None:
+            return self._refuse(block, f"its data is not base64 (labelled {label})")
+        raw, strict = decoded
+        checked = await asyncio.to_thread(check_image, raw, label)
+        if isinstance(checked, str):
+            return self._refuse(block, checked)
+        exact = (
+            strict
+            and not checked.changed
+            and set(source) == _BASE64_KEYS
+            and _canonical(raw, str(data))
+        )
+        if exact or checked.changed or not strict:
+            digest = await self.blobs.put(checked.data, ref=self.ref)
+            new_source = {
+                "type": BLOB_SOURCE,
+                "media_type": checked.media_type,
+                "sha256": digest,
+                "verified": True,
+            }
+            # the next request sends it
+            self._data[digest] = (checked.media_type, str(data) if exact else _encode(checked.data))
+            return {k: (new_source if k == "source" else v) for k, v in block.items()}
+        if checked.media_type != media_type:  # sound, kept inline: only its label changes
+            return {**block, "source": {**source, "media_type": checked.media_type}}
+        return block
+
+    def _refuse(self, block: Block, reason: str) -> Block:
+        log.warning("an image for session %s is not sent: %s", self.ref, reason)
+        return _note(block, reason)
 
     # -- reading -----------------------------------------------------------------------
 
@@ -202,7 +282,7 @@ class ImageStore:
             hit = previous.get(id(message))
             if hit is None or hit[0] is not message:
                 content = message.get("content")
-                if isinstance(content, list) and _has_refs(content):
+                if isinstance(content, list) and _has_images(content):
                     blocks = await self._resolve_blocks(content)
                     hit = (message, {**message, "content": blocks})
                 else:
@@ -222,24 +302,62 @@ class ImageStore:
             if digest is not None:
                 out.append(await self._block(block, digest))
                 continue
+            if _is_inline(block):
+                out.append(await self._inline_block(block))
+                continue
             inner = _nested(block)
-            if inner is not None and _has_refs(inner):
+            if inner is not None and _has_images(inner):
                 block = {**block, "content": await self._resolve_blocks(inner)}
             out.append(block)
         return out
 
     async def _block(self, block: Block, digest: str) -> Block:
-        media_type = block["source"].get("media_type")
-        data = self._data.get(digest)
-        if data is None:
+        source = block["source"]
+        media_type = source.get("media_type")
+        found = self._data.get(digest)
+        if found is None:
             try:
-                data = base64.b64encode(await self.blobs.get(digest)).decode("ascii")
+                raw = await self.blobs.get(digest)
             except (KeyError, CorruptLogError) as exc:
                 log.warning("image %s of session %s cannot be read: %s", digest, self.ref, exc)
                 return {
                     "type": "text",
                     "text": f"[an image ({media_type}) that was here is missing from storage]",
                 }
-            self._data[digest] = data
-        source = {"type": "base64", "media_type": media_type, "data": data}
-        return {k: (source if k == "source" else v) for k, v in block.items()}
+            if source.get("verified") is True:  # checked when it was stored
+                found = (str(media_type), _encode(raw))
+            else:  # stored before images were checked: checked now, once
+                label = media_type if isinstance(media_type, str) else None
+                checked = await asyncio.to_thread(check_image, raw, label)
+                if isinstance(checked, str):
+                    log.warning("image %s of session %s is not sent: %s", digest, self.ref, checked)
+                    found = checked
+                else:
+                    found = (checked.media_type, _encode(checked.data))
+            self._data[digest] = found
+        if isinstance(found, str):
+            return _note(block, found)
+        media_type, data = found
+        new_source = {"type": "base64", "media_type": media_type, "data": data}
+        return {k: (new_source if k == "source" else v) for k, v in block.items()}
+
+    async def _inline_block(self, block: Block) -> Block:
+        """An inline image of a log written before images were checked, as a request may
+        carry it (the log is left as it is)."""
+        source = block["source"]
+        media_type, data = source.get("media_type"), source.get("data")
+        label = media_type if isinstance(media_type, str) else None
+        decoded = _decode(data)
+        if decoded is None:
+            return self._refuse(block, f"its data is not base64 (labelled {label})")
+        raw, strict = decoded
+        checked = await asyncio.to_thread(check_image, raw, label)
+        if isinstance(checked, str):
+            return self._refuse(block, checked)
+        if checked.changed or not strict:
+            new_source = {**source, "media_type": checked.media_type, "data": _encode(checked.data)}
+        elif checked.media_type != media_type:
+            new_source = {**source, "media_type": checked.media_type}
+        else:
+            return block
+        return {k: (new_source if k == "source" else v) for k, v in block.items()}

@@ -6,7 +6,10 @@
   kernel's stdout/stderr), never by running a cell again. Text is cut at :data:`TEXT_CAP`
   characters with a note, so memory stays bounded.
 - :func:`expand_cells`: ``{Cell[n]}`` in a ``%%agent`` prompt becomes cell ``n``'s source and
-  outputs; its images go as image content blocks (downscaled past :data:`MAX_IMAGE_SIDE`).
+  outputs; its images go as image content blocks, checked and downscaled past
+  :data:`MAX_IMAGE_SIDE` by :func:`~..tools.imaging.check_image` (its declared size read
+  before any decoding, decoded within a pixel budget); one that cannot be sent (too large,
+  truncated, not an image) is a line of text saying why.
 - :func:`cell_output_tool`: the read-only ``cell_output`` tool returning the same.
 
 Why hooks and not ``Out``: ``Out`` holds results only; plots, prints and displays are sent
@@ -19,7 +22,6 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
-import io
 import re
 import sys
 import threading
@@ -31,6 +33,7 @@ from typing import Any
 
 from ..errors import ToolError
 from ..tools import Tool, tool
+from ..tools.imaging import MODEL_SIDE, CheckedImage, check_image, image_note
 
 MAX_CELLS = 200
 """Cells whose outputs are kept (the oldest go first)."""
@@ -41,7 +44,7 @@ TEXT_CAP = 20_000
 MAX_IMAGES = 8
 """Images kept per cell (a loop drawing 1,000 plots keeps the first few)."""
 
-MAX_IMAGE_SIDE = 1568
+MAX_IMAGE_SIDE = MODEL_SIDE
 """Longer side, in pixels, past which an image is downscaled before it goes to the model
 (the size the Messages API would scale it to anyway: smaller requests, same picture)."""
 
@@ -52,8 +55,8 @@ IMAGE_TYPES = ("image/png", "image/jpeg")
 class Image:
     media_type: str
     data: bytes
-    small: bytes | None = None
-    """The downscaled bytes, once made (:func:`downscale`)."""
+    checked: CheckedImage | str | None = None
+    """What :func:`checked` made of it (downscaled, or why it is not sent), once made."""
 
 
 @dataclass(slots=True)
@@ -301,43 +304,29 @@ def uninstall(shell: Any, installed: Installed) -> None:
 
 
 def image_block(image: Image) -> dict[str, Any]:
-    """An image content block, downscaled to :data:`MAX_IMAGE_SIDE` on its longer side."""
-    media_type, data = downscale(image)
+    """An image content block, downscaled to :data:`MAX_IMAGE_SIDE` on its longer side; or
+    the text block saying why the image is not sent."""
+    found = checked(image)
+    if isinstance(found, str):
+        return image_note(found)
     return {
         "type": "image",
         "source": {
             "type": "base64",
-            "media_type": media_type,
-            "data": base64.b64encode(data).decode("ascii"),
+            "media_type": found.media_type,
+            "data": base64.b64encode(found.data).decode("ascii"),
         },
     }
 
 
-def downscale(image: Image) -> tuple[str, bytes]:
-    """The image, made to fit :data:`MAX_IMAGE_SIDE` (Pillow); as it is when it fits,
-    when Pillow is missing (the ``lab`` extra installs it) or when it cannot be read."""
-    if image.small is not None:
-        return image.media_type, image.small
-    try:
-        from PIL import Image as PILImage
-    except ImportError:
-        return image.media_type, image.data
-    try:
-        with PILImage.open(io.BytesIO(image.data)) as pic:
-            if max(pic.size) <= MAX_IMAGE_SIDE:
-                return image.media_type, image.data
-            # an integer box reduction: ~10x faster than a Lanczos resize, and a request
-            # is built while the person waits (the result is kept: done once per image)
-            small = pic.reduce(-(-max(pic.size) // MAX_IMAGE_SIDE))
-            out = io.BytesIO()
-            if image.media_type == "image/jpeg":
-                small.convert("RGB").save(out, "JPEG", quality=90)
-            else:
-                small.save(out, "PNG", compress_level=1)
-            image.small = out.getvalue()
-            return image.media_type, image.small
-    except Exception:
-        return image.media_type, image.data
+def checked(image: Image) -> CheckedImage | str:
+    """The image checked and made to fit :data:`MAX_IMAGE_SIDE` (kept: done once per image,
+    and a request is built while the person waits), or why it may not be sent. Without
+    Pillow (the ``lab`` extra installs it) a sound image goes as it is."""
+    found = image.checked
+    if found is None:
+        found = image.checked = check_image(image.data, image.media_type, fit=MAX_IMAGE_SIDE)
+    return found
 
 
 def cell_blocks(record: CellRecord) -> list[dict[str, Any]]:
@@ -348,9 +337,13 @@ def cell_blocks(record: CellRecord) -> list[dict[str, Any]]:
     for part in record.parts:
         if isinstance(part, str):
             out.append(part)
-        else:
-            out.append(f"[image {len(images) + 1}: {part.media_type}]\n")
-            images.append(image_block(part))
+            continue
+        block = image_block(part)
+        if block["type"] == "image":
+            out.append(f"[image {len(images) + 1}: {block['source']['media_type']}]\n")
+            images.append(block)
+        else:  # why it is not sent
+            out.append(f"{block['text']}\n")
     if out:
         text.append("Output:\n" + "".join(out).rstrip() + "\n")
     else:

@@ -67,7 +67,9 @@ def test_a_plot_is_one_blob_named_by_the_log_and_a_new_kernel_sends_it_again(
         if block.get("type") == "image"
     ]
     assert (
-        refs == [{"type": "blob", "media_type": "image/png", "sha256": blob_hash(PNG)}] * 2
+        refs
+        == [{"type": "blob", "media_type": "image/png", "sha256": blob_hash(PNG), "verified": True}]
+        * 2
     )  # the prompt's and cell_output's: the same blob twice
     assert base64.b64encode(PNG).decode()[:100] not in log.read_text()
     assert log.stat().st_size < len(PNG)
