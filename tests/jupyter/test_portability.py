@@ -78,6 +78,21 @@ def test_a_session_exported_in_one_folder_imports_into_sqlite_elsewhere(
         assert files_in(student_dir, no_store) == files_in(teacher_dir, no_store), seq
     assert (student_dir / "b.bin").read_bytes() == b"bee"
 
+    # a restore keeps the cut prompt as a branch: it travels, and switching to it works
+    teacher.run(f"%agent restore {seqs[-1]}").check()
+    teacher.run("%agent export lesson2.zip").check()
+    shutil.copy(teacher_dir / "lesson2.zip", student_dir / "lesson2.zip")
+    for kernel in (teacher, student):
+        if kernel is student:
+            again = student.run("%agent import lesson2.zip --replace").check().stream_text
+            assert "1 branch(es)" in again, again
+        branches = kernel.run("%agent branches").check().stream_text
+        assert "b1" in branches and "swap them" in branches, branches
+        kernel.run("%agent switch b1").check()
+    assert files_in(student_dir, no_store) == files_in(teacher_dir, no_store)
+    assert (student_dir / "b.bin").read_bytes() == b"bee" and not (student_dir / "a.txt").exists()
+    assert checkpoints_text(student) == checkpoints_text(teacher) == listing
+
 
 def test_max_cost_stops_between_requests_and_a_higher_cap_continues(
     agent_kernel: Kernel, fake_anthropic: FakeAnthropicServer

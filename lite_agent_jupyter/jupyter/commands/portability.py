@@ -160,7 +160,8 @@ def _import(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
         magics.session_chosen()  # the notebook's most recent session: this one
     lines = [
         f"imported session {result.session_id}: {result.events} events, {result.records} "
-        f"undo record(s), {result.blobs} stored file snapshot(s) and image(s) (written by "
+        f"undo record(s), {result.branches} branch(es), {result.blobs} stored file "
+        "snapshot(s) and image(s) (written by "
         f"lite_agent_jupyter {result.package_version}"
         + (f", from notebook {result.notebook}" if result.notebook else "")
         + "). It is the current session: %agent checkpoints lists its prompts."
