@@ -452,6 +452,9 @@ def test_values_taken_from_the_environment_are_secrets_and_never_shown() -> None
     assert "tok-fedcba9876543210" in web.secrets() and "me" not in web.secrets()  # a default
     for server in (cli, web):
         assert not any(v in repr(server) for v in env.values())
+    with pytest.raises(McpConfigError, match=r"unknown type '\$\{KEY\}'") as refused:
+        load_servers({"x": {"command": "srv", "type": "${KEY}"}}, env)
+    assert "key-0123456789abcdef" not in str(refused.value)
 
 
 async def test_expanded_secrets_are_redacted_in_results_requests_status_and_log(

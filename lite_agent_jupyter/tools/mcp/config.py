@@ -147,6 +147,7 @@ def _server(name: str, entry: object, env: Mapping[str, str]) -> ServerConfig:
     if not isinstance(entry, Mapping):
         raise McpConfigError(f"{where}: expected a mapping with 'command' or 'url'")
     written = _written(entry)
+    shown_kind = entry.get("type")  # as written: an error message never shows an expansion
     expanded: list[str] = []
     entry = dict(_expand(entry, env, where, expanded))
     kind = entry.get("type")
@@ -155,7 +156,7 @@ def _server(name: str, entry: object, env: Mapping[str, str]) -> ServerConfig:
     if "url" in entry or kind in _HTTP_TYPES:
         transport = _HTTP_TYPES.get(str(kind or "http"))
         if transport is None:
-            raise McpConfigError(f"{where}: unknown type {kind!r} for a server with a url")
+            raise McpConfigError(f"{where}: unknown type {shown_kind!r} for a server with a url")
         url = entry.get("url")
         if not isinstance(url, str) or not re.match(r"^https?://", url):
             raise McpConfigError(f"{where}: 'url' must be an http:// or https:// URL")
@@ -170,7 +171,7 @@ def _server(name: str, entry: object, env: Mapping[str, str]) -> ServerConfig:
             expanded=tuple(expanded),
         )
     if kind not in (None, "stdio"):
-        raise McpConfigError(f"{where}: unknown type {kind!r} (stdio, http, sse)")
+        raise McpConfigError(f"{where}: unknown type {shown_kind!r} (stdio, http, sse)")
     command = entry.get("command")
     if not isinstance(command, str) or not command:
         raise McpConfigError(f"{where}: needs 'command' (a stdio server) or 'url'")
