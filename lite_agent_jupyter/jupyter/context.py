@@ -2,7 +2,8 @@
 
 - :func:`locate_notebook`: which notebook this kernel serves, by the first rule that matches:
   VS Code's ``__vsc_ipynb_file__``, jupyter-server's ``JPY_SESSION_NAME``, else the kernel's
-  working folder (a console). ``%agent info`` prints the rule.
+  working folder (a console). :func:`headless_location` is the rule of a headless run
+  (nbconvert, papermill: ``headless.py``). ``%agent info`` prints the rule.
 - :func:`interpolate`: ``{var}``, ``{In[n]}``, ``{Out[n]}`` and ``{Err[n]}`` (the traceback of
   cell ``n``) in a ``%%agent`` cell; unknown braces stay as they are.
 - :func:`variable_tools`: read-only ``list_variables`` / ``inspect_variable(name)`` for the
@@ -27,6 +28,7 @@ from typing import Any
 
 from ..errors import ToolError
 from ..tools import Tool, ToolContext, resolve_in_workdir, tool
+from .headless import find_notebook
 
 VALUE_CAP = 4000
 """Characters of a value's text put into a prompt or a tool result."""
@@ -34,6 +36,9 @@ VALUE_CAP = 4000
 RULE_VSCODE = "VS Code (__vsc_ipynb_file__)"
 RULE_JUPYTER = "jupyter-server (JPY_SESSION_NAME)"
 RULE_CONSOLE = "the kernel's working folder (no notebook file known: namespace 'console')"
+RULE_HEADLESS = (
+    "headless run (nbconvert, papermill): the notebook that holds the cells this kernel ran"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +65,22 @@ def locate_notebook(
         path = path if path.is_absolute() else cwd / path.name
         return NotebookLocation(path, path.parent, RULE_JUPYTER)
     return NotebookLocation(None, cwd, RULE_CONSOLE)
+
+
+def headless_location(
+    ran: Iterable[str], environ: Mapping[str, str], cwd: Path
+) -> NotebookLocation:
+    """A headless kernel's notebook (:func:`headless.find_notebook`), or the console rule
+    saying why none is known."""
+    notebook, candidates = find_notebook(ran, cwd, environ)
+    if notebook is not None:
+        return NotebookLocation(notebook, notebook.parent, RULE_HEADLESS)
+    why = (
+        f"several notebooks hold the cells run so far ({', '.join(p.name for p in candidates)})"
+        if candidates
+        else "no notebook of its folder or command line holds the cells run so far"
+    )
+    return NotebookLocation(None, cwd, f"{RULE_CONSOLE}; headless run, but {why}")
 
 
 _CELL_REF = re.compile(r"\{(In|Out|Err)\[(-?\d+)\]\}")

@@ -59,8 +59,10 @@ from . import approval, budgets, render, teach
 from .background import BackgroundTurns
 from .cell import NO_KEY_MESSAGE, AgentInterrupted, Steps, drive, drive_async, run_turn
 from .context import (
+    RULE_CONSOLE,
     NotebookLocation,
     guard_notebook,
+    headless_location,
     interpolate,
     locate_notebook,
     variable_tools,
@@ -262,7 +264,9 @@ class LiteAgentMagics(Magics):
         self._continued = False
         self.notebook_ids = NotebookIdentity()
         """The notebook file this kernel serves, pinned when first seen (see notebook_file)."""
-        self.location = self._locate()
+        self._headless: NotebookLocation | None = None
+        """A headless run's notebook, found once, at its first agent (``headless.py``)."""
+        self.location = self._locate(search=False)
         self.teach = teach.TeachState()
         self.locking = LockingNotes()
         """The once-per-folder note about a network file system (``shared_storage.py``)."""
@@ -282,9 +286,21 @@ class LiteAgentMagics(Magics):
 
     # -- settings ----------------------------------------------------------------------
 
-    def _locate(self) -> NotebookLocation:
+    def _locate(self, *, search: bool = True) -> NotebookLocation:
+        """Where the notebook is (``context.locate_notebook``). A headless run's notebook
+        (nbconvert, papermill: no ``JPY_SESSION_NAME``) is searched by the cells run so far,
+        once, when its first agent is built (``search``), and kept for the kernel's life: a
+        later match must not move the run's sessions to another namespace."""
         user_ns = self.shell.user_ns if self.shell is not None else {}
-        return locate_notebook(user_ns, os.environ, Path.cwd())
+        location = locate_notebook(user_ns, os.environ, Path.cwd())
+        if location.rule != RULE_CONSOLE:
+            return location
+        if self._headless is None:
+            if not search or approval.someone_can_answer(self.shell):
+                return location  # a console, or not known yet
+            history = getattr(getattr(self.shell, "history_manager", None), "input_hist_raw", [])
+            self._headless = headless_location(history[1:], os.environ, Path.cwd())
+        return self._headless
 
     @property
     def in_kernel(self) -> bool:
