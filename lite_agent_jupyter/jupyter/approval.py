@@ -225,15 +225,17 @@ def async_cell_transform(lines: list[str]) -> list[str]:
 # -- asking, where the cell runs -----------------------------------------------------------
 
 
-def ask_in_terminal(shell: Any, request: ApprovalRequest) -> bool:
+def ask_in_terminal(shell: Any, request: ApprovalRequest, *, shown_above: bool = False) -> bool:
     """Ask with ``input()`` (terminal IPython, no widgets): the whole input, then the
-    question on its own line."""
+    question on its own line (the question alone when ``shown_above``: the buttons' output
+    already printed the input as its text, :func:`widget_bundle`)."""
     key = render.key_argument(request.tool_name, request.input)
     shown = terminal_safe(f"{request.tool_name} {key}")
     if not someone_can_answer(shell):
         return _no_one_to_ask(request)
+    above = "" if shown_above else f"{asking_text(request)}\n"
     try:
-        answer = input(f"{asking_text(request)}\nAllow {shown}? [y/N] ")
+        answer = input(f"{above}Allow {shown}? [y/N] ")
     except (EOFError, StdinNotImplementedError):
         return _no_one_to_ask(request)
     return answer.strip().lower() in ("y", "yes")
@@ -254,9 +256,24 @@ async def ask(shell: Any, request: ApprovalRequest) -> bool:
         update(bundle, raw=True, display_id=display_id)
 
     decided = await ask_with_buttons(
-        request, lambda widget: show(widget, display_id=display_id), show_text
+        request,
+        lambda widget: show(widget_bundle(widget, request), raw=True, display_id=display_id),
+        show_text,
     )
-    return ask_in_terminal(shell, request) if decided is None else decided
+    return ask_in_terminal(shell, request, shown_above=True) if decided is None else decided
+
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def widget_bundle(widget: Any, request: ApprovalRequest) -> dict[str, Any]:
+    """The buttons' output: the widget's view, and as its ``text/plain`` the approval text
+    (the tool and its whole input) in place of the widget's ``repr``
+    (``VBox(children=(HTML(…``). A front end without widgets prints that text
+    (``jupyter console``: the ``[y/N]`` question follows it, see :func:`ask`)."""
+    view = widget._repr_mimebundle_()[WIDGET_VIEW]
+    text = f"{asking_text(request).strip()}\n(Allow / Deny buttons where widgets show)"
+    return {WIDGET_VIEW: view, "text/plain": text}
 
 
 def someone_can_answer(shell: Any) -> bool:

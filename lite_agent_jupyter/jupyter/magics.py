@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import traceback
 from collections.abc import Callable
@@ -117,6 +118,27 @@ def _cell_parser() -> Parser:
         "--max-cost", type=float, metavar="USD", help="cost budget of this turn, in dollars"
     )
     return parser
+
+
+_VALUED = ("--session", "--max-tokens", "--max-cost")
+"""The ``%%agent`` options followed by a value."""
+
+
+def one_line_prompt(line: str) -> tuple[str, str]:
+    """``%%agent --new Write notes.txt``, a cell of one line: its options and the prompt
+    after them, as typed (no shell quoting: an apostrophe is text). For a front end that
+    sends one line at a time (``jupyter console --simple-prompt``), where a cell magic never
+    gets a body. Only a cell with an empty body is read this way."""
+    value_next = False
+    for word in re.finditer(r"\S+", line):
+        text = word.group()
+        if value_next:
+            value_next = False
+        elif text.startswith("-"):
+            value_next = text in _VALUED
+        else:
+            return line[: word.start()], line[word.start() :].strip()
+    return line, ""
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -486,6 +508,9 @@ class LiteAgentMagics(Magics):
         %%agent [--session ID] [--new] [--memory] [--quiet] [--no-interpolate] [--max-tokens N]
                 [--max-cost USD]
 
+        A one-line cell takes its prompt after the options (%%agent --new Write notes.txt):
+        for a console that sends each line alone (jupyter console --simple-prompt).
+
         The next %%agent cell continues the same session. {var}, {In[n]}, {Out[n]} and
         {Err[n]} (the traceback of cell n) are filled in, {Cell[n]} with cell n's source and
         outputs (plots as images); other braces stay as they are.
@@ -514,6 +539,8 @@ class LiteAgentMagics(Magics):
         """Parse and prepare a ``%%agent`` cell; the turn itself is the returned steps
         (``None``: nothing to run)."""
         refuse_nested("%%agent")  # from code the agent runs in this kernel: a turn in a turn
+        if not cell.strip():
+            line, cell = one_line_prompt(line)
         try:
             args = _cell_parser().parse_args(shlex.split(line))
         except HelpShown:
@@ -534,7 +561,11 @@ class LiteAgentMagics(Magics):
                 text, shared, lambda part: interpolate(part, user_ns, self.errors)
             )
         if isinstance(prompt, str) and not prompt.strip():
-            raise UsageError("%%agent: the cell is empty; write your prompt below %%agent")
+            raise UsageError(
+                "%%agent: the cell is empty; write your prompt below %%agent, or on its line "
+                "(%%agent Write notes.txt) where each line is sent alone (jupyter console "
+                "--simple-prompt)"
+            )
         try:
             agent = self.agent()
         except NetworkFilesystemError as exc:  # refuse_network_fs: one line, no traceback
