@@ -178,13 +178,15 @@ _ADAM7: tuple[tuple[int, int, int, int], ...] = (
 _INFLATE_STEP = 1 << 20
 
 
-def _damage(raw: bytes, header: Header) -> str | None:
-    """Why ``raw`` is not a whole, sound image of its format; None when it is."""
+def _damage(raw: bytes, header: Header, *, inflate: bool = True) -> str | None:
+    """Why ``raw`` is not a whole, sound image of its format; None when it is. ``inflate``
+    False: a PNG's chunks are checked, not its pixel stream (Pillow will decode it and a
+    copy it makes is what is sent)."""
     name = _NAMES[header.media_type]
     if header.width == 0 or header.height == 0:
         return f"a damaged {name} (it declares {header.width} × {header.height} px)"
     if header.media_type == "image/png":
-        return _png_damage(raw, header)
+        return _png_damage(raw, header, inflate)
     if header.media_type == "image/jpeg":
         frame = _jpeg_frame(raw)  # the main image's, past any thumbnail in its metadata
         scan = raw.find(b"\xff\xda", frame[1]) if frame is not None else -1
@@ -198,30 +200,60 @@ def _damage(raw: bytes, header: Header) -> str | None:
     return None
 
 
-def _png_expected(header: Header) -> int | None:
-    """Bytes the inflated pixel stream of a PNG with this header holds (None: an impossible
-    depth or colour type)."""
+def _png_rows(header: Header) -> list[tuple[int, int]] | None:
+    """``(rows, bytes a row)`` of each pass of a PNG's inflated pixel stream (one pass, or
+    the seven of an interlaced one), a row being a filter byte and its pixels; None for an
+    impossible bit depth or colour type."""
     depth, colour, interlace = header.png
     if depth not in _DEPTHS.get(colour, ()) or interlace not in (0, 1):
         return None
     bits = depth * _CHANNELS[colour]
     width, height = header.width, header.height
     if interlace == 0:
-        return height * (1 + (width * bits + 7) // 8)
-    total = 0
+        return [(height, 1 + (width * bits + 7) // 8)]
+    passes = []
     for x0, y0, dx, dy in _ADAM7:
         cols, rows = -(-(width - x0) // dx), -(-(height - y0) // dy)
         if cols > 0 and rows > 0:
-            total += rows * (1 + (cols * bits + 7) // 8)
-    return total
+            passes.append((rows, 1 + (cols * bits + 7) // 8))
+    return passes
 
 
-def _png_damage(raw: bytes, header: Header) -> str | None:
+class _Filters:
+    """Checks the filter byte starting each row of a PNG's pixel stream, fed in pieces:
+    a byte over 4 names no filter, and a decoder refuses the image."""
+
+    __slots__ = ("left", "passes", "skip", "width")
+
+    def __init__(self, passes: list[tuple[int, int]]) -> None:
+        self.passes = passes[::-1]
+        self.left, self.width = self.passes.pop() if self.passes else (0, 1)
+        self.skip = 0
+        """Bytes of the next piece before its first row starts."""
+
+    def feed(self, piece: bytes) -> bool:
+        at = self.skip
+        while at < len(piece) and self.left:
+            rows = min(self.left, -(-(len(piece) - at) // self.width))
+            if max(piece[at : at + (rows - 1) * self.width + 1 : self.width]) > 4:
+                return False
+            self.left -= rows
+            at += rows * self.width
+            if not self.left and self.passes:
+                self.left, self.width = self.passes.pop()
+        self.skip = max(0, at - len(piece))
+        return True
+
+
+def _png_damage(raw: bytes, header: Header, inflate: bool = True) -> str | None:
     """Each chunk's length and CRC, up to ``IEND``; the pixel stream inflated a megabyte at a
-    time (memory stays flat whatever the size) and counted against the header's size."""
-    expected = _png_expected(header)
-    if expected is None:
+    time (memory stays flat whatever the size), each row's filter byte checked and the whole
+    counted against the header's size (Pillow decodes a short stream without a word)."""
+    passes = _png_rows(header)
+    if passes is None:
         return "a damaged PNG (an impossible bit depth or colour type)"
+    expected = sum(rows * width for rows, width in passes)
+    filters = _Filters(passes)
     inflater = zlib.decompressobj()
     inflated = 0
     view = memoryview(raw)
@@ -236,14 +268,15 @@ def _png_damage(raw: bytes, header: Header) -> str | None:
             return "a truncated PNG (it ends inside a chunk)"
         if zlib.crc32(view[at + 4 : end]) != struct.unpack(">I", raw[end : end + 4])[0]:
             return f"a damaged PNG (chunk {kind.decode('latin-1')!r} fails its checksum)"
-        if kind == b"IDAT":
+        if kind == b"IDAT" and inflate:
+            data: bytes | memoryview = view[at + 8 : end]
             try:
-                data = view[at + 8 : end]
-                while data and not inflater.eof:
-                    inflated += len(inflater.decompress(data, _INFLATE_STEP))
-                    data = memoryview(inflater.unconsumed_tail)
-                    if inflated > expected:
-                        break
+                while data and not inflater.eof and inflated <= expected:
+                    piece = inflater.decompress(data, _INFLATE_STEP)
+                    if not filters.feed(piece):
+                        return "a damaged PNG (a row names no known filter)"
+                    inflated += len(piece)
+                    data = inflater.unconsumed_tail
             except zlib.error:
                 return "a damaged PNG (its pixel data does not inflate)"
             if inflated > expected:
@@ -251,7 +284,7 @@ def _png_damage(raw: bytes, header: Header) -> str | None:
         elif kind == b"IEND":
             break
         at = end + 4
-    if not inflater.eof or inflated != expected:
+    if inflate and (not inflater.eof or inflated != expected):
         return "a damaged PNG (its pixel data is short of its declared size)"
     return None
 
@@ -283,10 +316,13 @@ def check_image(
     decodable = _pillow() and _decoded_pixels(header, target) <= PIXEL_BUDGET
     if too_big and not decodable:
         return _too_large(header, len(raw))
-    if not known:
-        problem = _damage(raw, header)  # Pillow decodes some short PNGs without a word
+    if not known:  # a PNG to shrink is decoded and re-encoded: its stream is not counted
+        problem = _damage(raw, header, inflate=target is None or not decodable)
         if problem is not None:
             return problem
+    if target is None and header.media_type == "image/png":
+        _remember(raw)  # its structure is all of it: no decode needed
+        return CheckedImage(header.media_type, raw, width, height)
     if not decodable:  # no Pillow, or over the budget: the API takes it as it is
         return CheckedImage(header.media_type, raw, width, height)
     return _decode(raw, header, target)

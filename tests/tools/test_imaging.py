@@ -96,6 +96,25 @@ def test_an_interlaced_png_is_counted_pass_by_pass() -> None:
         assert "short of its declared size" in str(check_image(taller)), size
 
 
+def _grey_png(width: int, height: int, filters: dict[int, int]) -> bytes:
+    """An 8-bit grey PNG of zero rows, row ``i`` starting with filter byte ``filters[i]``."""
+    stream = b"".join(bytes([filters.get(i, 0)]) + bytes(width) for i in range(height))
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + _chunk(b"IHDR", header)
+        + _chunk(b"IDAT", zlib.compress(stream))
+        + _chunk(b"IEND", b"")
+    )
+
+
+def test_every_rows_filter_byte_is_checked_across_inflated_pieces() -> None:
+    assert isinstance(check_image(_grey_png(3_001, 900, {0: 1, 899: 4})), CheckedImage)
+    for row in (0, 1, 350, 699, 899):  # 2.7 MB inflated: rows cross the 1 MB pieces
+        bad = _grey_png(3_001, 900, {row: 5})
+        assert check_image(bad) == "a damaged PNG (a row names no known filter)", row
+
+
 def test_damage_is_found_without_decoding() -> None:
     png = noise_png(3)
     header = read_header(png)
