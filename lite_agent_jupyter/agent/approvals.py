@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..abort import AbortSignal
-from ..controls import terminal_safe
+from ..controls import hidden_count, terminal_safe
 from ..tools import Tool, ToolContext, tool
 from ..tools.base import ToolKind
 
@@ -45,6 +45,9 @@ class ApprovalRequest:
     kind: ToolKind
     session_id: str
     tool_use_id: str
+    code_argument: str | None = None
+    """The argument that is source code (the tool's :attr:`~..tools.Tool.code_argument`,
+    ``run_cell``'s ``code``): shown as code, one line per line."""
 
 
 @dataclass(slots=True, frozen=True)
@@ -138,19 +141,96 @@ async def call_handler(
     return False, None
 
 
+CODE_GUTTER = "  │ "
+"""What starts each line of code in a terminal: no line of it can pass for the question."""
+
+
+@dataclass(frozen=True, slots=True)
+class ShownInput:
+    """A call's whole input as every approval shows it (widget, terminal, console, the SDK's
+    text): every character a reader cannot see as an escape (``terminal_safe`` with
+    ``invisible=True``: ``\\U000e0061``, ``\\u200b``, ``\\x1b``), never cut (Allow runs all
+    of it)."""
+
+    fields: str
+    """The input (less the code) as indented JSON (a string's newlines and quotes escaped, so
+    nothing in it can pass for the question); ``""`` when the code is all there is."""
+    code: str | None
+    """The code argument, its lines as lines; ``None`` for a tool without one."""
+    code_name: str
+    hidden: int
+    """How many characters of the input are shown as escapes."""
+
+    @property
+    def warning(self) -> str:
+        """The warning line (``""`` when nothing is hidden)."""
+        if not self.hidden:
+            return ""
+        many = "character" if self.hidden == 1 else "characters"
+        return f"⚠ this input holds {self.hidden:,} invisible {many}, shown as escapes"
+
+    def code_lines(self) -> list[str]:
+        """The code's lines (a final newline ends the last one; it is not an empty line)."""
+        if self.code is None:
+            return []
+        return self.code.removesuffix("\n").split("\n")
+
+    def text(self) -> str:
+        """The plain-text form: the JSON, the code behind a gutter, the warning last."""
+        parts = [self.fields] if self.fields else []
+        if self.code is not None:
+            lines = self.code_lines()
+            count = "1 line" if len(lines) == 1 else f"{len(lines):,} lines"
+            parts.append(f"{self.code_name} ({count}):")
+            parts.extend(CODE_GUTTER + line for line in lines)
+        if self.warning:
+            parts.append(self.warning)
+        return "\n".join(parts)
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string in a JSON value, keys too."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, Mapping):
+        return [s for k, v in value.items() for s in (*_strings(k), *_strings(v))]
+    if isinstance(value, list | tuple):
+        return [s for item in value for s in _strings(item)]
+    return []
+
+
+def shown_input(request: ApprovalRequest) -> ShownInput:
+    """What an approval shows of ``request``'s input (see :class:`ShownInput`)."""
+    rest: Mapping[str, Any] = request.input
+    code: str | None = None
+    name = request.code_argument or ""
+    if name and isinstance(request.input.get(name), str):
+        code = request.input[name]
+        rest = {k: v for k, v in request.input.items() if k != name}
+    fields = ""
+    if rest or code is None:
+        fields = json.dumps(rest, ensure_ascii=False, indent=1, default=str)
+    hidden = sum(hidden_count(s) for s in _strings(request.input))
+    return ShownInput(
+        fields=terminal_safe(fields, invisible=True),
+        code=None if code is None else terminal_safe(code, invisible=True),
+        code_name=name,
+        hidden=hidden,
+    )
+
+
 def input_text(request: ApprovalRequest) -> str:
-    """The whole input of a call, as the person who approves it must see it: indented JSON
-    (a string's newlines and quotes escaped, so nothing in it can pass for the question),
-    never cut (Allow runs all of it), control characters shown (``terminal_safe``)."""
-    return terminal_safe(json.dumps(request.input, ensure_ascii=False, indent=1, default=str))
+    """The whole input of a call, as the person who approves it must see it, in plain text:
+    :meth:`ShownInput.text`."""
+    return shown_input(request).text()
 
 
 def asking_text(request: ApprovalRequest) -> str:
     """The lines printed before a terminal's ``[y/N]``: on a line of their own (the streamed
     answer may not end with a newline), the tool and its whole input."""
     return (
-        f"\nThe agent wants to run {terminal_safe(request.tool_name)} ({request.kind}):\n"
-        f"{input_text(request)}"
+        f"\nThe agent wants to run {terminal_safe(request.tool_name, invisible=True)} "
+        f"({request.kind}):\n{input_text(request)}"
     )
 
 

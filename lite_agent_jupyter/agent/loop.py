@@ -416,7 +416,10 @@ async def _approved_call(
         if decision == "ask":
             emit(ApprovalRequested(tool_use_id, name, arguments, tool.kind))
         verdict = await settings.gate.check(
-            ApprovalRequest(name, arguments, tool.kind, session.session_id, tool_use_id), signal
+            ApprovalRequest(
+                name, arguments, tool.kind, session.session_id, tool_use_id, tool.code_argument
+            ),
+            signal,
         )
         if decision != "allow":
             emit(ApprovalDecided(tool_use_id, name, verdict.allowed, verdict.by, verdict.reason))

@@ -19,7 +19,9 @@ it, so all of it is on screen (a 2,842-character command once had its tail hidde
 prompt leaves a text line in place of the buttons once answered (widget state is not saved
 with the notebook; a saved notebook shows "allowed" / "denied", not a broken widget); that
 record may be short, and then says how long the input was. Every string shown goes through
-``safe.escape``.
+``safe.escape`` with ``invisible=True``: a character no font draws (Unicode tag characters,
+zero-width ones, bidi controls...) is an escape (``\\U000e0061``), and a warning line says how
+many there are. Code (``run_cell``'s) shows as code, one line per line, in a box of its own.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from typing import Any
 from IPython.core.error import StdinNotImplementedError
 
 from ..agent import ApprovalRequest
-from ..agent.approvals import asking_text, input_text
+from ..agent.approvals import asking_text, input_text, shown_input
 from ..controls import terminal_safe
 from . import render, safe
 from .safe import escape
@@ -55,6 +57,9 @@ INPUT_BOX_STYLE = (
     "margin:0.3em 0;padding:0.3em;border:1px solid var(--jp-border-color2,#ccc)"
 )
 """The box of the whole input: wrapped (nothing hidden to the right), scrollable."""
+
+WARNING_STYLE = "color:var(--jp-error-color1,#c62828);font-weight:bold;margin:0.3em 0"
+"""The warning line: what the input hides is the first thing read."""
 
 
 def kernel_handles_comms_while_awaiting() -> bool:
@@ -96,10 +101,43 @@ def outcome_text(request: ApprovalRequest, outcome: str) -> str:
     key = render.key_field(request.tool_name, request.input)
     if key is None:
         return f"{outcome}: {request.tool_name}"
-    value = " ".join(str(key).split("\n"))
+    value = " ".join(terminal_safe(str(key), invisible=True).split("\n"))
     if len(value) > RECORD_CHARS:
         value = f"{value[: RECORD_CHARS - 1]}… {len(value):,} chars"
     return f"{outcome}: {request.tool_name} {value}".rstrip()
+
+
+def question_html(request: ApprovalRequest) -> str:
+    """The question above the buttons: the tool, its key argument, the warning line when
+    the input hides characters, then the whole input: its other fields as JSON and its code
+    (``run_cell``'s) as lines, each in a box of its own, through ``safe.escape``."""
+    shown = shown_input(request)
+    key = escape(render.key_argument(request.tool_name, request.input), invisible=True)
+    size = len(input_text(request))
+    parts = [
+        f"<b>The agent asks to run</b> <code>{escape(request.tool_name, invisible=True)}</code>"
+        f" <code>{key}</code> <small>(the whole input, {size:,} chars:)</small>"
+    ]
+    if shown.warning:
+        parts.append(
+            f'<p class="lite-agent-approval-warning" style="{WARNING_STYLE}">'
+            f"{escape(shown.warning)}</p>"
+        )
+    if shown.fields:
+        parts.append(
+            f'<pre class="lite-agent-approval-input" style="{INPUT_BOX_STYLE}">'
+            f"{escape(shown.fields, invisible=True)}</pre>"
+        )
+    if shown.code is not None:
+        lines = shown.code_lines()
+        parts.append(
+            f"<small>{escape(shown.code_name)} ({len(lines):,} "
+            f"line{'' if len(lines) == 1 else 's'}):</small>"
+            f'<pre class="lite-agent-approval-input lite-agent-approval-code" '
+            f'style="{INPUT_BOX_STYLE}"><code>'
+            f"{escape(chr(10).join(lines), invisible=True)}</code></pre>"
+        )
+    return "".join(parts)
 
 
 class ApprovalButtons:
@@ -117,18 +155,11 @@ class ApprovalButtons:
         self.request = request
         self.decision: concurrent.futures.Future[bool] = concurrent.futures.Future()
         self.rendered: concurrent.futures.Future[None] = concurrent.futures.Future()
-        shown = escape(render.key_argument(request.tool_name, request.input))
         self.allow = w.Button(description="Allow", button_style="success", icon="check")
         self.deny = w.Button(description="Deny", button_style="danger", icon="times")
         self.allow.on_click(lambda _: self.answer(True))
         self.deny.on_click(lambda _: self.answer(False))
-        whole = input_text(request)
-        self.question = w.HTML(
-            f"<b>The agent asks to run</b> <code>{escape(request.tool_name)}</code> "
-            f"<code>{shown}</code> <small>(the whole input, {len(whole):,} chars:)</small>"
-            f'<pre class="lite-agent-approval-input" style="{INPUT_BOX_STYLE}">'
-            f"{escape(whole)}</pre>"
-        )
+        self.question = w.HTML(question_html(request))
         # _view_count is ipywidgets' own view counting: 0 turns it on, and the front end
         # raises it when it shows the prompt (None, the default, means "not tracked").
         self.widget = w.VBox([self.question, w.HBox([self.allow, self.deny])], _view_count=0)
@@ -230,7 +261,7 @@ def ask_in_terminal(shell: Any, request: ApprovalRequest, *, shown_above: bool =
     question on its own line (the question alone when ``shown_above``: the buttons' output
     already printed the input as its text, :func:`widget_bundle`)."""
     key = render.key_argument(request.tool_name, request.input)
-    shown = terminal_safe(f"{request.tool_name} {key}")
+    shown = terminal_safe(f"{request.tool_name} {key}", invisible=True)
     if not someone_can_answer(shell):
         return _no_one_to_ask(request)
     above = "" if shown_above else f"{asking_text(request)}\n"

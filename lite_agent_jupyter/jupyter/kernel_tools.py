@@ -119,7 +119,9 @@ def run_cell_tool(shell: Any, on_main: Any, images: Any) -> Tool:
             raise ToolError("no %%agent cell is waiting to run the code in the kernel")
         return result  # type: ignore[no-any-return]
 
-    return tool(run_cell, kind="shell")
+    made = tool(run_cell, kind="shell")
+    made.code_argument = "code"  # its approval shows the code as code
+    return made
 
 
 class _Interrupts:

@@ -92,9 +92,12 @@ def key_field(name: str, arguments: Mapping[str, Any]) -> object | None:
 
 
 def key_argument(name: str, arguments: Mapping[str, Any]) -> str:
-    """:func:`key_field` on one line, cut at 80 characters (the approvals show it whole)."""
+    """:func:`key_field` on one line, cut at 80 characters (the approvals show it whole);
+    what a reader could not see shown as escapes (a tool line is a record of the call)."""
     value = key_field(name, arguments)
-    return "" if value is None else clip(str(value).replace("\n", " "), 80)
+    if value is None:
+        return ""
+    return clip(terminal_safe(str(value), invisible=True).replace("\n", " "), 80)
 
 
 def _lines(text: object) -> int:

@@ -42,9 +42,11 @@ LINK_SCHEMES = ("http://", "https://")
 """The only link targets rendered as links."""
 
 
-def escape(text: object) -> str:
-    """``text`` as HTML text: ``< > & " '`` escaped, control characters shown as escapes."""
-    return html.escape(terminal_safe(str(text)), quote=True)
+def escape(text: object, *, invisible: bool = False) -> str:
+    """``text`` as HTML text: ``< > & " '`` escaped, control characters shown as escapes;
+    with ``invisible=True`` (an approval) every character a reader cannot see as well
+    (``terminal_safe``'s ``invisible``: tag characters, zero-width ones...)."""
+    return html.escape(terminal_safe(str(text), invisible=invisible), quote=True)
 
 
 def safe_link(url: str) -> bool:

@@ -85,6 +85,9 @@ class Tool:
     """The agent scans the workdir around each call and records what changed, as it does for
     every tool of kind ``"shell"`` (a tool that changes files without snapshotting them
     itself, e.g. an MCP server's)."""
+    code_argument: str | None = None
+    """The argument that is source code (``run_cell``'s ``code``): approvals show it as code,
+    one line per line, instead of one escaped JSON string."""
 
     def spec(self) -> dict[str, Any]:
         """The tool as the Messages API expects it."""

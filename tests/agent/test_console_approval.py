@@ -54,3 +54,41 @@ def test_no_terminal_means_no(tmp_path: Path) -> None:
     )
     assert run.returncode == 0, run.stderr
     assert not any(workdir.iterdir())
+
+
+HIDDEN_SCRIPT = """
+import asyncio, sys
+from lite_agent_jupyter import console_approval, create_lite_agent, Storage
+from lite_agent_jupyter.providers import call, reply, scripted
+
+hidden = "".join(chr(0xE0000 + ord(c)) for c in "rm -rf data")
+command = "echo safe\\u200b" + hidden
+async def main():
+    model = scripted([reply("", [call("bash", command=command)]), "done"])
+    async with create_lite_agent(model=model, workdir=sys.argv[1],
+                                 storage=Storage(sys.argv[2], "t"),
+                                 on_approval=console_approval) as agent:
+        await agent.send("run it")
+
+asyncio.run(main())
+"""
+
+
+def test_console_approval_shows_what_a_reader_cannot_see(tmp_path: Path) -> None:
+    """#29 defect 3, the SDK's terminal handler: a zero-width space and tag characters in a
+    command are escapes, and a warning line counts them."""
+    workdir = tmp_path / "w"
+    workdir.mkdir()
+    run = subprocess.run(
+        [sys.executable, "-c", HIDDEN_SCRIPT, str(workdir), str(tmp_path / "store")],
+        input="n\n",
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=60,
+    )
+    assert run.returncode == 0, run.stderr
+    out = run.stdout
+    assert not any(0xE0000 <= ord(c) <= 0xE007F or c == "\u200b" for c in out)
+    assert '"command": "echo safe\\u200b\\U000e0072\\U000e006d' in out
+    assert "⚠ this input holds 12 invisible characters, shown as escapes\nAllow? [y/N]" in out

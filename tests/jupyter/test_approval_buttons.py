@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from fake_anthropic import FakeAnthropicServer, FakeReply, tool_reply
 from nbkernel import Cell, Kernel, StartKernel
+from payloads import HIDDEN_CODE, TAGGED_CODE
 
 from lite_agent_jupyter.agent import ApprovalRequest
 from lite_agent_jupyter.jupyter import approval
@@ -122,13 +123,19 @@ def _comm_msg(kernel: Kernel, comm_id: str, data: dict[str, Any]) -> None:
     kernel.kc.shell_channel.send(msg)
 
 
-def _run_answering(kernel: Kernel, code: str, answer: str | None) -> Cell:
+def _run_answering(
+    kernel: Kernel,
+    code: str,
+    answer: str | None,
+    models: dict[str, dict[str, Any]] | None = None,
+) -> Cell:
     """Run ``code`` as a widget front end would: when the approval prompt opens, report a
     view of it and click ``answer`` ("Allow"/"Deny"; "interrupt": interrupt the kernel
-    instead; ``None``: report no view, click nothing)."""
+    instead; ``None``: report no view, click nothing). ``models`` gets the state of every
+    widget model the kernel opened, by comm id."""
     msg_id = str(kernel.kc.execute(code, allow_stdin=True, stop_on_error=True))
     cell = Cell(msg_id)
-    models: dict[str, dict[str, Any]] = {}
+    models = {} if models is None else models
     replied = idle = False
     while not (replied and idle):  # a hang ends by the suite's pytest-timeout
         try:
@@ -257,3 +264,70 @@ def test_no_one_to_answer_denies_at_once(write_kernel: Kernel, tmp_path: Path) -
     assert not (tmp_path / "work" / "hello.py").exists()
     assert "no way to ask here: write_file denied" in cell.stream_text
     assert not any(m["msg_type"] == "comm_open" for m in cell.messages)
+
+
+# -- what the approval shows (#29 defect 3) -------------------------------------------------
+
+
+@pytest.fixture
+def cell_kernel(ask_kernel: Kernel) -> Kernel:
+    """:func:`ask_kernel` with ``run_cell`` (approvals "ask")."""
+    ask_kernel.run("%config LiteAgentMagics.kernel_tools = True").check()
+    return ask_kernel
+
+
+def _tagged_then(fake_anthropic: FakeAnthropicServer, final: str) -> None:
+    fake_anthropic.script(tool_reply("Running it.", "run_cell", code=TAGGED_CODE), final)
+
+
+def _untagged(text: str) -> bool:
+    return not any(0xE0000 <= ord(c) <= 0xE007F for c in text)
+
+
+WARNING = f"⚠ this input holds {len(HIDDEN_CODE)} invisible characters, shown as escapes"
+
+
+def test_the_widget_shows_tagged_code_as_escapes_and_warns(
+    cell_kernel: Kernel, fake_anthropic: FakeAnthropicServer
+) -> None:
+    """The issue's payload through a real kernel: the question the widget front end gets
+    (the HTML model's value) shows the hidden code as ``\\U000e00..`` escapes under a
+    warning line; Deny, and nothing ran."""
+    _tagged_then(fake_anthropic, "Not run.")
+    models: dict[str, dict[str, Any]] = {}
+    cell = _run_answering(cell_kernel, "%%agent\nrun it", "Deny", models).check()
+    [question] = [m["value"] for m in models.values() if m.get("_model_name") == "HTMLModel"]
+    assert _untagged(question)
+    assert WARNING in question
+    escapes = "".join(f"\\U{0xE0000 + ord(c):08x}" for c in HIDDEN_CODE)
+    assert escapes.replace("'", "&#x27;") in question
+    assert "lite-agent-approval-code" in question and "code (1 line):" in question
+    assert _untagged(cell.html + cell.text)
+    assert f"denied: run_cell exec(bytes(ord(c)-0xE0000 for c in &#x27;{escapes[:40]}" in (
+        cell.html
+    )
+
+
+def test_the_console_question_shows_code_lines_escapes_and_the_warning(
+    cell_kernel: Kernel, fake_anthropic: FakeAnthropicServer
+) -> None:
+    """A front end without widgets (``jupyter console``): the question comes as an input
+    request after the render wait; it holds the code line by line behind a gutter, the
+    escapes and the warning, then ``Allow ...? [y/N]``."""
+    code = f"first = 1\n{TAGGED_CODE}\nprint('third')\n"
+    fake_anthropic.script(tool_reply("Running it.", "run_cell", code=code), "Not run.")
+    msg_id = str(cell_kernel.kc.execute("%%agent\nrun it", allow_stdin=True))
+    request = cell_kernel.kc.get_stdin_msg(timeout=60)
+    prompt = request["content"]["prompt"]
+    cell_kernel.kc.input("n")
+    cell = cell_kernel.collect([msg_id])[0].check()
+    assert _untagged(prompt) and _untagged(cell.text)
+    lines = prompt.split("\n")
+    at = lines.index("code (3 lines):")
+    assert lines[at + 1] == "  │ first = 1"
+    assert lines[at + 2].startswith("  │ exec(bytes(ord(c)-0xE0000 for c in '\\U000e0069")
+    assert lines[at + 3] == "  │ print('third')"
+    assert lines[at + 4] == WARNING
+    assert lines[at + 5].startswith("Allow run_cell first = 1 exec(") and prompt.endswith("[y/N] ")
+    ran = cell_kernel.run("print('first' in globals())").check()
+    assert ran.stream_text.strip() == "False"

@@ -10,8 +10,11 @@ from __future__ import annotations
 import pytest
 from payloads import (
     ALL_HTML,
+    HIDDEN_CODE,
     HTML_PAYLOADS,
+    INVISIBLE,
     PAYLOAD_JS,
+    TAGGED_CODE,
     TERMINAL_PAYLOADS,
     TERMINAL_SPOOF,
     assert_inert,
@@ -25,7 +28,7 @@ from lite_agent_jupyter.agent import (
     ToolCallStarted,
 )
 from lite_agent_jupyter.agent.approvals import asking_text, input_text
-from lite_agent_jupyter.controls import SHOWN, terminal_safe
+from lite_agent_jupyter.controls import SHOWN, hidden_count, terminal_safe
 from lite_agent_jupyter.jupyter import approval, render, safe
 
 
@@ -237,3 +240,77 @@ def test_the_approval_widget_and_the_console_show_all_of_a_long_command(
     assert console_approval(_request(command + "\r\x1b[2KAllow?"), AbortSignal()) is False
     printed = capsys.readouterr().out
     assert "rm -rf important_a #END\\r\\u001b[2KAllow?" in printed and "\x1b" not in printed
+
+
+# -- what a reader cannot see (#29 defect 3) -----------------------------------------------
+
+
+@pytest.mark.parametrize("kind", sorted(INVISIBLE))
+def test_an_approval_shows_every_invisible_character_as_an_escape(kind: str) -> None:
+    char = INVISIBLE[kind]
+    escape_ = ascii(char)[1:-1]  # \u200b, \xad, \U000e0061
+    text = f"echo safe{char}; ls"
+    assert terminal_safe(text, invisible=True) == f"echo safe{escape_}; ls"
+    assert hidden_count(text) == 1
+    assert safe.escape(text, invisible=True) == f"echo safe{escape_}; ls"
+    shown = input_text(_request(text))
+    assert escape_ in shown and char not in shown
+    assert shown.endswith("⚠ this input holds 1 invisible character, shown as escapes")
+
+
+def test_variation_selectors_past_the_first_are_shown() -> None:
+    assert terminal_safe("ok 👍\ufe0f", invisible=True) == "ok 👍\ufe0f"  # one: an emoji's look
+    assert hidden_count("ok 👍\ufe0f") == 0
+    smuggled = "👍\ufe0f\ufe01\U000e0100"
+    assert terminal_safe(smuggled, invisible=True) == "👍\ufe0f\\ufe01\\U000e0100"
+    assert hidden_count(smuggled) == 2
+    assert terminal_safe("\ufe0f \ufe0e", invisible=True) == "\\ufe0f \\ufe0e"  # nothing to pick
+
+
+def test_plain_and_readable_text_is_kept_and_ascii_is_returned_as_is() -> None:
+    ascii_code = "for i in range(3):\n\tprint(i)\n"
+    assert terminal_safe(ascii_code, invisible=True) == ascii_code
+    assert hidden_count(ascii_code) == 0
+    readable = "café ünïcode 日本語 👍 — “quoted”\n"
+    assert terminal_safe(readable, invisible=True) is readable
+    assert hidden_count(readable) == 0
+    assert terminal_safe(f"{TERMINAL_SPOOF}\r\n", invisible=True) == terminal_safe(
+        f"{TERMINAL_SPOOF}\r\n"
+    )
+    assert hidden_count(TERMINAL_SPOOF) == 2 and hidden_count("a\r\nb\x7f") == 1
+    # elsewhere (a streamed answer) only what a terminal obeys is shown: text stays text
+    assert terminal_safe("a\u200db") == "a\u200db"
+
+
+def test_the_approval_of_tagged_code_shows_the_payload_and_warns() -> None:
+    request = ApprovalRequest("run_cell", {"code": TAGGED_CODE}, "shell", "s1", "t1", "code")
+    hidden = len(HIDDEN_CODE)
+    warning = f"⚠ this input holds {hidden} invisible characters, shown as escapes"
+    text = asking_text(request)
+    assert not any(0xE0000 <= ord(c) <= 0xE007F for c in text)
+    assert "'\\U000e0069\\U000e006d\\U000e0070" in text  # i m p ...
+    assert text.rstrip().endswith(warning)
+    html = approval.question_html(request)
+    assert not any(0xE0000 <= ord(c) <= 0xE007F for c in html)
+    assert "\\U000e0069\\U000e006d\\U000e0070" in html and warning in html
+    assert html.index(warning) < html.index("<pre")  # read first
+    record = approval.outcome_text(request, "allowed")
+    assert record.startswith("allowed: run_cell exec(bytes(ord(c)-0xE0000 for c in '\\U000e0069")
+
+
+def test_run_cell_code_shows_as_lines() -> None:
+    code = 'import json\nrows = [1, 2]\nprint(json.dumps(rows), "done")\n'
+    request = ApprovalRequest("run_cell", {"code": code}, "shell", "s1", "t1", "code")
+    text = input_text(request)
+    assert text.split("\n") == [
+        "code (3 lines):",
+        "  │ import json",
+        "  │ rows = [1, 2]",
+        '  │ print(json.dumps(rows), "done")',
+    ]
+    html = approval.question_html(request)
+    assert (
+        "<code>import json\nrows = [1, 2]\nprint(json.dumps(rows), &quot;done&quot;)</code>" in html
+    )
+    assert "\\n" not in html and "warning" not in html
+    assert_inert(html)
