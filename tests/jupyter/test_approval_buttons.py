@@ -311,9 +311,9 @@ def test_the_widget_shows_tagged_code_as_escapes_and_warns(
 def test_the_console_question_shows_code_lines_escapes_and_the_warning(
     cell_kernel: Kernel, fake_anthropic: FakeAnthropicServer
 ) -> None:
-    """A front end without widgets (``jupyter console``): the question comes as an input
-    request after the render wait; it holds the code line by line behind a gutter, the
-    escapes and the warning, then ``Allow ...? [y/N]``."""
+    """A front end without widgets (``jupyter console``): it prints the buttons' output as
+    text (the code line by line behind a gutter, the escapes, the warning), then the
+    question comes as an input request after the render wait: ``Allow ...? [y/N]``."""
     code = f"first = 1\n{TAGGED_CODE}\nprint('third')\n"
     fake_anthropic.script(tool_reply("Running it.", "run_cell", code=code), "Not run.")
     msg_id = str(cell_kernel.kc.execute("%%agent\nrun it", allow_stdin=True))
@@ -321,13 +321,19 @@ def test_the_console_question_shows_code_lines_escapes_and_the_warning(
     prompt = request["content"]["prompt"]
     cell_kernel.kc.input("n")
     cell = cell_kernel.collect([msg_id])[0].check()
-    assert _untagged(prompt) and _untagged(cell.text)
-    lines = prompt.split("\n")
+    [printed] = [
+        m["content"]["data"]["text/plain"]
+        for m in cell.messages
+        if m["msg_type"] == "display_data" and approval.WIDGET_VIEW in m["content"]["data"]
+    ]
+    assert _untagged(prompt) and _untagged(printed) and _untagged(cell.text)
+    lines = printed.split("\n")
     at = lines.index("code (3 lines):")
     assert lines[at + 1] == "  │ first = 1"
     assert lines[at + 2].startswith("  │ exec(bytes(ord(c)-0xE0000 for c in '\\U000e0069")
     assert lines[at + 3] == "  │ print('third')"
     assert lines[at + 4] == WARNING
-    assert lines[at + 5].startswith("Allow run_cell first = 1 exec(") and prompt.endswith("[y/N] ")
+    assert prompt.startswith("Allow run_cell first = 1 exec(bytes(ord(c)-0xE0000 for c in '\\U")
+    assert prompt.endswith("? [y/N] ")
     ran = cell_kernel.run("print('first' in globals())").check()
     assert ran.stream_text.strip() == "False"
