@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pexpect
 from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
-from payloads import TERMINAL_PAYLOADS, TERMINAL_SPOOF
+from payloads import HIDDEN_CODE, TAGGED_CODE, TERMINAL_PAYLOADS, TERMINAL_SPOOF
 from process_helpers import kernel_env
 
 LONG_COMMAND = "echo start " + "x" * 2800 + " END-OF-LONG-COMMAND"
@@ -31,7 +31,7 @@ get_ipython().run_line_magic("agent", "sessions")
 """
 
 
-def _spawn(cwd: Path, env: dict[str, str]) -> pexpect.spawn:
+def _spawn(cwd: Path, env: dict[str, str], script: str = SCRIPT) -> pexpect.spawn:
     ipython = Path(sys.executable).parent / "ipython"
     profile = cwd.parent / "ipython-dir"
     profile.mkdir(exist_ok=True)
@@ -42,7 +42,7 @@ def _spawn(cwd: Path, env: dict[str, str]) -> pexpect.spawn:
         "--TerminalInteractiveShell.term_title=False",
         f"--ipython-dir={profile}",
         "-c",
-        SCRIPT,
+        script,
     ]
     return pexpect.spawn(
         str(ipython), args, cwd=str(cwd), env=env, encoding="utf-8", timeout=90, echo=False
@@ -101,3 +101,46 @@ def test_control_characters_never_reach_the_terminal_and_the_whole_command_is_sh
     requests = fake_anthropic.message_requests
     results = [b for b in requests[1].messages[-1]["content"] if b["type"] == "tool_result"]
     assert [r.get("is_error", False) for r in results] == [False, True, True]
+
+
+CODE_SCRIPT = """\
+%load_ext lite_agent_jupyter
+%config LiteAgentMagics.kernel_tools = True
+get_ipython().run_cell_magic("agent", "", "run the cleanup")
+"""
+
+
+def test_tagged_code_shows_as_escaped_lines_in_the_terminal_approval(
+    fake_anthropic: FakeAnthropicServer, tmp_path: Path
+) -> None:
+    """#29 defect 3 in terminal IPython: ``run_cell`` code hiding its payload in tag
+    characters asks with the code as lines (each behind a gutter), the payload as
+    ``\\U000e00..`` escapes, and the warning line just above the question; "n" runs
+    nothing."""
+    work = tmp_path / "work"
+    work.mkdir()
+    code = f"marker = 1\n{TAGGED_CODE}\n"
+    fake_anthropic.script(
+        FakeReply("Running it.", tool_calls=[FakeToolCall("run_cell", {"code": code})]),
+        "Nothing was run.",
+    )
+    child = _spawn(work, kernel_env(fake_anthropic.client_env()), CODE_SCRIPT)
+    child.expect_exact("? [y/N] ")
+    seen = child.before + child.after
+    child.sendline("n")
+    child.expect(pexpect.EOF)
+    seen += child.before
+    child.close()
+    assert child.exitstatus == 0, seen
+    screen = seen.replace("\r\n", "\n")
+    assert not any(0xE0000 <= ord(c) <= 0xE007F for c in screen), screen
+    lines = screen.split("\n")
+    at = lines.index("code (2 lines):")
+    assert lines[at + 1] == "  │ marker = 1"
+    escapes = "".join(f"\\U{0xE0000 + ord(c):08x}" for c in HIDDEN_CODE)
+    assert lines[at + 2] == f"  │ exec(bytes(ord(c)-0xE0000 for c in '{escapes}').decode())"
+    warning = f"⚠ this input holds {len(HIDDEN_CODE)} invisible characters, shown as escapes"
+    assert lines[at + 3] == warning
+    assert lines[at + 4].startswith("Allow run_cell marker = 1 exec(")
+    result = fake_anthropic.message_requests[1].messages[-1]["content"][0]
+    assert result["is_error"] is True and "denied" in str(result["content"])
