@@ -1,7 +1,7 @@
 """The agent layer: ``LiteAgent``, its turn loop, approvals and stream events."""
 
 from . import hooks
-from .approvals import ApprovalRequest, Decision, InputRequest, console_approval
+from .approvals import Approval, ApprovalRequest, Decision, InputRequest, console_approval
 from .budget import UnpricedCapWarning
 from .bundle import BundleInfo, ImportResult
 from .compact import Compaction, CompactProgress, CompactResult
@@ -44,6 +44,7 @@ __all__ = [
     "DEFAULT_MODEL_NAME",
     "AgentEvent",
     "AgentOptions",
+    "Approval",
     "ApprovalDecided",
     "ApprovalRequest",
     "ApprovalRequested",

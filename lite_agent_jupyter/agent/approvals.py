@@ -8,6 +8,12 @@ prompt's signal fires and the call is treated as denied.
 
 With no handler, ``ask`` denies with a message saying how to allow the tool: an SDK user who
 configured nothing must never have files changed silently.
+
+Who answered: a handler returns ``True``/``False``, or an :class:`Approval` naming the person
+(a front end that knows who clicked); otherwise the agent's user (``identity.py``) answered.
+The name is recorded with the call's result. With ``same_user`` (the
+``require_same_user_approval`` option), only the prompt's author may allow its calls: another
+person's "allow" is refused and recorded as refused.
 """
 
 from __future__ import annotations
@@ -48,6 +54,17 @@ class ApprovalRequest:
     code_argument: str | None = None
     """The argument that is source code (the tool's :attr:`~..tools.Tool.code_argument`,
     ``run_cell``'s ``code``): shown as code, one line per line."""
+    prompt_by: str | None = None
+    """Who wrote the prompt whose turn makes this call (``None``: not recorded)."""
+
+
+@dataclass(slots=True, frozen=True)
+class Approval:
+    """A handler's answer naming who gave it (``by``), for a front end that knows who clicked;
+    a plain ``bool`` means the agent's own user answered."""
+
+    allowed: bool
+    by: str | None = None
 
 
 @dataclass(slots=True, frozen=True)
@@ -59,7 +76,9 @@ class InputRequest:
     tool_use_id: str = ""
 
 
-ApprovalHandler = Callable[[ApprovalRequest, AbortSignal], bool | Awaitable[bool]]
+ApprovalHandler = Callable[
+    [ApprovalRequest, AbortSignal], "bool | Approval | Awaitable[bool | Approval]"
+]
 InputHandler = Callable[[InputRequest, AbortSignal], str | Awaitable[str]]
 
 
@@ -69,6 +88,8 @@ class Verdict:
     reason: str = ""
     by: str = "policy"
     """Who decided: ``"policy"``, ``"user"``, ``"no handler"`` or ``"aborted"``."""
+    who: str | None = None
+    """The person who answered, when a person was asked (``by == "user"``)."""
 
 
 @dataclass
@@ -77,6 +98,10 @@ class ApprovalGate:
 
     policy: Mapping[str, Decision] | Decision = field(default_factory=dict)
     handler: ApprovalHandler | None = None
+    user: Callable[[], str] | None = None
+    """Who answers when the handler does not say (the agent's user)."""
+    same_user: bool = False
+    """Only the prompt's author may allow its calls (``require_same_user_approval``)."""
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     def decision_for(self, tool_name: str, kind: ToolKind) -> Decision:
@@ -100,12 +125,26 @@ class ApprovalGate:
         # the handler's own copy: what it shows is what runs, whatever it does to it
         request = dataclasses.replace(request, input=copy.deepcopy(request.input))
         async with self._lock:
-            answered, allowed = await call_handler(self.handler, request, signal)
+            answered, answer = await call_handler(self.handler, request, signal)
         if not answered:
             return Verdict(False, "The turn was interrupted before the user answered.", "aborted")
+        allowed, who = (
+            (answer.allowed, answer.by) if isinstance(answer, Approval) else (bool(answer), None)
+        )
+        if who is None and self.user is not None:
+            who = self.user()
+        author = request.prompt_by
+        if allowed and self.same_user and author is not None and who != author:
+            return Verdict(
+                False,
+                f"Not run: only {author}, who wrote this prompt, may approve its tool calls "
+                f"(require_same_user_approval); the approval by {who} was refused.",
+                "user",
+                who,
+            )
         if allowed:
-            return Verdict(True, by="user")
-        return Verdict(False, f"The user denied the tool call {request.tool_name!r}.", "user")
+            return Verdict(True, by="user", who=who)
+        return Verdict(False, f"The user denied the tool call {request.tool_name!r}.", "user", who)
 
 
 async def call_handler(

@@ -48,6 +48,7 @@ from .approvals import ApprovalGate, ApprovalHandler, Decision, InputHandler, as
 from .budget import Budget, UnpricedCapWarning, check_cost_cap
 from .compact import AUTO_COMPACT_THRESHOLD, Compaction, CompactSettings, context_tokens
 from .hooks import DEFAULT_HOOK_TIMEOUT, HookRunner, HooksOption, check_hooks
+from .identity import current_user
 from .images import ImageStore
 from .loop import TurnSettings, run_turn
 from .maintenance import Maintenance
@@ -136,6 +137,12 @@ class LiteAgent(PortabilityMixin, TimeTravelMixin):
         """Model (or prefix) -> price: the bundled, dated table (``prices.py``) with the
         ``prices`` option on top; costs, the footer and cost budgets use it."""
         self._unpriced_noted: set[str] = set()
+        who = options.user
+        self.user: Callable[[], str] = (
+            who if callable(who) else (lambda: who) if isinstance(who, str) else current_user
+        )
+        """Who prompts and approves here (recorded in the log): the ``user`` option, else
+        ``JUPYTERHUB_USER``, else the OS user, read at each prompt."""
         servers: tuple[ServerConfig, ...] = options.mcp_servers  # type: ignore[assignment]
         self.redactor = redactor_for(model, options.secret_env).with_secrets(
             secret for server in servers for secret in server.secrets()
@@ -197,7 +204,12 @@ class LiteAgent(PortabilityMixin, TimeTravelMixin):
             storage_root=self.storage.root,
             blobs=self.blobs,
             blob_ref=self._blob_ref,
-            gate=ApprovalGate(policy=options.approvals or {}, handler=options.on_approval),
+            gate=ApprovalGate(
+                policy=options.approvals or {},
+                handler=options.on_approval,
+                user=self.user,
+                same_user=options.require_same_user_approval,
+            ),
             start_background=self._runner.start_background,
             running_jobs=self._runner.running_jobs,
             task_lists=self.task_lists,
@@ -278,7 +290,7 @@ class LiteAgent(PortabilityMixin, TimeTravelMixin):
             raise SessionBusyError(f"session {sid!r} already has a turn running in this agent")
         content = _prompt_content(input)
         shared = self.options.task_list if task_list is None else validate_task_list(task_list)
-        prompt = UserEvent(content=content, origin="user", checkpoint=True)
+        prompt = UserEvent(content=content, origin="user", checkpoint=True, by=self.user())
         # aclosing: leaving this loop early closes the stream now, which aborts the turn
         events = self._runner.stream(sid, [prompt], task_list=shared, budget=budget)
         async with contextlib.aclosing(events):
@@ -544,6 +556,8 @@ def create_lite_agent(
     hooks: HooksOption | None = None,
     hook_timeout: float = DEFAULT_HOOK_TIMEOUT,
     refuse_network_fs: bool = False,
+    user: str | Callable[[], str] | None = None,
+    require_same_user_approval: bool = False,
     **unknown: Never,
 ) -> LiteAgent:
     """Create a :class:`LiteAgent`; each option is described in :class:`AgentOptions` and
@@ -583,6 +597,8 @@ def create_lite_agent(
             hooks=hooks,
             hook_timeout=hook_timeout,
             refuse_network_fs=refuse_network_fs,
+            user=user,
+            require_same_user_approval=require_same_user_approval,
         )
     )
 

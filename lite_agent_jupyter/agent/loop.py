@@ -164,6 +164,7 @@ async def run_turn(
         session.events, settings.model_name, settings.prices, session.running_cost
     )
     checkpoint = session.head
+    author = user.by if user.by is not None else _prompt_author(session.events)
     hooks = settings.hooks
     if hooks:  # their context is written with the prompt; a failing hook writes nothing
         opening = await hooks.session_start(session.session_id, resumed=checkpoint > 0)
@@ -278,7 +279,7 @@ async def run_turn(
                 break
             await asyncio.gather(
                 *(
-                    _run_tool(settings, session, block, signal, emit, task_list, failures)
+                    _run_tool(settings, session, block, signal, emit, task_list, failures, author)
                     for block in tool_uses
                 )
             )
@@ -322,15 +323,19 @@ async def _run_tool(
     emit: Emit,
     task_list: str | None = None,
     failures: list[HookError] | None = None,
+    author: str | None = None,
 ) -> None:
-    """Run one tool call and append its result. A hook's failure is added to ``failures``
-    (the call still gets a result, so the log stays valid; the turn raises it afterwards)."""
+    """Run one tool call and append its result (``author``: who wrote the turn's prompt, for
+    the approval; who approved or denied is recorded with the result). A hook's failure is
+    added to ``failures`` (the call still gets a result, so the log stays valid; the turn
+    raises it afterwards)."""
     tool_use_id = str(block.get("id", ""))
     name = str(block.get("name", ""))
     arguments = block.get("input")
     emit(ToolCallInput(tool_use_id, name, arguments if isinstance(arguments, dict) else {}))
     output: ToolOutput
     is_error = False
+    verdict: Verdict | None = None
     tool = settings.tool(name)
     hooks = settings.hooks
     if tool is None:
@@ -361,7 +366,7 @@ async def _run_tool(
         if denied is not None:
             output, is_error = denied, True
         else:
-            output, is_error = await _approved_call(
+            output, is_error, verdict = await _approved_call(
                 settings,
                 session,
                 tool,
@@ -371,10 +376,15 @@ async def _run_tool(
                 emit,
                 task_list,
                 hook_allowed=hook_allowed,
+                author=author,
             )
-    result = session.redactor.event(  # once: for the log, the model and the display
-        ToolResultEvent(tool_use_id=tool_use_id, content=output, is_error=is_error)
-    )
+    result_event = ToolResultEvent(tool_use_id=tool_use_id, content=output, is_error=is_error)
+    if verdict is not None and verdict.by == "user" and verdict.who is not None:
+        if verdict.allowed:
+            result_event.approved_by = verdict.who
+        else:
+            result_event.denied_by = verdict.who
+    result = session.redactor.event(result_event)  # once: for the log, model and display
     await session.append([result], redacted=True)
     emit(ToolCallFinished(tool_use_id, name, _flatten(result.content), is_error))
     if hooks and hooks.has("post_tool"):
@@ -405,9 +415,11 @@ async def _approved_call(
     task_list: str | None,
     *,
     hook_allowed: bool = False,
-) -> tuple[ToolOutput, bool]:
+    author: str | None = None,
+) -> tuple[ToolOutput, bool, Verdict]:
     """Ask for approval (unless a hook allowed the call), then run the tool, scanning the
-    workdir around it where the tool's kind asks for that; the output and whether it failed."""
+    workdir around it where the tool's kind asks for that; the output, whether it failed and
+    the verdict (who allowed it)."""
     name = tool.name
     decision = settings.gate.decision_for(name, tool.kind)
     if hook_allowed and decision == "ask":  # a hook's allow() answers the question
@@ -415,23 +427,32 @@ async def _approved_call(
     else:
         if decision == "ask":
             emit(ApprovalRequested(tool_use_id, name, arguments, tool.kind))
-        verdict = await settings.gate.check(
-            ApprovalRequest(
-                name, arguments, tool.kind, session.session_id, tool_use_id, tool.code_argument
-            ),
-            signal,
+        request = ApprovalRequest(
+            name,
+            arguments,
+            tool.kind,
+            session.session_id,
+            tool_use_id,
+            tool.code_argument,
+            prompt_by=author,
         )
+        verdict = await settings.gate.check(request, signal)
         if decision != "allow":
-            emit(ApprovalDecided(tool_use_id, name, verdict.allowed, verdict.by, verdict.reason))
+            emit(
+                ApprovalDecided(
+                    tool_use_id, name, verdict.allowed, verdict.by, verdict.reason, verdict.who
+                )
+            )
     if not verdict.allowed:
-        return verdict.reason, True
+        return verdict.reason, True, verdict
+    approver = verdict.who if verdict.by == "user" else None
     context = ToolContext(
         workdir=settings.workdir,
         signal=signal,
         session_id=session.session_id,
         tool_use_id=tool_use_id,
         storage_root=settings.storage_root,
-        snapshot=_snapshotter(settings, session, tool_use_id, name, emit),
+        snapshot=_snapshotter(settings, session, tool_use_id, name, emit, approver),
         start_background=(
             functools.partial(settings.start_background, session)
             if settings.start_background is not None
@@ -465,7 +486,7 @@ async def _approved_call(
         for snap in report.events:
             emit(FileChanged(snap.path, snap.before, snap.after, name, tool_use_id))
         output = _with_text(output, report.text())
-    return output, is_error
+    return output, is_error, verdict
 
 
 BUDGET_NOT_RUN = "Not run: the turn's budget would be passed by another model call."
@@ -512,7 +533,12 @@ def _with_text(output: ToolOutput, text: str) -> ToolOutput:
 
 
 def _snapshotter(
-    settings: TurnSettings, session: SessionLog, tool_use_id: str, tool_name: str, emit: Emit
+    settings: TurnSettings,
+    session: SessionLog,
+    tool_use_id: str,
+    tool_name: str,
+    emit: Emit,
+    approver: str | None = None,
 ) -> Snapshotter:
     async def snapshot(
         path: Path, after: bytes | None, /, *, before: bytes | EllipsisType | None = ...
@@ -536,13 +562,27 @@ def _snapshotter(
         await session.append(
             [
                 FileSnapshotEvent(
-                    path=relative, before=before_hash, after=after_hash, tool_use_id=tool_use_id
+                    path=relative,
+                    before=before_hash,
+                    after=after_hash,
+                    tool_use_id=tool_use_id,
+                    approved_by=approver,
+                    # the tool's name, as restores name theirs: what "approved by" refers to
+                    extra={"tool": tool_name} if approver is not None else {},
                 )
             ]
         )
         emit(FileChanged(relative, before_hash, after_hash, tool_name, tool_use_id))
 
     return snapshot
+
+
+def _prompt_author(events: Sequence[Event]) -> str | None:
+    """Who wrote the session's latest prompt (a background turn's calls answer to it)."""
+    for event in reversed(events):
+        if isinstance(event, UserEvent) and event.checkpoint:
+            return event.by
+    return None
 
 
 def _read_or_none(path: Path) -> bytes | None:

@@ -98,6 +98,11 @@ class AgentOptions:
     callable or a list of them. After construction: a read-only mapping to tuples."""
     hook_timeout: float = DEFAULT_HOOK_TIMEOUT
     """Seconds a hook may take before the turn stops with ``HookError``."""
+    user: str | Callable[[], str] | None = None
+    """Who prompts and approves through this agent, as recorded in the log: a name, or a
+    function read at each prompt; ``None``: ``JUPYTERHUB_USER``, else the OS user."""
+    require_same_user_approval: bool = False
+    """Only a prompt's author may allow its tool calls (``agent/approvals.py``)."""
     refuse_network_fs: bool = False
     """Refuse (``NetworkFilesystemError``) rather than warn when the default file backend's
     storage is on a network file system (NFS, SMB, sshfs...: ``storage/netfs.py``)."""
@@ -115,7 +120,13 @@ class AgentOptions:
         if not workdir.is_dir():
             raise NotADirectoryError(f"workdir {str(workdir)!r} is not a folder")
         object.__setattr__(self, "workdir", workdir)
-        for name in ("sessions", "builtin_tools", "auto_compact", "refuse_network_fs"):
+        for name in (
+            "sessions",
+            "builtin_tools",
+            "auto_compact",
+            "refuse_network_fs",
+            "require_same_user_approval",
+        ):
             _check_type(name, getattr(self, name), bool)
         if self.checkpointer is not None and not isinstance(self.checkpointer, Checkpointer):
             raise TypeError(
@@ -155,6 +166,10 @@ class AgentOptions:
                 raise TypeError(f"{name} must be callable, not {type(value).__name__}")
         if self.session_id is not None:
             validate_session_id(self.session_id)
+        if self.user is not None and not (
+            (isinstance(self.user, str) and self.user.strip()) or callable(self.user)
+        ):
+            raise TypeError("user= takes a non-empty name or a function returning one")
         if self.task_list is not None:
             validate_task_list(self.task_list)
         object.__setattr__(self, "secret_env", _check_secret_env(self.secret_env))

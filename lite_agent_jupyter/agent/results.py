@@ -86,6 +86,9 @@ class ApprovalDecided:
     allowed: bool
     by: str
     reason: str = ""
+    who: str | None = None
+    """The person who answered (``by == "user"``): the handler's :class:`Approval` name, else
+    the agent's user."""
 
 
 @dataclass(slots=True)

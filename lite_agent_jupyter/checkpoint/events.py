@@ -69,6 +69,9 @@ class UserEvent(Event):
     content: str | list[JSONDict] = ""
     origin: Origin = "user"
     checkpoint: bool = False
+    by: str | None = None
+    """Who wrote the prompt (``JUPYTERHUB_USER``, else the OS user); optional: written only
+    when set, absent from logs of earlier releases."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -92,6 +95,10 @@ class ToolResultEvent(Event):
     tool_use_id: str = ""
     content: str | list[JSONDict] = ""
     is_error: bool = False
+    approved_by: str | None = None
+    """Who allowed the call when a person was asked; optional (written only when set)."""
+    denied_by: str | None = None
+    """Who denied the call (or whose approval was refused); optional."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -108,6 +115,8 @@ class FileSnapshotEvent(Event):
     before: str | None = None
     after: str | None = None
     tool_use_id: str | None = None
+    approved_by: str | None = None
+    """Who approved the call that made the change, when a person was asked; optional."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -198,15 +207,32 @@ EVENT_TYPES: dict[str, type[Event]] = {
     )
 }
 
-# Per-class payload field names (everything but the envelope and ``extra``), computed once:
-# encode/decode run for every event of every read, so they avoid ``dataclasses.asdict``.
+_OPTIONAL_FIELDS: dict[type[Event], tuple[str, ...]] = {
+    UserEvent: ("by",),
+    ToolResultEvent: ("approved_by", "denied_by"),
+    FileSnapshotEvent: ("approved_by",),
+}
+"""Fields added after the first release, written only when not ``None``: a log that does not
+use them is byte for byte what earlier releases wrote, and an earlier release reading one
+that does keeps them in ``extra`` (the forward-compatibility rule above)."""
+for _cls in (*EVENT_TYPES.values(), UnknownEvent):
+    _OPTIONAL_FIELDS.setdefault(_cls, ())
+
+# Per-class payload field names (everything but the envelope, ``extra`` and the optional
+# fields), computed once: encode/decode run for every event of every read, so they avoid
+# ``dataclasses.asdict``.
 _PAYLOAD_FIELDS: dict[type[Event], tuple[str, ...]] = {
-    cls: tuple(f.name for f in dataclasses.fields(cls) if f.name not in ("seq", "ts", "extra"))
+    cls: tuple(
+        f.name
+        for f in dataclasses.fields(cls)
+        if f.name not in ("seq", "ts", "extra") and f.name not in _OPTIONAL_FIELDS[cls]
+    )
     for cls in (*EVENT_TYPES.values(), UnknownEvent)
 }
 _PAYLOAD_FIELDS[UnknownEvent] = ()
 _PLAIN_KEYS: dict[type[Event], frozenset[str]] = {
-    cls: frozenset((*_ENVELOPE, *_PAYLOAD_FIELDS[cls])) for cls in EVENT_TYPES.values()
+    cls: frozenset((*_ENVELOPE, *_PAYLOAD_FIELDS[cls], *_OPTIONAL_FIELDS[cls]))
+    for cls in EVENT_TYPES.values()
 }
 """The keys an event of each type has when it carries no unknown field."""
 
@@ -254,8 +280,15 @@ def to_dict(event: Event, *, seq: int | None = None, ts: str | None = None) -> J
         "ts": event.ts if ts is None else ts,
         "type": event.type,
     }
-    for name in _PAYLOAD_FIELDS[type(event)]:
+    kind = type(event)
+    for name in _PAYLOAD_FIELDS[kind]:
         out[name] = getattr(event, name)
+    optional = _OPTIONAL_FIELDS[kind]
+    if optional:
+        for name in optional:
+            value = getattr(event, name)
+            if value is not None:
+                out[name] = value
     if event.extra:
         for key, value in event.extra.items():
             out.setdefault(key, value)

@@ -22,6 +22,12 @@ record may be short, and then says how long the input was. Every string shown go
 ``safe.escape`` with ``invisible=True``: a character no font draws (Unicode tag characters,
 zero-width ones, bidi controls...) is an escape (``\\U000e0061``), and a warning line says how
 many there are. Code (``run_cell``'s) shows as code, one line per line, in a box of its own.
+
+Who clicked: a click is a ``comm_msg`` whose header carries the ``username`` its front end
+set. The buttons keep it, and the answer names that person when the name says something (not
+empty, as JupyterLab sends it today, and not ``jupyter_client``'s defaults: ``$USER`` or the
+word ``username``); otherwise the agent records its own user
+(``JUPYTERHUB_USER``, else the OS user). See docs/jupyterhub.md.
 """
 
 from __future__ import annotations
@@ -29,6 +35,9 @@ from __future__ import annotations
 import ast
 import asyncio
 import concurrent.futures
+import functools
+import getpass
+import os
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -36,7 +45,7 @@ from typing import Any
 from IPython.core.error import StdinNotImplementedError
 
 from ..agent import ApprovalRequest
-from ..agent.approvals import asking_text, input_text, shown_input
+from ..agent.approvals import Approval, asking_text, input_text, shown_input
 from ..controls import terminal_safe
 from . import render, safe
 from .safe import escape
@@ -140,6 +149,37 @@ def question_html(request: ApprovalRequest) -> str:
     return "".join(parts)
 
 
+def front_end_user(msg: Any) -> str | None:
+    """The person a front end names in a message's header, or ``None`` when it names no one:
+    an empty ``username`` (JupyterLab), or ``jupyter_client``'s defaults (the client's
+    ``$USER``, else the word ``username``), taken here as the kernel's own OS account."""
+    header = msg.get("header") if isinstance(msg, dict) else None
+    name = header.get("username") if isinstance(header, dict) else None
+    if not isinstance(name, str) or not name.strip():
+        return None
+    try:
+        own = getpass.getuser()
+    except Exception:
+        own = ""
+    defaults = {"username", own, os.environ.get("USER", "")}
+    return None if name in defaults else name.strip()
+
+
+@functools.cache
+def _button_class() -> type[Any]:
+    """``ipywidgets.Button`` that remembers who sent its last message (its click)."""
+    import ipywidgets as w
+
+    class ClickButton(w.Button):  # type: ignore[misc]
+        clicked_by: str | None = None
+
+        def _handle_msg(self, msg: dict[str, Any]) -> None:
+            self.clicked_by = front_end_user(msg)
+            super()._handle_msg(msg)
+
+    return ClickButton
+
+
 class ApprovalButtons:
     """The Allow / Deny prompt of one tool call.
 
@@ -155,10 +195,13 @@ class ApprovalButtons:
         self.request = request
         self.decision: concurrent.futures.Future[bool] = concurrent.futures.Future()
         self.rendered: concurrent.futures.Future[None] = concurrent.futures.Future()
-        self.allow = w.Button(description="Allow", button_style="success", icon="check")
-        self.deny = w.Button(description="Deny", button_style="danger", icon="times")
-        self.allow.on_click(lambda _: self.answer(True))
-        self.deny.on_click(lambda _: self.answer(False))
+        self.answered_by: str | None = None
+        """Who clicked, when the front end named them (see :func:`front_end_user`)."""
+        button = _button_class()
+        self.allow = button(description="Allow", button_style="success", icon="check")
+        self.deny = button(description="Deny", button_style="danger", icon="times")
+        self.allow.on_click(lambda b: self.answer(True, getattr(b, "clicked_by", None)))
+        self.deny.on_click(lambda b: self.answer(False, getattr(b, "clicked_by", None)))
         self.question = w.HTML(question_html(request))
         # _view_count is ipywidgets' own view counting: 0 turns it on, and the front end
         # raises it when it shows the prompt (None, the default, means "not tracked").
@@ -169,9 +212,11 @@ class ApprovalButtons:
         if isinstance(change.get("new"), int) and change["new"] > 0 and not self.rendered.done():
             self.rendered.set_result(None)
 
-    def answer(self, allowed: bool) -> bool:
-        """Settle the decision (first answer wins); returns the decision in force."""
+    def answer(self, allowed: bool, by: str | None = None) -> bool:
+        """Settle the decision (first answer wins; ``by``: who clicked, if known); returns
+        the decision in force."""
         if not self.decision.done():
+            self.answered_by = by
             self.decision.set_result(allowed)
             self.allow.disabled = self.deny.disabled = True
         return self.decision.result()
@@ -187,11 +232,12 @@ async def ask_with_buttons(
     show_text: Callable[[str], None],
     *,
     render_timeout: float = RENDER_TIMEOUT,
-) -> bool | None:
+) -> Approval | None:
     """Show Allow / Deny for ``request`` and await the click.
 
     ``show_widget(widget)`` displays the prompt, ``show_text(line)`` replaces it with a text
-    line. Returns the decision, or ``None`` when no front end rendered the buttons within
+    line. Returns the decision (and who clicked, when the front end named them), or ``None``
+    when no front end rendered the buttons within
     ``render_timeout`` seconds (the caller asks another way). Cancelling (a kernel interrupt)
     replaces the buttons with "interrupted" and propagates.
     """
@@ -211,7 +257,9 @@ async def ask_with_buttons(
         await _wait(decision, None)
         allowed = decision.result()
         outcome = "allowed" if allowed else "denied"
-        return allowed
+        if buttons.answered_by:
+            outcome += f" by {buttons.answered_by}"
+        return Approval(allowed, buttons.answered_by)
     finally:
         show_text(outcome_text(request, outcome))
         buttons.close()
@@ -272,7 +320,7 @@ def ask_in_terminal(shell: Any, request: ApprovalRequest, *, shown_above: bool =
     return answer.strip().lower() in ("y", "yes")
 
 
-async def ask(shell: Any, request: ApprovalRequest) -> bool:
+async def ask(shell: Any, request: ApprovalRequest) -> bool | Approval:
     """Ask with Allow / Deny buttons; ``input()`` where no front end shows them."""
     if not someone_can_answer(shell):
         return _no_one_to_ask(request)

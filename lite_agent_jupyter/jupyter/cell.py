@@ -30,6 +30,7 @@ from ..agent import (
     TurnFinished,
     UsageUpdate,
 )
+from ..agent.approvals import Approval
 from ..agent.budget import Budget
 from ..errors import LiteAgentError, MissingAPIKeyError
 from . import answering, budgets, render
@@ -97,7 +98,7 @@ class Stepper(Generic[R]):
             return None
 
 
-def drive(steps: Steps[R], ask: Callable[[ApprovalRequest], bool]) -> R:
+def drive(steps: Steps[R], ask: Callable[[ApprovalRequest], bool | Approval]) -> R:
     """Run a turn's steps, blocking this thread; a KeyboardInterrupt goes into the steps."""
     stepper = Stepper(steps)
     while (need := stepper.next()) is not None:
@@ -114,7 +115,9 @@ def drive(steps: Steps[R], ask: Callable[[ApprovalRequest], bool]) -> R:
     return cast(R, stepper.result)
 
 
-async def drive_async(steps: Steps[R], ask: Callable[[ApprovalRequest], Awaitable[bool]]) -> R:
+async def drive_async(
+    steps: Steps[R], ask: Callable[[ApprovalRequest], Awaitable[bool | Approval]]
+) -> R:
     """Run a turn's steps on the kernel's loop, awaiting. A kernel interrupt of an awaiting
     cell cancels its task (ipykernel); that goes into the steps as a KeyboardInterrupt, so
     the cell ends as the blocking one does (``AgentInterrupted``, one line)."""

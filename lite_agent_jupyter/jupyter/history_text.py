@@ -20,7 +20,7 @@ from ..agent import (
     RewindPoint,
     SwitchResult,
 )
-from .render import clip, printable, table
+from .render import clip, printable, table, who_text
 
 
 def changes_text(changes: PromptChanges, *, diffs: bool = True) -> str:
@@ -29,11 +29,13 @@ def changes_text(changes: PromptChanges, *, diffs: bool = True) -> str:
     widget's twin, as the widget makes a diff only when its file is selected). Paths, prompt
     and diffs are untrusted: control characters are shown as ``?``."""
     prompt = clip(changes.prompt.replace("\n", " "), 60)
-    lines = [f"Prompt {changes.number}: {prompt}"]
+    by = f" (by {changes.by})" if changes.by else ""
+    lines = [f"Prompt {changes.number}{by}: {prompt}"]
     if not changes.files:
         lines.append("It changed no file.")
     for change in changes.files:
-        lines.append(f"  {change.path}  {change.summary}  by {', '.join(change.tools)}")
+        approved = f", approved by {', '.join(change.approved_by)}" if change.approved_by else ""
+        lines.append(f"  {change.path}  {change.summary}  by {', '.join(change.tools)}{approved}")
         if change.diff and diffs:
             lines.extend("      " + line for line in numbered_hunks(change.diff)[:40])
     if changes.files and not diffs:
@@ -152,7 +154,9 @@ def points_text(checkpoints: Sequence[Checkpoint], points: Sequence[RewindPoint]
     lines = []
     for cp in checkpoints:
         prompt = clip(cp.prompt.replace("\n", " "), 50)
-        lines.append(f"{cp.number}  {prompt}  (before it: %agent restore {cp.id})")
+        who = who_text(cp)
+        who = f"  [{who}]" if who else ""
+        lines.append(f"{cp.number}  {prompt}{who}  (before it: %agent restore {cp.id})")
         for point in under.get(cp.number, ()):
             files = ", ".join(point.files[:4]) + (
                 f" (+{len(point.files) - 4})" if len(point.files) > 4 else ""

@@ -187,6 +187,12 @@ class LiteAgentMagics(Magics):
         help="'ask' (reads run, the rest asks), 'allow' (everything runs), 'deny' (reads "
         "only), or a dict tool name -> 'allow'|'ask'|'deny'.",
     ).tag(config=True)
+    require_same_user_approval = Bool(
+        False,
+        help="Only a prompt's author may approve its tool calls (JUPYTERHUB_USER, else the OS "
+        "user; or the person the front end names for a click): another person's Allow is "
+        "refused and recorded.",
+    ).tag(config=True)
     max_turns = Int(50, help="Model calls per prompt before stopping.").tag(config=True)
     system_prompt = Unicode(None, allow_none=True, help="Replaces the default system prompt.").tag(
         config=True
@@ -425,6 +431,7 @@ class LiteAgentMagics(Magics):
             self.storage_root,
             self.refuse_network_fs,
             json.dumps(self.approvals, sort_keys=True),
+            self.require_same_user_approval,
             self.max_turns,
             self.max_turn_tokens,
             self.max_turn_cost,
@@ -497,6 +504,7 @@ class LiteAgentMagics(Magics):
             mcp_servers=self.mcp_servers or None,
             hooks=resolve_hooks(self.hooks, self.shell.user_ns if self.shell else {}),
             refuse_network_fs=self.refuse_network_fs,
+            require_same_user_approval=self.require_same_user_approval,
         )
 
     # -- %%agent -----------------------------------------------------------------------

@@ -422,13 +422,30 @@ def compact_text(result: CompactResult) -> str:
     return text
 
 
+def who_text(checkpoint: Checkpoint) -> str:
+    """``alice; write_file approved by bob``: who wrote a prompt and who approved the tools
+    that changed files in its turn (empty for a log from before authors were recorded)."""
+    parts = [checkpoint.by] if checkpoint.by else []
+    parts += [f"{tool} approved by {person}" for tool, person in checkpoint.approvals]
+    return "; ".join(parts)
+
+
+def prompt_who(checkpoint: Checkpoint) -> str:
+    """``prompt 3 by alice; write_file approved by bob`` (``prompt 3`` alone when no one was
+    recorded)."""
+    who = who_text(checkpoint)
+    if not checkpoint.by:
+        return f"prompt {checkpoint.number}" + (f"; {who}" if who else "")
+    return f"prompt {checkpoint.number} by {who}"
+
+
 def checkpoints_text(checkpoints: Sequence[Checkpoint], *, limit: int | None = None) -> str:
     """The ``%agent checkpoints`` table, oldest first, with the command for each. With
     ``limit``, only the newest ``limit`` rows (the summary under the slider)."""
     if not checkpoints:
         return "No checkpoints yet: each %%agent prompt makes one."
     shown = checkpoints if limit is None else checkpoints[-limit:]
-    rows = [("#", "when", "prompt", "files changed after it", "rewind to before it")]
+    rows = [("#", "when", "prompt", "who", "files changed after it", "rewind to before it")]
     for cp in shown:
         files = ", ".join(cp.files[:4]) + (f" (+{len(cp.files) - 4})" if len(cp.files) > 4 else "")
         rows.append(
@@ -436,6 +453,7 @@ def checkpoints_text(checkpoints: Sequence[Checkpoint], *, limit: int | None = N
                 str(cp.number),
                 _when(cp.ts),
                 clip(cp.prompt.replace("\n", " "), 50),
+                clip(who_text(cp), 60) or "-",
                 files or "-",
                 f"%agent restore {cp.id}",
             )

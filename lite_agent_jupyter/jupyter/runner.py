@@ -47,6 +47,7 @@ from ..agent import (
     RestorePlan,
     RestoreResult,
 )
+from ..agent.approvals import Approval
 from ..agent.budget import Budget
 from ..checkpoint.protocol import SessionInfo
 from ..errors import AgentClosedError, SessionBusyError
@@ -54,7 +55,9 @@ from .review_calls import ReviewCalls
 
 T = TypeVar("T")
 
-AgentFactory = Callable[[Callable[[ApprovalRequest, AbortSignal], Awaitable[bool]]], LiteAgent]
+AgentFactory = Callable[
+    [Callable[[ApprovalRequest, AbortSignal], Awaitable[bool | Approval]]], LiteAgent
+]
 """Builds the agent; gets the runner's approval handler to pass as ``on_approval``."""
 
 
@@ -63,7 +66,7 @@ class ApprovalAsk:
     """Put in a turn's queue when a tool call needs a yes/no: the reader answers ``reply``."""
 
     request: ApprovalRequest
-    reply: Callable[[bool], None]
+    reply: Callable[[bool | Approval], None]
 
 
 @dataclass(slots=True)
@@ -253,16 +256,16 @@ class AgentRunner:
     def has_agent(self) -> bool:
         return self._agent is not None
 
-    async def _approve(self, request: ApprovalRequest, signal: AbortSignal) -> bool:
+    async def _approve(self, request: ApprovalRequest, signal: AbortSignal) -> bool | Approval:
         """The agent's ``on_approval``: forwarded to whoever reads that session's turn."""
         with self._table:
             ask = self._asks.get(request.session_id)
         if ask is None:
             return False  # no cell is showing this turn: the gate reports a denial
         loop = asyncio.get_running_loop()
-        answer: asyncio.Future[bool] = loop.create_future()
+        answer: asyncio.Future[bool | Approval] = loop.create_future()
 
-        def reply(allowed: bool) -> None:
+        def reply(allowed: bool | Approval) -> None:
             def settle() -> None:
                 if not answer.done():
                     answer.set_result(allowed)

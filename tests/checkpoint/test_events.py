@@ -227,3 +227,32 @@ def test_unknown_fields_and_types_decode_from_the_one_scan(monkeypatch: pytest.M
         ((i, line.encode()) for i, line in enumerate(lines, 1)), after=0, where="w"
     )
     assert as_bytes == events
+
+
+def test_who_fields_are_written_only_when_set_and_round_trip() -> None:
+    """``by``, ``approved_by`` and ``denied_by`` are optional: an event
+    without them encodes as earlier releases wrote it; with them, they come back."""
+    from lite_agent_jupyter.checkpoint.events import (
+        FileSnapshotEvent,
+        ToolResultEvent,
+        UserEvent,
+        decode,
+        encode,
+    )
+
+    plain = encode(UserEvent(content="hi", checkpoint=True), seq=1, ts="t")
+    assert (
+        plain
+        == '{"v":1,"seq":1,"ts":"t","type":"user","content":"hi","origin":"user","checkpoint":true}'
+    )
+    signed = decode(encode(UserEvent(content="hi", checkpoint=True, by="alice"), seq=1, ts="t"))
+    assert isinstance(signed, UserEvent) and signed.by == "alice" and signed.extra == {}
+    result = decode(
+        encode(ToolResultEvent(tool_use_id="t1", content="ok", approved_by="bob"), seq=2, ts="t")
+    )
+    assert isinstance(result, ToolResultEvent)
+    assert (result.approved_by, result.denied_by) == ("bob", None)
+    snap = decode(encode(FileSnapshotEvent(path="a", approved_by="bob"), seq=3, ts="t"))
+    assert isinstance(snap, FileSnapshotEvent) and snap.approved_by == "bob"
+    old = decode('{"v":1,"seq":4,"ts":"t","type":"user","content":"x","checkpoint":true}')
+    assert isinstance(old, UserEvent) and old.by is None  # a log from before: no author

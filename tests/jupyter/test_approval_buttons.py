@@ -44,7 +44,7 @@ def test_a_view_reported_by_the_front_end_marks_it_rendered() -> None:
     assert buttons.rendered.done()
 
 
-async def _shown(texts: list[str], timeout: float) -> tuple[asyncio.Future[bool | None], Any]:
+async def _shown(texts: list[str], timeout: float) -> tuple[asyncio.Future[Any], Any]:
     """Start ``ask_with_buttons`` for :data:`REQUEST` (its text lines into ``texts``, the
     render wait ``timeout``); the task and the box it showed, once shown."""
     shown: list[Any] = []
@@ -66,7 +66,8 @@ def _ask(clicks: str, *, render: bool, timeout: float = 5.0) -> tuple[bool | Non
         for click in clicks:
             buttons = box.children[1].children
             (buttons[0] if click == "a" else buttons[1]).click()
-        return await task
+        decided = await task
+        return None if decided is None else decided.allowed
 
     return asyncio.run(main()), texts
 

@@ -95,18 +95,24 @@ def _checkpoints(marks: Sequence[Event]) -> list[Checkpoint]:
     order), each with the files snapshotted from it on, its number (1..N) and its id."""
     changed: set[str] = set()
     ordered: list[str] = []  # ``changed``, sorted as it grows (no sort per checkpoint)
-    found: list[tuple[UserEvent, tuple[str, ...]]] = []
+    approved: list[tuple[str, str]] = []  # (tool, person) of the turn being walked back
+    found: list[tuple[UserEvent, tuple[str, ...], tuple[tuple[str, str], ...]]] = []
     for event in reversed(marks):
         if isinstance(event, FileSnapshotEvent):
             if event.path not in changed:
                 changed.add(event.path)
                 bisect.insort(ordered, event.path)
+            if event.approved_by is not None:
+                pair = (str(event.extra.get("tool") or "a tool"), event.approved_by)
+                if pair not in approved:
+                    approved.append(pair)
         elif isinstance(event, UserEvent) and is_checkpoint(event):
-            found.append((event, tuple(ordered)))
+            found.append((event, tuple(ordered), tuple(reversed(approved))))
+            approved = []
     found.reverse()
     out: list[Checkpoint] = []
     previous = ""
-    for number, (event, files) in enumerate(found, 1):
+    for number, (event, files, approvals) in enumerate(found, 1):
         prompt = prompt_text(event)
         previous = checkpoint_id(number, event.seq, prompt, previous)
         out.append(
@@ -117,6 +123,8 @@ def _checkpoints(marks: Sequence[Event]) -> list[Checkpoint]:
                 files=files,
                 number=number,
                 id=previous,
+                by=event.by,
+                approvals=approvals,
             )
         )
     return out

@@ -32,6 +32,11 @@ class Checkpoint:
     files: tuple[str, ...]
     number: int = 0
     id: str = ""
+    by: str | None = None
+    """Who wrote the prompt (``None``: a log from before authors were recorded)."""
+    approvals: tuple[tuple[str, str], ...] = ()
+    """``(tool, person)`` for each tool that changed files after a person approved it, in
+    the prompt's turn (from the file snapshots: no other event is read), once each."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +122,8 @@ class FileChange:
     tools: tuple[str, ...]
     diff: str | None
     summary: str
+    approved_by: tuple[str, ...] = ()
+    """The people who approved the calls that changed it (when a person was asked)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +138,8 @@ class PromptChanges:
     number: int
     prompt: str
     files: tuple[FileChange, ...]
+    by: str | None = None
+    """Who wrote the prompt (``None``: not recorded)."""
 
 
 @dataclass(frozen=True, slots=True)

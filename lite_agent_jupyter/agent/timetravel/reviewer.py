@@ -89,9 +89,14 @@ async def prompt_events(
     return seq, number, first, events, head, tail
 
 
-def _file_changes(events: Sequence[Event]) -> dict[str, tuple[str | None, str | None, list[str]]]:
-    """Per path: (content before the prompt, after it, the tools that changed it)."""
+def _file_changes(
+    events: Sequence[Event], approvers: dict[str, list[str]] | None = None
+) -> dict[str, tuple[str | None, str | None, list[str]]]:
+    """Per path: (content before the prompt, after it, the tools that changed it); the
+    people who approved those changes go in ``approvers`` (per path), when given."""
     found: dict[str, tuple[str | None, str | None, list[str]]] = {}
+    if approvers is None:
+        approvers = {}
     names: dict[str, str] = {}  # tool_use id -> tool name
     for event in events:
         if isinstance(event, AssistantEvent):
@@ -103,6 +108,10 @@ def _file_changes(events: Sequence[Event]) -> dict[str, tuple[str | None, str | 
         tool = str(event.extra.get("tool") or names.get(str(event.tool_use_id), "a file tool"))
         if tool in _NOT_THE_PROMPTS:
             continue
+        if event.approved_by is not None:
+            people = approvers.setdefault(event.path, [])
+            if event.approved_by not in people:
+                people.append(event.approved_by)
         if event.path in found:
             before, _, tools = found[event.path]
             if tool not in tools:
@@ -126,14 +135,18 @@ async def changes(
     when it is asked for: a review of a 100-file turn shows the list first)."""
     seq, number, prompt, events, _, _ = await prompt_events(checkpointer, session_id, seq)
     files = []
-    for path, (before, after, tools) in sorted(_file_changes(events).items()):
+    approvers: dict[str, list[str]] = {}
+    for path, (before, after, tools) in sorted(_file_changes(events, approvers).items()):
+        people = tuple(approvers.get(path, ()))
         if before == after:  # changed and changed back within the prompt
             continue
         try:
             old = await blobs.get(before) if before is not None else None
             new = await blobs.get(after) if after is not None else None
         except KeyError:
-            files.append(FileChange(path, before, after, tuple(tools), None, "content missing"))
+            files.append(
+                FileChange(path, before, after, tuple(tools), None, "content missing", people)
+            )
             continue
         diff = _diff(path, after, old, new) if diffs else None
         if after is None:
@@ -144,8 +157,8 @@ async def changes(
             summary = f"changed ({len(old or b'')} -> {len(new or b'')} bytes)"
         if after is not None and not (planner.diffable(old) and planner.diffable(new)):
             summary += ", binary or too large for a diff"
-        files.append(FileChange(path, before, after, tuple(tools), diff, summary))
-    return PromptChanges(session_id, seq, number, prompt_text(prompt), tuple(files))
+        files.append(FileChange(path, before, after, tuple(tools), diff, summary, people))
+    return PromptChanges(session_id, seq, number, prompt_text(prompt), tuple(files), by=prompt.by)
 
 
 def _diff(path: str, after: str | None, old: bytes | None, new: bytes | None) -> str | None:

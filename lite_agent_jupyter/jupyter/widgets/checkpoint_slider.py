@@ -379,6 +379,11 @@ def _preview_html(checkpoint: Checkpoint, plan: RestorePlan) -> str:
     parts = [
         f"<div><b>Before prompt {checkpoint.number}</b> · {escape(_when(checkpoint.ts))} · "
         f"<code>%agent restore {escape(checkpoint.id)}</code></div>",
+        *(
+            [f"<div class='lite-agent-who'>{escape(render.prompt_who(checkpoint))}</div>"]
+            if render.who_text(checkpoint)
+            else []
+        ),
         "<div style='white-space:pre-wrap;border-left:3px solid "
         "var(--jp-border-color1,#ccc);padding-left:6px;margin:4px 0'>"
         f"{escape(shorten(checkpoint.prompt, 400))}</div>",

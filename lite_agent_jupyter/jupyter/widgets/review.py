@@ -309,8 +309,10 @@ class ReviewPanel:
 def _headline_html(changes: PromptChanges) -> str:
     prompt = shorten(changes.prompt, 120)
     count = render.plural(len(changes.files), "file")
+    by = f" by {changes.by}" if changes.by else ""
     return (
-        f"<div><b>Prompt {changes.number}</b>: {escape(prompt)} · {escape(count)} changed. "
+        f"<div><b>Prompt {changes.number}</b>{escape(by)}: {escape(prompt)} · "
+        f"{escape(count)} changed. "
         "Select a file to see its diff; Keep or Revert it "
         f"(<code>%agent undo</code> takes a revert back).</div>"
     )

@@ -1,0 +1,26 @@
+"""Who is at the keyboard: the name a prompt and an approval are recorded under.
+
+``JUPYTERHUB_USER`` when set (JupyterHub starts each single-user server with it: the hub's
+name for the person, which the OS account often is not: every container may run as
+``jovyan``), else the OS user. Read at each call, not at import: a test or a launcher may set
+it per kernel. What a kernel cannot know (who clicked in a notebook several people share) is
+the front end's to say: see ``jupyter/approval.py`` and docs/jupyterhub.md.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+
+__all__ = ["current_user"]
+
+
+def current_user() -> str:
+    """``JUPYTERHUB_USER``, else the OS user's name, else ``"unknown"``."""
+    hub = os.environ.get("JUPYTERHUB_USER", "").strip()
+    if hub:
+        return hub
+    try:
+        return getpass.getuser()
+    except Exception:  # no name for this uid (a container): still a value to record
+        return "unknown"
