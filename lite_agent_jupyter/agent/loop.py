@@ -463,7 +463,9 @@ async def _approved_call(
     tracker = settings.tracker if tool.kind == "shell" or tool.scans_workdir else None
     if tracker is not None:
         await tracker.before(session)
-        context.track_files = functools.partial(_track_text, tracker, session, tool_use_id, name)
+        context.track_files = functools.partial(
+            _track_text, tracker, session, tool_use_id, name, approver
+        )
     output: ToolOutput
     is_error = False
     try:
@@ -477,12 +479,12 @@ async def _approved_call(
         output, is_error = f"{type(exc).__name__}: {exc}", True
     except BaseException:  # cancelled: still record what the command changed
         if tracker is not None:
-            await _shielded(tracker.after(session, tool_use_id, name))
+            await _shielded(tracker.after(session, tool_use_id, name, approver))
         raise
     if tool.kind == "shell" or tool.scans_workdir:
         await refresh_seen(context.extra.get("seen_files"))
     if tracker is not None:
-        report = await tracker.after(session, tool_use_id, name)
+        report = await tracker.after(session, tool_use_id, name, approver)
         for snap in report.events:
             emit(FileChanged(snap.path, snap.before, snap.after, name, tool_use_id))
         output = _with_text(output, report.text())
@@ -520,10 +522,14 @@ def _tool_extra(
 
 
 async def _track_text(
-    tracker: FileTracker, session: SessionLog, tool_use_id: str, name: str
+    tracker: FileTracker,
+    session: SessionLog,
+    tool_use_id: str,
+    name: str,
+    approver: str | None = None,
 ) -> str:
     """Scan now, record the changes as ``tool_use_id``'s; the line for its result."""
-    return (await tracker.after(session, tool_use_id, name)).text()
+    return (await tracker.after(session, tool_use_id, name, approver)).text()
 
 
 def _with_text(output: ToolOutput, text: str) -> ToolOutput:

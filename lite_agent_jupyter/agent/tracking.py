@@ -172,8 +172,15 @@ class FileTracker:
         await self.blobs.add_refs(self.blob_ref(session.session_id), hashes)
         await session.append(events)
 
-    async def after(self, session: SessionLog, tool_use_id: str, tool_name: str) -> ScanReport:
-        """Record what changed since :meth:`before` as this call's snapshots."""
+    async def after(
+        self,
+        session: SessionLog,
+        tool_use_id: str,
+        tool_name: str,
+        approved_by: str | None = None,
+    ) -> ScanReport:
+        """Record what changed since :meth:`before` as this call's snapshots (``approved_by``:
+        the person who approved the call, recorded on each)."""
         async with self._lock:
             delta = await asyncio.to_thread(self.scanner.scan)
             report = ScanReport(
@@ -195,15 +202,17 @@ class FileTracker:
             for path in delta.created:
                 if path in new:
                     report.created.append(path)
-                    events.append(_snapshot(path, None, new[path], tool_use_id, extra))
+                    events.append(_snapshot(path, None, new[path], tool_use_id, extra, approved_by))
             for path in delta.modified:
                 if path in new and old[path] != new[path]:
                     report.modified.append(path)
-                    events.append(_snapshot(path, old[path], new[path], tool_use_id, extra))
+                    events.append(
+                        _snapshot(path, old[path], new[path], tool_use_id, extra, approved_by)
+                    )
             for path in delta.deleted:
                 self.hashes.pop(path, None)
                 report.deleted.append(path)
-                events.append(_snapshot(path, old[path], None, tool_use_id, extra))
+                events.append(_snapshot(path, old[path], None, tool_use_id, extra, approved_by))
             if events:
                 await self._append(session, events)
             report.events = events
@@ -352,10 +361,20 @@ def _keep_each(workdir: Path, paths: list[str], keep: Callable[[bytes], str]) ->
 
 
 def _snapshot(
-    path: str, before: str | None, after: str | None, tool_use_id: str, extra: dict[str, str]
+    path: str,
+    before: str | None,
+    after: str | None,
+    tool_use_id: str,
+    extra: dict[str, str],
+    approved_by: str | None = None,
 ) -> FileSnapshotEvent:
     return FileSnapshotEvent(
-        path=path, before=before, after=after, tool_use_id=tool_use_id, extra=dict(extra)
+        path=path,
+        before=before,
+        after=after,
+        tool_use_id=tool_use_id,
+        extra=dict(extra),
+        approved_by=approved_by,
     )
 
 

@@ -129,3 +129,19 @@ async def test_a_bundle_keeps_who_did_what(
     imported = await other.import_session(bundle)
     (checkpoint,) = await other.list_checkpoints(imported.session_id)
     assert checkpoint.by == "alice" and checkpoint.approvals == (("write_file", "bob"),)
+
+
+async def test_a_shell_command_s_changes_carry_its_approver(
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    workdir: Path,
+) -> None:
+    agent = make_agent(model=claude(), user="alice", on_approval=_by("bob"))
+    fake_anthropic.script(
+        tool_reply("Running.", "bash", command="echo hi > made.txt"), FakeReply("Done.")
+    )
+    await agent.send("make a file")
+    assert (workdir / "made.txt").exists()
+    (checkpoint,) = await agent.list_checkpoints()
+    assert checkpoint.approvals == (("bash", "bob"),)

@@ -286,3 +286,24 @@ def test_the_slider_shows_where_branches_fork(
     slider.slider.value = 0  # before prompt 1: no fork there
     assert "Branches fork here" not in slider.preview.value
     assert "Branches fork before prompt 2: b1" in slider.summary()
+
+
+def test_the_preview_and_summary_name_each_prompt_s_author(
+    runner: AgentRunner,
+    facade: AgentFacade,
+    fake_anthropic: FakeAnthropicServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("JUPYTERHUB_USER", "alice")
+    write(fake_anthropic, "notes.txt", "by alice\n")
+    send(runner, "Write notes.txt")
+    monkeypatch.setenv("JUPYTERHUB_USER", "bob")
+    write(fake_anthropic, "other.txt", "by bob\n")
+    send(runner, "Add other.txt")
+    slider = CheckpointSlider(facade)
+    assert "prompt 2 by bob" in slider.preview.value
+    slider.slider.value = 0
+    assert "prompt 1 by alice" in slider.preview.value
+    summary = slider.summary()
+    assert re.search(r"Write notes\.txt\s+alice\s", summary), summary
+    assert re.search(r"Add other\.txt\s+bob\s", summary), summary
