@@ -8,7 +8,7 @@ agent's workdir (its default cwd). Tools:
 * ``picture()`` returns a small PNG (:data:`PNG`) and a caption: an image for the model;
 * ``bad_pictures()`` returns images the API would refuse: data that is not base64, a
   truncated PNG, and the JPEG :data:`JPEG` labelled ``image/png``;
-* ``echo(text)`` returns its text (the benchmark's call);
+* ``echo(text)`` returns its text (the benchmark's call; marked read-only, ``readOnlyHint``);
 * ``crash()`` kills the server process mid-call; ``hang()`` never answers;
 * ``pid()`` returns the server's process id (to check it was stopped);
 * ``authorization()`` returns the HTTP request's ``Authorization`` header (``--http PORT
@@ -127,7 +127,9 @@ def main() -> None:
             "three pictures",
         ]
 
-    @server.tool()
+    from mcp.types import ToolAnnotations
+
+    @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
     def echo(text: str) -> str:
         """Return the text."""
         return text

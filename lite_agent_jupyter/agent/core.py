@@ -237,11 +237,14 @@ class LiteAgent(PortabilityMixin, TimeTravelMixin):
         max_turn_tokens: int | None = None,
         max_turn_cost: float | None = None,
         max_session_cost: float | None = None,
+        read_only: bool = False,
     ) -> LiteAgentResult:
         """Run one full turn and return its result. ``task_list``: the name of a shared task
         list for this prompt (default: the agent's ``task_list`` option, else the session's
         private list). ``max_turn_tokens``, ``max_turn_cost``, ``max_session_cost``: this
-        turn's budgets (default: the options'; see ``agent/budget.py``)."""
+        turn's budgets (default: the options'; see ``agent/budget.py``). ``read_only``: a
+        planning turn, offered and allowed only tools that change nothing
+        (``agent/planning.py``)."""
         result: LiteAgentResult | None = None
         async for event in self.run(
             input,
@@ -250,6 +253,7 @@ class LiteAgent(PortabilityMixin, TimeTravelMixin):
             max_turn_tokens=max_turn_tokens,
             max_turn_cost=max_turn_cost,
             max_session_cost=max_session_cost,
+            read_only=read_only,
         ):
             if isinstance(event, TurnFinished):
                 result = event.result
@@ -265,12 +269,14 @@ class LiteAgent(PortabilityMixin, TimeTravelMixin):
         max_turn_tokens: int | None = None,
         max_turn_cost: float | None = None,
         max_session_cost: float | None = None,
+        read_only: bool = False,
     ) -> AsyncIterator[AgentEvent]:
         """Run one full turn, yielding stream events; the last is :class:`TurnFinished`.
 
         Stopping the iteration early (or cancelling the task iterating) aborts the turn and
         leaves the log valid. ``max_turn_tokens``, ``max_turn_cost`` and ``max_session_cost``
-        cap this turn instead of the options' caps.
+        cap this turn instead of the options' caps. ``read_only``: a planning turn (see
+        :meth:`send`).
         """
         self._check_open()
         check_max_turn_tokens(max_turn_tokens)
@@ -292,7 +298,9 @@ class LiteAgent(PortabilityMixin, TimeTravelMixin):
         shared = self.options.task_list if task_list is None else validate_task_list(task_list)
         prompt = UserEvent(content=content, origin="user", checkpoint=True, by=self.user())
         # aclosing: leaving this loop early closes the stream now, which aborts the turn
-        events = self._runner.stream(sid, [prompt], task_list=shared, budget=budget)
+        events = self._runner.stream(
+            sid, [prompt], task_list=shared, budget=budget, read_only=bool(read_only)
+        )
         async with contextlib.aclosing(events):
             async for event in events:
                 yield event
@@ -317,10 +325,18 @@ class LiteAgent(PortabilityMixin, TimeTravelMixin):
         *,
         task_list: str | None,
         budget: Budget | None,
+        read_only: bool = False,
     ) -> Awaitable[LiteAgentResult]:
         """One turn with this agent's settings (what ``turns.TurnRunner`` runs)."""
         return run_turn(
-            self._settings, session, prompt, signal, emit, task_list=task_list, budget=budget
+            self._settings,
+            session,
+            prompt,
+            signal,
+            emit,
+            task_list=task_list,
+            budget=budget,
+            read_only=read_only,
         )
 
     def _background_finished(self, result: LiteAgentResult) -> None:

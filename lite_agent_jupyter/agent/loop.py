@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import logging
 from collections.abc import Callable, Sequence
@@ -44,6 +45,7 @@ from ..providers.base import MessageDone, ModelRequest, Provider, TextDelta, Too
 from ..storage import BlobRef, Blobs
 from ..tools import Tool, ToolContext, invoke_tool
 from ..tools.base import BackgroundJob, Snapshotter, ToolOutput
+from . import planning
 from .approvals import ApprovalGate, ApprovalRequest, Verdict
 from .budget import Budget, TurnSpend
 from .hooks import HookRunner, PostTool, TurnEnd
@@ -112,11 +114,16 @@ class TurnSettings:
     the last prompt (``seen.rewound_note``), by session, kept on disk (``rewound.py``): it
     goes with the next prompt, so the model is not out of step with the files, even when
     that prompt comes from another process."""
+    read_only: bool = False
+    """A planning turn's settings: read-only tools only (``planning.py``)."""
     tool_specs: list[dict[str, Any]] = field(init=False)
     """The tools as the API expects them: built once, sent with every call."""
 
     def __post_init__(self) -> None:
-        self.tool_specs = [tool.spec() for tool in self.tools.values()]
+        tools = list(self.tools.values())
+        if self.read_only:
+            tools = [t for t in tools if planning.allowed(t, self.extra_tools)]
+        self.tool_specs = [tool.spec() for tool in tools]
 
     def tool(self, name: str) -> Tool | None:
         tool = self.tools.get(name)
@@ -125,7 +132,8 @@ class TurnSettings:
         return tool
 
     def extra_specs(self) -> list[dict[str, Any]]:
-        return self.extra_tools.specs() if self.extra_tools is not None else []
+        specs = self.extra_tools.specs() if self.extra_tools is not None else []
+        return planning.extra_specs(specs, self.extra_tools) if self.read_only else specs
 
 
 class ToolSource(Protocol):
@@ -149,10 +157,15 @@ async def run_turn(
     *,
     task_list: str | None = None,
     budget: Budget | None = None,
+    read_only: bool = False,
 ) -> LiteAgentResult:
     """Run one turn in ``session``; ``prompt`` ends with the :class:`UserEvent` to answer.
     ``task_list``: the shared task list the todo tools use (``None``: the session's own).
-    ``budget``: this turn's caps (see ``budget.py``), default the settings'."""
+    ``budget``: this turn's caps (see ``budget.py``), default the settings'. ``read_only``:
+    a planning turn (``planning.py``)."""
+    if read_only and not settings.read_only:
+        system = planning.system_prompt(settings.system_prompt)
+        settings = dataclasses.replace(settings, read_only=True, system_prompt=system)
     user = prompt[-1]
     assert isinstance(user, UserEvent)
     if budget is None:
@@ -213,7 +226,7 @@ async def run_turn(
                 stop_reason = "max_turns"
                 break
             if settings.extra_tools is not None:
-                specs = [*settings.tool_specs, *settings.extra_tools.specs()]
+                specs = [*settings.tool_specs, *settings.extra_specs()]
             request = ModelRequest(
                 model=settings.model_name,
                 messages=await session.request_messages(),
@@ -345,6 +358,9 @@ async def _run_tool(
     elif not isinstance(arguments, dict):
         output = f"The input of {name!r} must be a JSON object."
         is_error = True
+    elif settings.read_only and not planning.allowed(tool, settings.extra_tools):
+        emit(ApprovalDecided(tool_use_id, name, False, "plan", planning.REFUSED))
+        output, is_error = planning.REFUSED, True
     else:
         hook_allowed = False
         denied: str | None = None

@@ -61,6 +61,7 @@ class RunTurn(Protocol):
         *,
         task_list: str | None,
         budget: Budget | None,
+        read_only: bool = False,
     ) -> Awaitable[LiteAgentResult]: ...
 
 
@@ -156,11 +157,15 @@ class TurnRunner:
         *,
         task_list: str | None,
         budget: Budget | None,
+        read_only: bool = False,
     ) -> AsyncGenerator[AgentEvent, None]:
         """Run a user's turn, yielding its events and then :class:`TurnFinished`. Closing
         the iterator early (or cancelling its reader) aborts the turn and waits for its
-        cleanup, so the log stays valid. Check :meth:`streaming` first: one per session."""
-        turn = self._start(session_id, prompt, task_list=task_list, budget=budget)
+        cleanup, so the log stays valid. Check :meth:`streaming` first: one per session.
+        ``read_only``: a planning turn (``planning.py``)."""
+        turn = self._start(
+            session_id, prompt, task_list=task_list, budget=budget, read_only=read_only
+        )
         self._foreground[session_id] = turn
         try:
             while True:
@@ -184,6 +189,7 @@ class TurnRunner:
         task_list: str | None = None,
         budget: Budget | None = None,
         origin: Event | None = None,
+        read_only: bool = False,
     ) -> _Turn:
         """Start a turn; its events go to ``emit``, else to the turn's queue (for ``run``).
         ``origin``: run only if the log still holds that event (else :class:`_Rewound`)."""
@@ -206,6 +212,7 @@ class TurnRunner:
                         sink,
                         task_list=task_list,
                         budget=budget,
+                        read_only=read_only,
                     )
                 self._after_turn(session)
                 return result

@@ -169,6 +169,29 @@ async def test_approvals_gate_mcp_tools(
     assert result.is_error and "denied" in str(result.content)
 
 
+async def test_a_planning_turn_offers_and_runs_only_read_only_mcp_tools(
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    workdir: Path,
+) -> None:
+    agent = make_agent(model=claude(), mcp_servers={"t": stdio_entry()}, approvals="allow")
+    await agent.mcp.wait_ready()
+    fake_anthropic.script(
+        calls(("t__echo", {"text": "hi"}), ("t__write_note", {"path": "n.txt", "text": "x"})),
+        "Planned.",
+    )
+    await agent.send("Plan a note.", read_only=True)
+    offered = {t["name"] for t in fake_anthropic.message_requests[0].body["tools"]}
+    assert "t__echo" in offered and "t__write_note" not in offered
+    found = sorted(
+        results(await agent.checkpointer.read(agent.session_id)), key=lambda r: r.is_error
+    )
+    assert [r.is_error for r in found] == [False, True]  # the calls ran side by side
+    assert "hi" in str(found[0].content) and "planning turn" in str(found[1].content)
+    assert not (workdir / "n.txt").exists()
+
+
 async def test_env_secrets_are_redacted_and_servers_stop_with_the_agent(
     make_agent: MakeAgent,
     claude: Callable[..., Any],

@@ -329,6 +329,17 @@ class McpServers:
             seen |= server.listed.keys()
         return twice
 
+    def read_only(self, name: str) -> bool:
+        """Whether the server marks the tool called ``name`` read-only (``readOnlyHint``):
+        such a tool may run in a planning turn (``agent/planning.py``). The server's word is
+        taken for it; a tool not listed yet, or whose name two servers offer, is not."""
+        if name in self._clashing():
+            return False
+        listed = next((s.listed[name] for s in self.servers.values() if name in s.listed), None)
+        annotations = getattr(listed, "annotations", None)
+        hint = getattr(annotations, "read_only_hint", getattr(annotations, "readOnlyHint", None))
+        return hint is True  # the mcp package spells the field in snake case since 2.0
+
     def tool(self, name: str) -> Tool | None:
         """The tool called ``name`` (``<server>__<tool>`` of a configured server), or None."""
         cached = self._tools.get(name)
