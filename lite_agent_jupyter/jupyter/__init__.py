@@ -17,7 +17,7 @@ from typing import Any
 from ..errors import LiteAgentError
 from . import approval, outputs, terminal
 from . import commands as commands  # registers every %agent subcommand module
-from .cell import AgentInterrupted
+from .cell import AgentInterrupted, drive_async
 from .magics import LiteAgentMagics, use_model
 from .registry import SUBCOMMANDS, subcommand
 from .runner import AgentFacade, AgentRunner, AsyncAgentFacade
@@ -98,6 +98,12 @@ async def agent_cell_async(line: str, cell: str) -> None:
     await _magics().agent_cell_async(line, cell)
 
 
+async def agent_go_async(text: str) -> None:
+    """What a ``%agent go`` cell runs where widget clicks are handled while it awaits."""
+    magics = _magics()
+    await drive_async(magics.go_steps(text), lambda r: approval.ask(magics.shell, r))
+
+
 def current_facade() -> AgentFacade:
     """The kernel's agent, blocking and thread-safe (for widgets and callbacks). The agent
     is built on first use with the current settings."""
@@ -122,6 +128,7 @@ __all__ = [
     "AsyncAgentFacade",
     "LiteAgentMagics",
     "agent_cell_async",
+    "agent_go_async",
     "current_facade",
     "get_agent",
     "load_ipython_extension",

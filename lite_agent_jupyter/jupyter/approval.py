@@ -271,7 +271,7 @@ def async_cell_transform(lines: list[str]) -> list[str]:
     ``await``-ing :func:`lite_agent_jupyter.jupyter.agent_cell_async`, so the cell runs as a
     coroutine and the kernel handles widget clicks while it waits. Anything else is kept."""
     source = "".join(lines)
-    if "run_cell_magic" not in source:
+    if "run_cell_magic" not in source and "run_line_magic" not in source:
         return lines
     try:
         tree = ast.parse(source)
@@ -280,6 +280,12 @@ def async_cell_transform(lines: list[str]) -> list[str]:
     if len(tree.body) != 1 or not isinstance(tree.body[0], ast.Expr):
         return lines
     call = tree.body[0].value
+    go = _agent_go(call)
+    if go is not None:  # ``%agent go``: a turn too, run the same way
+        return [
+            "await __import__('lite_agent_jupyter.jupyter', fromlist=['agent_go_async'])"
+            f".agent_go_async({go!r})\n"
+        ]
     if not (
         isinstance(call, ast.Call)
         and isinstance(call.func, ast.Attribute)
@@ -299,6 +305,24 @@ def async_cell_transform(lines: list[str]) -> list[str]:
         "await __import__('lite_agent_jupyter.jupyter', fromlist=['agent_cell_async'])"
         f".agent_cell_async({line!r}, {body!r})\n"
     ]
+
+
+def _agent_go(call: ast.expr) -> str | None:
+    """The arguments of ``get_ipython().run_line_magic('agent', 'go ...')``, else None."""
+    if not (
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and call.func.attr == "run_line_magic"
+        and len(call.args) == 2
+        and not call.keywords
+        and all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in call.args)
+    ):
+        return None
+    name, line = (a.value for a in call.args)  # type: ignore[attr-defined]
+    words = line.split(maxsplit=1)
+    if name != "agent" or not words or words[0] != "go":
+        return None
+    return str(words[1]) if len(words) > 1 else ""
 
 
 # -- asking, where the cell runs -----------------------------------------------------------

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, cast
 
 from ..agent import (
+    ApprovalDecided,
     ApprovalRequest,
     Checkpoint,
     LiteAgent,
@@ -157,12 +158,18 @@ def run_turn(
     quiet: bool,
     budget: Budget | None = None,
     images: int = 0,
+    read_only: bool = False,
+    sink: Callable[[render.TurnView], Any] | None = None,
+    stale: Callable[[], str | None] | None = None,
 ) -> Steps[LiteAgentResult | None]:
     """The turn, rendered as it streams: a generator of what it waits for (the next
     event within a time, an approval), driven by :func:`drive` (blocking) or
-    :func:`drive_async` (awaiting)."""
+    :func:`drive_async` (awaiting). ``read_only``: a planning turn; ``sink``: where it is
+    drawn (default: this cell's display, or the terminal); ``stale``: after the turn, the
+    line naming the cells it left stale (``stale.py``)."""
     view = render.TurnView(notes=list(notes))
-    out = NotebookOutput(view) if rich else TerminalOutput(view)
+    default = NotebookOutput if rich else TerminalOutput
+    out = (sink or default)(view)
     before = answering.mark(agent.model)
     interval = max(0.0, float(interval))
     result: LiteAgentResult | None = None
@@ -171,13 +178,22 @@ def run_turn(
     last = 0.0
     stream: TurnStream | None = None
     try:
-        stream = runner.start_turn(agent, prompt, budget=budget)
+        stream = runner.start_turn(agent, prompt, budget=budget, read_only=read_only)
+        progress = view.progress
         while True:
             wait = 0.25
             if dirty:
                 wait = max(0.0, last + interval - time.monotonic())
+            if progress.tick_at is not None and not quiet:  # a tool call runs: its clock
+                wait = progress.wait(time.monotonic(), wait)
             item = yield Wait(stream, wait)
             background.show(agent, rich=rich)
+            if progress.tick_at is not None and not quiet:
+                now = time.monotonic()
+                if progress.tick_due(now):
+                    view.clock = progress.clock(now)
+                    out.tick()
+                    last, dirty = now, False
             if item is EMPTY:
                 if dirty:
                     out.update()
@@ -194,8 +210,14 @@ def run_turn(
             elif isinstance(item, ToolCallInput):
                 view.tool_input(item)
             elif isinstance(item, ToolCallFinished):
-                view.tool_finished(item)
+                if view.tool_finished(item):
+                    out.tasks()
+                if progress.tick_at is None:
+                    view.clock = None
                 out.tool(item.id)
+            elif isinstance(item, ApprovalDecided):
+                if not view.apply(item):
+                    continue
             elif isinstance(item, TurnFinished):
                 result = item.result
                 continue
@@ -250,6 +272,8 @@ def run_turn(
             view.footer += f" · {render.plural(images, 'image')} from the notebook"
     elif error is not None:
         view.status = error_text(error)
+    if stale is not None:
+        view.stale = stale()
     out.final()
     if error is not None and not isinstance(error, LiteAgentError | KeyboardInterrupt):
         raise error

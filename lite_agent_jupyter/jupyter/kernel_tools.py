@@ -64,14 +64,18 @@ async def on_main(runner: Any, session_id: str, fn: Callable[[], Any]) -> Any:
     return await answer
 
 
-def kernel_tools(shell: Any, runner: Any) -> list[Tool]:
-    """``propose_cell`` and ``run_cell`` for ``shell`` (``kernel_tools = True``)."""
+def kernel_tools(
+    shell: Any, runner: Any, changed: Callable[[list[str]], None] | None = None
+) -> list[Tool]:
+    """``propose_cell`` and ``run_cell`` for ``shell`` (``kernel_tools = True``);
+    ``changed(names)`` hears the variables each ``run_cell`` created or rebound (on the main
+    thread: the stale cells of ``stale.py``)."""
     from .outputs import bundle_images
 
     def main(session_id: str, fn: Callable[[], Any]) -> Any:
         return on_main(runner, session_id, fn)
 
-    return [propose_cell_tool(shell), run_cell_tool(shell, main, bundle_images)]
+    return [propose_cell_tool(shell), run_cell_tool(shell, main, bundle_images, changed)]
 
 
 def propose_cell_tool(shell: Any) -> Tool:
@@ -98,7 +102,9 @@ def propose_cell_tool(shell: Any) -> Tool:
     return tool(propose_cell, kind="read")
 
 
-def run_cell_tool(shell: Any, on_main: Any, images: Any) -> Tool:
+def run_cell_tool(
+    shell: Any, on_main: Any, images: Any, changed: Callable[[list[str]], None] | None = None
+) -> Tool:
     """The ``run_cell`` tool: ``on_main(session_id, fn)`` runs ``fn`` on the kernel's main
     thread while the ``%%agent`` cell waits (the loop thread never touches the namespace);
     ``images(bundle_list)`` turns captured displays into content blocks."""
@@ -114,7 +120,7 @@ def run_cell_tool(shell: Any, on_main: Any, images: Any) -> Tool:
         """
         if not code.strip():
             raise ToolError("code is empty")
-        result = await on_main(ctx.session_id, lambda: _run(shell, code, images))
+        result = await on_main(ctx.session_id, lambda: _run(shell, code, images, changed))
         if result is None:
             raise ToolError("no %%agent cell is waiting to run the code in the kernel")
         return result  # type: ignore[no-any-return]
@@ -217,7 +223,9 @@ def _ended_by(exc: BaseException) -> str:
     return f"({kind} raised by the code: run_cell ended there; the kernel goes on)"
 
 
-def _run(shell: Any, code: str, images: Any) -> str | list[dict[str, Any]]:
+def _run(
+    shell: Any, code: str, images: Any, on_changed: Callable[[list[str]], None] | None = None
+) -> str | list[dict[str, Any]]:
     """On the main thread: run ``code`` in the user's namespace, capture what it showed.
 
     Only a kernel interrupt leaves as an exception (the turn stops); anything else the code
@@ -249,6 +257,8 @@ def _run(shell: Any, code: str, images: Any) -> str | list[dict[str, Any]]:
     if value is not None:
         shell.display_pub.publish(shell.display_formatter.format(value)[0])
     changed = sorted(k for k, v in ns.items() if not k.startswith("_") and before.get(k) != id(v))
+    if on_changed is not None and changed:
+        on_changed(changed)  # the one seam for "which names changed" (stale.py)
     text = []
     if captured.stdout:
         text.append(f"stdout:\n{captured.stdout.rstrip()}")

@@ -73,6 +73,7 @@ from .hook_paths import resolve_hooks
 from .kernel_tools import kernel_tools, refuse_nested
 from .notebook_file import NotebookIdentity, claim, notebook_storage
 from .outputs import CellOutputs, cell_output_tool, expand_cells
+from .plan_cells import PLAN_FIRST, PlanCells
 from .registry import SUBCOMMANDS, HelpShown, Parser, arg, help_text, parser, subcommand
 from .runner import AgentRunner
 from .shared_storage import LockingNotes, backend_folder
@@ -112,6 +113,7 @@ def _cell_parser() -> Parser:
     parser.add_argument("--new", action="store_true", help="start a new session first")
     parser.add_argument("--memory", action="store_true", help="memory only from now on")
     parser.add_argument("--quiet", action="store_true", help="only the final answer")
+    parser.add_argument("--plan", action="store_true", help="plan only: read-only tools")
     parser.add_argument("--no-interpolate", action="store_true", help="send {...} as written")
     parser.add_argument("--max-tokens", type=int, metavar="N", help="token budget of this turn")
     parser.add_argument(
@@ -153,7 +155,7 @@ def _magic(marker: Any, name: str) -> Callable[[F], F]:
 
 
 @magics_class
-class LiteAgentMagics(Magics):
+class LiteAgentMagics(Magics, PlanCells):
     """The agent's magics and settings (``%config LiteAgentMagics.<name> = value``)."""
 
     model_name = Unicode(DEFAULT_MODEL_NAME, help="The model id sent to the Messages API.").tag(
@@ -213,6 +215,7 @@ class LiteAgentMagics(Magics):
     allow_notebook_edits = Bool(
         False, help="Let the file tools write the notebook open in this kernel."
     ).tag(config=True)
+    plan_first = Bool(False, help=PLAN_FIRST).tag(config=True)
     stream_interval = Float(
         0.05, help="Minimum seconds between two updates of a streaming answer."
     ).tag(config=True)
@@ -470,7 +473,7 @@ class LiteAgentMagics(Magics):
         if self.share_outputs and self.outputs_hooks is not None:
             tools.append(cell_output_tool(self.outputs))
         if self.kernel_tools and hasattr(self.shell, "set_next_input"):
-            tools += kernel_tools(self.shell, self.runner)
+            tools += kernel_tools(self.shell, self.runner, self._variables_changed)
         notebook = self.location.notebook
         identity = self.notebook_ids.of(notebook)
         if notebook is not None and not self.allow_notebook_edits:
@@ -595,6 +598,7 @@ class LiteAgentMagics(Magics):
             notes += self._continue_latest(agent)
             self._remember_used(agent)
         prompt = with_note(prompt, self.watch.note(user_ns, self._exposed()))
+        prompt = with_note(prompt, self.stale_note())  # cells the last prompts left stale
         replaying = teach.top_note(agent.model)
         if replaying is not None:
             notes.append(replaying)
@@ -614,7 +618,10 @@ class LiteAgentMagics(Magics):
         if unpriced is not None:
             notes.append(f"warning: {unpriced}")
         self.background.show(agent, rich=self.in_kernel)
-        return self._cell_turn(agent, prompt, notes, quiet=args.quiet, budget=caps, images=images)
+        plan = args.plan or self.plan_first
+        return self._cell_turn(
+            agent, prompt, notes, quiet=args.quiet, budget=caps, images=images, read_only=plan
+        )
 
     def _cell_turn(
         self,
@@ -625,6 +632,7 @@ class LiteAgentMagics(Magics):
         quiet: bool,
         budget: Budget,
         images: int = 0,
+        **how: Any,
     ) -> Steps[None]:
         result = yield from run_turn(
             self.runner,
@@ -637,10 +645,13 @@ class LiteAgentMagics(Magics):
             quiet=quiet,
             budget=budget,
             images=images,
+            **how,
+            stale=self.stale_line(),
         )
         if result is not None:
             self.usage = self.usage + result.usage
             self.turns += 1
+            self.planned(result, agent, **how)
         if self.shell is not None:
             self.watch.record(self.shell.user_ns, self._exposed())
 

@@ -18,12 +18,14 @@ Pure string building: no IPython, no agent; the magic decides where the strings 
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from ..agent import (
+    ApprovalDecided,
     Checkpoint,
     CompactResult,
     LiteAgentResult,
@@ -37,7 +39,10 @@ from ..agent import (
 from ..checkpoint.protocol import SessionInfo
 from ..controls import terminal_safe
 from ..redact import redact_urls
+from .progress import Progress, checklist_html, checklist_plain, seconds, tasks_from
 from .safe import MarkdownStream, escape
+
+_now = time.monotonic
 
 RESULT_PREVIEW = 1500
 """Characters of a tool result shown (collapsed) in the cell."""
@@ -127,6 +132,9 @@ class ToolLine:
     change: str | None
     output: str | None = None
     is_error: bool = False
+    denied: bool = False
+    took: float | None = None
+    """Seconds the call ran (from its input to its result, as the cell saw them)."""
 
 
 @dataclass
@@ -137,6 +145,14 @@ class TurnView:
     parts: list[str | ToolLine] = field(default_factory=list)
     footer: str | None = None
     status: str | None = None
+    tasks: list[dict[str, str]] | None = None
+    """The task list as the model's last ``todo_write`` of this turn left it."""
+    progress: Progress = field(default_factory=Progress)
+    clock: str | None = None
+    """The elapsed times while a tool call runs (``progress.py``)."""
+    stale: str | None = None
+    """The cells left stale by kernel variables this turn changed (``stale.py``)."""
+    _todo: dict[str, list[dict[str, str]]] = field(default_factory=dict)
     _tools: dict[str, ToolLine] = field(default_factory=dict)
     _rendered: dict[int, MarkdownStream] = field(default_factory=dict)
     """Text part index -> its incremental renderer: an update renders only what changed
@@ -160,14 +176,32 @@ class TurnView:
             self.parts.append(line)
         line.argument = key_argument(event.name, event.input)
         line.change = change_summary(event.name, event.input)
+        if event.name == "todo_write":
+            tasks = tasks_from(event.input)
+            if tasks is not None:
+                self._todo[event.id] = tasks
+        self.progress.call_started(event.id, event.name, line.argument, _now())
 
-    def tool_finished(self, event: ToolCallFinished) -> None:
+    def tool_denied(self, call_id: str) -> None:
+        """A person, a policy or a planning turn said no to the call."""
+        line = self._tools.get(call_id)
+        if line is not None:
+            line.denied = True
+
+    def tool_finished(self, event: ToolCallFinished) -> bool:
+        """Fold a finished call in; ``True`` if it changed the task list."""
         line = self._tools.get(event.id)
         if line is None:
             line = ToolLine(event.id, event.name, "", None)
             self.parts.append(line)
         line.output = event.output
         line.is_error = event.is_error
+        line.took = self.progress.call_ended(event.id, _now())
+        tasks = self._todo.pop(event.id, None)
+        if tasks is not None and not event.is_error:
+            self.tasks = tasks
+            return True
+        return False
 
     def finish(
         self,
@@ -191,6 +225,9 @@ class TurnView:
             checkpoint=checkpoint,
             local=local,
         )
+        self.clock = None
+        if not background:
+            self.footer += f" · {self.progress.wall(_now())}"
 
     def apply(self, event: object) -> bool:
         """Fold a stream event in; ``True`` if the content changed (text or a tool line)."""
@@ -202,6 +239,11 @@ class TurnView:
             self.tool_input(event)
         elif isinstance(event, ToolCallFinished):
             self.tool_finished(event)
+        elif isinstance(event, ApprovalDecided):
+            if event.allowed:
+                self.progress.call_approved(event.id, _now())
+                return False
+            self.tool_denied(event.id)
         else:
             return False
         return True
@@ -213,10 +255,16 @@ class TurnView:
         ``safe.py``), every other string escaped."""
         out = ['<div class="lite-agent-turn">']
         out += [f"<p><em>{escape(note)}</em></p>" for note in self.notes]
+        if self.tasks:
+            out.append(checklist_html(self.tasks))
         for index, part in enumerate(self.parts):
             out.append(self._text_html(index, part) if isinstance(part, str) else _tool_html(part))
+        if self.clock:
+            out.append(f'<p class="lite-agent-clock"><code>{escape(self.clock)}</code></p>')
         if self.status:
             out.append(f"<p><em>{escape(self.status)}</em></p>")
+        if self.stale:
+            out.append(f'<p class="lite-agent-stale"><b>{escape(self.stale)}</b></p>')
         if self.footer:
             out.append(f"<hr><p><sub>{_no_math(escape(self.footer))}</sub></p>")
         out.append("</div>")
@@ -232,9 +280,15 @@ class TurnView:
         """The cell as plain text (control characters still raw: a sink shows it through
         ``terminal_safe``, as ``safe.bundle`` does)."""
         out = [f"{note}\n" for note in self.notes]
+        if self.tasks:
+            out.append(checklist_plain(self.tasks) + "\n")
         out += [part if isinstance(part, str) else tool_plain(part) for part in self.parts]
+        if self.clock:
+            out.append(f"\n({self.clock})")
         if self.status:
             out.append(f"\n[{self.status}]")
+        if self.stale:
+            out.append(f"\n{self.stale}")
         if self.footer:
             out.append(f"\n-- {self.footer}")
         return "".join(out)
@@ -257,8 +311,12 @@ def static_html(text: str) -> str:
     return f"<pre class='lite-agent-static'>{escape(text)}</pre>"
 
 
+_STATE = {(False, False): "✓", (True, False): "✗", (True, True): "⊘", (False, True): "⊘"}
+"""A finished tool line's mark by (failed, denied): done, failed, denied."""
+
+
 def _tool_head(line: ToolLine) -> str:
-    state = "…" if line.output is None else ("✗" if line.is_error else "✓")
+    state = "…" if line.output is None else _STATE[line.is_error, line.denied]
     head = f"{state} {line.name}"
     if line.argument:
         head += f" {line.argument}"
@@ -267,19 +325,43 @@ def _tool_head(line: ToolLine) -> str:
     return head
 
 
+def _first_line(text: str | None) -> str:
+    return clip(text.strip().splitlines()[0], 100) if text and text.strip() else ""
+
+
+def tool_outcome(line: ToolLine) -> str:
+    """How the call ended: ``done (0.3 s)``, ``failed (0.1 s): <the error's first line>``,
+    ``denied: <why>``; empty while it runs."""
+    if line.output is None:
+        return ""
+    took = "" if line.took is None else f" ({seconds(line.took)})"
+    if line.denied:
+        why = _first_line(line.output)
+        return f"denied: {why}" if why else "denied"
+    if line.is_error:
+        return f"failed{took}: {_first_line(line.output)}"
+    return f"done{took}"
+
+
 def _tool_html(line: ToolLine) -> str:
     head = escape(_tool_head(line))
     if line.output is None:
         return f"<p><code>{head}</code></p>"
+    outcome = escape(tool_outcome(line))
     body = escape(_clip_block(line.output, RESULT_PREVIEW))
-    return f"<details><summary><code>{head}</code></summary><pre>{body}</pre></details>"
+    return (
+        f"<details><summary><code>{head}</code> <small>{outcome}</small></summary>"
+        f"<pre>{body}</pre></details>"
+    )
 
 
 def tool_plain(line: ToolLine) -> str:
     text = f"\n[{_tool_head(line)}]"
     if line.output is not None:
-        first = line.output.strip().splitlines()[0] if line.output.strip() else ""
-        text += f" {clip(first, 100)}"
+        text += f" {tool_outcome(line)}"
+        first = _first_line(line.output)
+        if first and not (line.is_error or line.denied):
+            text += f": {first}"
     return text + "\n"
 
 

@@ -317,9 +317,11 @@ class AgentRunner:
         *,
         session_id: str | None = None,
         budget: Budget | None = None,
+        read_only: bool = False,
     ) -> TurnStream:
         """Start a turn; its events (and approval asks) arrive in the returned stream.
-        ``budget``: this turn's caps (``None`` in one: the agent's option)."""
+        ``budget``: this turn's caps (``None`` in one: the agent's option); ``read_only``: a
+        planning turn."""
         with self.lock:
             sid = session_id or agent.session_id
             self.claim(sid)
@@ -327,9 +329,14 @@ class AgentRunner:
             with self._table:
                 self._asks[sid] = stream.put
         try:
-            stream._future = self.submit(
-                self._pump(agent, prompt, session_id, stream, budget or Budget())
-            )
+            budget = budget or Budget()
+            options = {
+                "max_turn_tokens": budget.turn_tokens,
+                "max_turn_cost": budget.turn_cost,
+                "max_session_cost": budget.session_cost,
+                "read_only": read_only,
+            }
+            stream._future = self.submit(self._pump(agent, prompt, session_id, stream, options))
         except BaseException:
             self.release(sid)
             raise
@@ -341,16 +348,10 @@ class AgentRunner:
         prompt: str | Sequence[dict[str, Any]],
         session_id: str | None,
         stream: TurnStream,
-        budget: Budget,
+        options: dict[str, Any],
     ) -> None:
         try:
-            async for event in agent.run(
-                prompt,
-                session_id=session_id,
-                max_turn_tokens=budget.turn_tokens,
-                max_turn_cost=budget.turn_cost,
-                max_session_cost=budget.session_cost,
-            ):
+            async for event in agent.run(prompt, session_id=session_id, **options):
                 stream.put(event)
         except asyncio.CancelledError:
             stream.put(TurnError(KeyboardInterrupt("interrupted")))

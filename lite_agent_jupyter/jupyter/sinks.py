@@ -14,7 +14,7 @@ import uuid
 from typing import Any
 
 from ..controls import terminal_safe
-from . import render, safe
+from . import progress, render, safe
 
 
 class NotebookOutput:
@@ -33,6 +33,13 @@ class NotebookOutput:
 
     def tool(self, tool_id: str) -> None:
         pass
+
+    def tasks(self) -> None:
+        pass  # the checklist is part of the display
+
+    def tick(self) -> None:
+        """The clock moved: the same display, redrawn (``progress.py``)."""
+        self.update()
 
     def update(self) -> None:
         from IPython import display as ipd
@@ -55,6 +62,7 @@ class TerminalOutput:
     def __init__(self, view: render.TurnView) -> None:
         self.view = view
         self.printed_tools: set[str] = set()
+        self.warned = False
         for note in view.notes:
             print(terminal_safe(note))
 
@@ -66,14 +74,55 @@ class TerminalOutput:
             if isinstance(part, render.ToolLine) and part.id == tool_id and part.output:
                 print(terminal_safe(render.tool_plain(part)), end="", flush=True)
 
+    def tasks(self) -> None:
+        """The task list changed: printed whole, as plain text."""
+        if self.view.tasks is not None:
+            print(terminal_safe("\n" + progress.checklist_plain(self.view.tasks)), flush=True)
+
+    def tick(self) -> None:
+        """No display to redraw in a terminal: one line, once, when a call runs long."""
+        clock = self.view.clock
+        if clock is not None and " is still running" in clock and not self.warned:
+            self.warned = True
+            print(terminal_safe(f"\n({clock})"), flush=True)
+
     def update(self) -> None:
         pass
 
     def final(self) -> None:
+        if self.view.stale:
+            print(terminal_safe(f"\n{self.view.stale}"))
         if self.view.status:
             print(terminal_safe(f"\n[{self.view.status}]"))
         if self.view.footer:
             print(terminal_safe(f"\n-- {self.view.footer}"))
+
+
+class WidgetOutput:
+    """A turn drawn inside a widget (the plan panel's run: ``plan.py``), not a cell's
+    display: the same safe HTML, set as the widget's value."""
+
+    def __init__(self, view: render.TurnView, show: Any) -> None:
+        self.view = view
+        self._show = show
+
+    def text(self, text: str) -> None:
+        pass
+
+    def tool(self, tool_id: str) -> None:
+        pass
+
+    def tasks(self) -> None:
+        pass
+
+    def tick(self) -> None:
+        self.update()
+
+    def update(self) -> None:
+        self._show(self.view.html())
+
+    def final(self) -> None:
+        self.update()
 
 
 class ProgressOutput:

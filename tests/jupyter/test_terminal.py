@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pexpect
-from fake_anthropic import FakeAnthropicServer, tool_reply
+from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall, tool_reply
 from process_helpers import kernel_env
 
 SCRIPT = """\
@@ -77,7 +77,7 @@ def test_terminal_denial_is_told_to_the_model(
     done, work = _write_hello(fake_anthropic, tmp_path, "n", "Understood, I did not write it.")
     assert done.returncode == 0, done.stderr
     assert not (work / "hello.txt").exists()
-    assert "[✗ write_file hello.txt]" in done.stdout
+    assert "[⊘ write_file hello.txt] denied" in done.stdout  # a denial says so (#35)
     result = fake_anthropic.message_requests[1].messages[-1]["content"][0]
     assert result["is_error"] is True and "denied" in str(result["content"])
 
@@ -164,3 +164,21 @@ def test_interactive_agent_cell_runs_after_one_empty_line(
     finally:
         child.close(force=True)
     assert len(fake_anthropic.message_requests) == 2
+
+
+def test_terminal_prints_the_task_list_when_it_changes(
+    fake_anthropic: FakeAnthropicServer, tmp_path: Path
+) -> None:
+    def todo(*states: str) -> FakeReply:
+        todos = [{"content": f"step {i}", "status": s} for i, s in enumerate(states, 1)]
+        return FakeReply(tool_calls=[FakeToolCall("todo_write", {"todos": todos})])
+
+    fake_anthropic.script(todo("pending", "pending"), todo("completed", "in_progress"), "Half.")
+    work = tmp_path / "work"
+    work.mkdir()
+    done = _ipython(work, kernel_env(fake_anthropic.client_env()), stdin="")
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    first = out.index("Task list (0/2 completed):\n[ ] step 1\n[ ] step 2")
+    assert out.index("Task list (1/2 completed):\n[x] step 1\n[>] step 2") > first
+    assert "<li" not in out

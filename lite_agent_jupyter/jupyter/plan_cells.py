@@ -1,0 +1,142 @@
+"""The magics' part in plan first and stale cells: ``%agent go``, Run this plan, and the
+kernel variables ``run_cell`` changed.
+
+A mixin of :class:`~.magics.LiteAgentMagics` (kept apart so the magics module stays one job):
+it reads only the state declared below, which the magics class owns. The plan itself, its
+panel and its prompt are ``plan.py``'s; the stale cells ``stale.py``'s.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from IPython.core.error import UsageError
+
+from ..agent import ApprovalRequest, LiteAgent, LiteAgentResult
+from ..agent.budget import Budget
+from . import approval, budgets, plan, stale
+from .cell import Steps, drive_async
+from .plan import Plan
+from .runner import AgentRunner
+from .sinks import WidgetOutput
+from .stale import Changes
+
+PLAN_FIRST = "Every %%agent cell plans first (read-only tools); %agent go runs the plan."
+"""The help of the ``plan_first`` setting (a trait of the magics class)."""
+
+SCRIPTED = "scripted model: a stand-in that replays a script, not a real model"
+
+
+class PlanCells:
+    """``%agent go``, Run this plan and the changed-variables seam, for the magics."""
+
+    shell: Any
+    runner: AgentRunner
+    plan_first: bool
+    last_plan: Plan | None = None
+    """The last planning turn's plan (what ``%agent go`` runs)."""
+    plan_panel: plan.PlanPanel | None = None
+    max_turn_tokens: int | None
+    max_turn_cost: float | None
+    max_session_cost: float | None
+
+    @functools.cached_property
+    def changes(self) -> Changes:
+        """Kernel variables the agent's ``run_cell`` changed, for the stale cells."""
+        return Changes()
+
+    @property
+    def in_kernel(self) -> bool:
+        raise NotImplementedError
+
+    def planned(
+        self, result: LiteAgentResult, agent: LiteAgent, read_only: bool = False, sink: Any = None
+    ) -> None:
+        """After a turn: if it was a planning turn, keep its plan and show it with Run this
+        plan (a panel in a notebook, unless the turn itself was drawn in one)."""
+        if not read_only:
+            return
+        rich = self.in_kernel and sink is None
+        self.last_plan = Plan(result.text, plan.read_tasks(self.runner.facade), agent.session_id)
+        self.plan_panel = plan.show(self.last_plan, self._run_plan, rich=rich)
+
+    def stale_line(self) -> Callable[[], str | None]:
+        """The cells the running prompt will have left stale, for the person (asked after
+        its turn; the prompt is known by its cell's execution count, taken now)."""
+        count = self._count()
+
+        def line() -> str | None:
+            if not self.changes.names:
+                return None
+            return stale.user_line(self.changes.stale(self._history(), count))
+
+        return line
+
+    def stale_note(self) -> str | None:
+        """The cells left stale since the last prompt, for the model (told once)."""
+        if not self.changes.names:
+            return None
+        note = stale.model_note(self.changes.stale(self._history()))
+        self.changes.clear()
+        return note
+
+    def require_agent(self) -> LiteAgent:
+        raise NotImplementedError
+
+    def _cell_turn(
+        self,
+        agent: LiteAgent,
+        prompt: str | list[dict[str, Any]],
+        notes: list[str],
+        *,
+        quiet: bool,
+        budget: Budget,
+        images: int = 0,
+        **how: Any,
+    ) -> Steps[None]:
+        raise NotImplementedError
+
+    def go_steps(self, text: str | None) -> Steps[None]:
+        """``%agent go [TEXT]``: the turn that runs the last plan (or ``TEXT`` instead)."""
+        if not (text or "").strip():
+            if self.last_plan is None:
+                raise UsageError("no plan in this kernel yet: run a %%agent --plan cell first")
+            text = plan.plan_text(self.last_plan)
+        caps = budgets.cell_caps(None, self.max_turn_cost, self.max_session_cost, self.shell)
+        budget = Budget(self.max_turn_tokens, *caps)
+        agent = self.require_agent()
+        notes = [] if getattr(agent.model, "is_real_model", True) else [SCRIPTED]
+        return self._cell_turn(agent, plan.go_prompt(text or ""), notes, quiet=False, budget=budget)
+
+    async def _run_plan(self, text: str, panel: plan.PlanPanel) -> None:
+        """Run this plan, clicked: the turn drawn in the panel, its approvals asked there."""
+
+        async def ask(request: ApprovalRequest) -> bool:
+            shown = await approval.ask_with_buttons(
+                request, panel.show_approval, panel.show_approval_text
+            )
+            return bool(shown)
+
+        steps = self._cell_turn(
+            self.require_agent(),
+            plan.go_prompt(text),
+            [],
+            quiet=False,
+            budget=Budget(self.max_turn_tokens, None, None),
+            sink=lambda view: WidgetOutput(view, panel.show),
+        )
+        await drive_async(steps, ask)
+
+    def _variables_changed(self, names: list[str]) -> None:
+        self.changes.note(names, self._count())
+
+    def _count(self) -> int:
+        """The running cell's execution count (IPython counts it up after the cell)."""
+        return int(getattr(self.shell, "execution_count", 0) or 0)
+
+    def _history(self) -> list[str]:
+        """Each execution count's source, as Python (``In``)."""
+        history = getattr(getattr(self.shell, "history_manager", None), "input_hist_parsed", None)
+        return list(history) if isinstance(history, list) else []
