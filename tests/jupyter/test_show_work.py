@@ -44,6 +44,10 @@ def test_three_todo_writes_are_one_checklist_updated_in_place(
     assert "(2/3 completed)" in html
     # the saved notebook's text twin holds the same list
     assert "[x] load the data\n[x] clean the dates\n[>] save clean.csv" in cell.plain
+    # %agent tasks: the session's list, any time
+    tasks = agent_kernel.run("%agent tasks").check()
+    assert "☑ <s>load the data</s>" in tasks.html
+    assert "Task list (2/3 completed):\n[x] load the data" in tasks.plain
 
 
 def test_task_texts_are_model_text_and_stay_text(
