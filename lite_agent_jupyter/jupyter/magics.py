@@ -385,7 +385,11 @@ class LiteAgentMagics(Magics, PlanCells):
     def note_network_fs(self) -> None:
         """Say (once per folder) that the backend's folder is on a network file system;
         raise ``NetworkFilesystemError`` there instead with ``refuse_network_fs``."""
-        folder = backend_folder(self.sessions, self.checkpointer_url, self.storage().root)
+        location = self.location
+        root = Storage.for_notebook(  # the root only: no namespace record is read
+            location.notebook, folder=location.folder, root=self.storage_root or None
+        ).root
+        folder = backend_folder(self.sessions, self.checkpointer_url, root)
         note = self.locking.check(folder, refuse=self.refuse_network_fs)
         if note is not None:
             print(note)
