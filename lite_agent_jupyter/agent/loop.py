@@ -29,6 +29,7 @@ from ..checkpoint.events import (
     Event,
     FileSnapshotEvent,
     InterruptedEvent,
+    StateSnapshotEvent,
     ToolResultEvent,
     UserEvent,
 )
@@ -476,6 +477,8 @@ async def _approved_call(
         ),
         extra=_tool_extra(settings, task_list, session),
     )
+    context.extra["put_state_blob"] = functools.partial(_put_state_blob, settings, session)
+    context.extra["record_state"] = functools.partial(_record_state, session, tool_use_id)
     tracker = settings.tracker if tool.kind == "shell" or tool.scans_workdir else None
     if tracker is not None:
         await tracker.before(session)
@@ -605,6 +608,22 @@ def _prompt_author(events: Sequence[Event]) -> str | None:
         if isinstance(event, UserEvent) and event.checkpoint:
             return event.by
     return None
+
+
+async def _put_state_blob(settings: TurnSettings, session: SessionLog, data: bytes) -> str:
+    """``await extra["put_state_blob"](data)``: keep a snapshot a rewind participant took
+    (a kernel variable's pickle) as the session's blob; its hash."""
+    return await settings.blobs.put(data, ref=settings.blob_ref(session.session_id))
+
+
+async def _record_state(
+    session: SessionLog, tool_use_id: str, participant: str, data: dict[str, Any]
+) -> None:
+    """``await extra["record_state"](participant, data)``: what this call did to the
+    participant's state, as a ``state_snapshot`` event (``timetravel/participants.py``)."""
+    await session.append(
+        [StateSnapshotEvent(participant=participant, tool_use_id=tool_use_id, data=data)]
+    )
 
 
 def _read_or_none(path: Path) -> bytes | None:

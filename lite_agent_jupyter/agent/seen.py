@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..checkpoint.events import Event, FileSnapshotEvent, UserEvent
+from .timetravel.participants import StateResult
 from .tracking import OUTSIDE
 
 TOLD = "told:"
@@ -145,18 +146,39 @@ def _refresh(seen: dict[str, str]) -> None:
         seen.pop(TOLD + path, None)
 
 
-def rewound_note(done: str, restored: Sequence[str], deleted: Sequence[str]) -> str | None:
+def rewound_note(
+    done: str,
+    restored: Sequence[str],
+    deleted: Sequence[str],
+    state: Sequence[StateResult] = (),
+) -> str | None:
     """The note telling the model which files a restore or an undo (``done``: what the
-    user did, e.g. ``"restored checkpoint 3-k7f2"``) put back, or ``None`` if none: its
-    picture of the files would otherwise be the one its conversation left it with."""
-    if not restored and not deleted:
+    user did, e.g. ``"restored checkpoint 3-k7f2"``) put back, and what it did to other
+    state (``state``: the kernel's variables restored, deleted, or that could not be
+    rewound), or ``None`` if nothing: its picture would otherwise be the one its
+    conversation left it with."""
+    sentences = []
+    if restored or deleted:
+        parts = []
+        if restored:
+            parts.append(f"written back: {', '.join(restored)}")
+        if deleted:
+            parts.append(f"removed: {', '.join(deleted)}")
+        sentences.append(f"files reverted ({'; '.join(parts)})")
+    for result in state:
+        parts = []
+        if result.restored:
+            parts.append(f"restored: {', '.join(result.restored)}")
+        if result.deleted:
+            parts.append(f"deleted: {', '.join(result.deleted)}")
+        if result.cannot:
+            parts.append(f"could not be rewound: {', '.join(result.cannot)}")
+        if parts:
+            what = "variables" if result.participant == "kernel" else result.participant
+            sentences.append(f"{result.participant} {what} ({'; '.join(parts)})")
+    if not sentences:
         return None
-    parts = []
-    if restored:
-        parts.append(f"written back: {', '.join(restored)}")
-    if deleted:
-        parts.append(f"removed: {', '.join(deleted)}")
     return (
-        f"[The user {done}; files reverted ({'; '.join(parts)}). "
+        f"[The user {done}; {'; '.join(sentences)}. "
         "Read them again before relying on their content.]"
     )

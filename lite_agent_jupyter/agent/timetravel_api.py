@@ -25,6 +25,7 @@ from .timetravel import (
     SwitchResult,
 )
 from .timetravel.checkpoint_ids import find_checkpoint
+from .timetravel.participants import Participant
 
 
 class TimeTravelMixin(AgentBase):
@@ -71,6 +72,7 @@ class TimeTravelMixin(AgentBase):
         conversation: bool = True,
         force: bool = False,
         stop_jobs: bool = False,
+        state: bool | None = None,
     ) -> RestoreResult:
         """Rewind the session to checkpoint ``seq`` (0: before its first prompt): the files
         the agent changed since, and (``conversation=True``) the conversation. Refuses with
@@ -78,14 +80,16 @@ class TimeTravelMixin(AgentBase):
         ``force=True``) or the log moved meanwhile, and with
         :class:`BackgroundJobsRunningError` while background jobs of the session run (unless
         ``stop_jobs=True``, which stops them first); undoable with :meth:`undo_restore`.
+        ``state``: rewind the registered participants' state too (the notebook kernel's
+        variables, :meth:`add_rewind_participant`); default: with the files.
         Makes ``session_id`` current."""
         async with self._rewinding("restore", session_id, stop_jobs) as sid:
             result = await self._restorer.restore(
-                sid, seq, files=files, conversation=conversation, force=force
+                sid, seq, files=files, conversation=conversation, force=force, state=state
             )
         self._forget_seen(sid)
-        if conversation:  # a files-only restore puts its own notice in the log
-            self._note_rewound(sid, "restored an earlier checkpoint", result)
+        if conversation or result.state:  # a files-only restore notes its files in the log
+            self._note_rewound(sid, "restored an earlier checkpoint", result, files=conversation)
         self._session_id = sid
         return result
 
@@ -104,13 +108,22 @@ class TimeTravelMixin(AgentBase):
         self._session_id = sid
         return result
 
-    def _note_rewound(self, session_id: str, done: str, result: RestoreResult) -> None:
+    def add_rewind_participant(self, participant: Participant) -> None:
+        """Let restore, undo and branch switches put back state besides files (the
+        notebook registers the kernel's variables): see ``timetravel/participants.py``.
+        A participant of the same name is replaced."""
+        self._restorer.participants.add(participant)
+
+    def _note_rewound(
+        self, session_id: str, done: str, result: RestoreResult, *, files: bool = True
+    ) -> None:
         """Keep for the session's next prompt the note naming the files ``result`` put
         back (``seen.rewound_note``): the model is told what changed under it. The newest
         restore or undo replaces an earlier note not yet sent: each leaves the conversation
         its note speaks to (a restore cuts it, an undo brings it back). Kept on disk
         (``rewound.py``): a kernel restart before the next prompt does not lose it."""
-        self._settings.rewound.put(session_id, rewound_note(done, result.restored, result.deleted))
+        restored, deleted = (result.restored, result.deleted) if files else ((), ())
+        self._settings.rewound.put(session_id, rewound_note(done, restored, deleted, result.state))
 
     def _forget_seen(self, session_id: str) -> None:
         """After time travel the model's picture of the files is what the (rewound)

@@ -180,6 +180,23 @@ class HookEvent(Event):
 
 
 @dataclass(slots=True, kw_only=True)
+class StateSnapshotEvent(Event):
+    """What one tool call did to state outside the workdir that a rewind can put back, as
+    recorded by the *participant* that owns that state (``"kernel"``: the notebook's
+    variables; notebook cells next). ``data`` is the participant's own JSON record (blob
+    hashes of what it kept, fingerprints of what it left); only that participant reads it
+    (``agent/timetravel/participants.py``). Older releases read this type as unknown and
+    keep it; the model never sees it.
+    """
+
+    TYPE: ClassVar[str] = "state_snapshot"
+
+    participant: str = ""
+    tool_use_id: str | None = None
+    data: JSONDict = field(default_factory=dict)
+
+
+@dataclass(slots=True, kw_only=True)
 class UnknownEvent(Event):
     """An event of a type this release does not know (written by a newer one), kept verbatim.
 
@@ -204,6 +221,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         InterruptedEvent,
         BackgroundCompletedEvent,
         HookEvent,
+        StateSnapshotEvent,
     )
 }
 

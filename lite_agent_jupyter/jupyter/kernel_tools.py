@@ -32,6 +32,7 @@ from typing import Any
 from ..errors import ReentrantCellError, ToolError
 from ..tools import Tool, ToolContext, tool
 from . import render
+from .kernel_state import DEFAULT_LIMIT, KernelChanges, changes, take_before
 
 
 @dataclass(slots=True)
@@ -65,17 +66,21 @@ async def on_main(runner: Any, session_id: str, fn: Callable[[], Any]) -> Any:
 
 
 def kernel_tools(
-    shell: Any, runner: Any, changed: Callable[[list[str]], None] | None = None
+    shell: Any,
+    runner: Any,
+    changed: Callable[[list[str]], None] | None = None,
+    limits: Callable[[], tuple[int, int]] | None = None,
 ) -> list[Tool]:
     """``propose_cell`` and ``run_cell`` for ``shell`` (``kernel_tools = True``);
-    ``changed(names)`` hears the variables each ``run_cell`` created or rebound (on the main
-    thread: the stale cells of ``stale.py``)."""
+    ``changed(names)`` hears the variables each ``run_cell`` created, rebound, deleted or
+    changed in place (on the main thread: the stale cells of ``stale.py``); ``limits()``:
+    the snapshot caps (per call, per value) at the time of a call."""
     from .outputs import bundle_images
 
     def main(session_id: str, fn: Callable[[], Any]) -> Any:
         return on_main(runner, session_id, fn)
 
-    return [propose_cell_tool(shell), run_cell_tool(shell, main, bundle_images, changed)]
+    return [propose_cell_tool(shell), run_cell_tool(shell, main, bundle_images, changed, limits)]
 
 
 def propose_cell_tool(shell: Any) -> Tool:
@@ -103,26 +108,40 @@ def propose_cell_tool(shell: Any) -> Tool:
 
 
 def run_cell_tool(
-    shell: Any, on_main: Any, images: Any, changed: Callable[[list[str]], None] | None = None
+    shell: Any,
+    on_main: Any,
+    images: Any,
+    changed: Callable[[list[str]], None] | None = None,
+    limits: Callable[[], tuple[int, int]] | None = None,
 ) -> Tool:
     """The ``run_cell`` tool: ``on_main(session_id, fn)`` runs ``fn`` on the kernel's main
     thread while the ``%%agent`` cell waits (the loop thread never touches the namespace);
-    ``images(bundle_list)`` turns captured displays into content blocks."""
+    ``images(bundle_list)`` turns captured displays into content blocks. The variables the
+    code may touch are snapshotted first and what it changed is recorded for time travel
+    (``kernel_state.py``)."""
 
     async def run_cell(ctx: ToolContext, code: str) -> str | list[dict[str, Any]]:
         """Run Python code in the user's notebook kernel, in its namespace (like a cell).
         Returns what it printed, its result, its displays (images as images) or its
-        traceback, and the variables it created or rebound. Kernel state is not rewound by a
-        checkpoint restore.
+        traceback, and the variables it created, rebound, deleted or changed in place.
+        A checkpoint restore puts changed variables back (those named "cannot be rewound"
+        excepted).
 
         Args:
             code: The Python code to run.
         """
         if not code.strip():
             raise ToolError("code is empty")
-        result = await on_main(ctx.session_id, lambda: _run(shell, code, images, changed))
-        if result is None:
+        limit, value_limit = limits() if limits is not None else (DEFAULT_LIMIT, None)
+        answer = await on_main(
+            ctx.session_id, lambda: _run(shell, code, images, changed, limit, value_limit)
+        )
+        if answer is None:
             raise ToolError("no %%agent cell is waiting to run the code in the kernel")
+        result, report = answer
+        put, record = ctx.extra.get("put_state_blob"), ctx.extra.get("record_state")
+        if put is not None and record is not None and ctx.session_id:
+            await report.record(put, record)
         return result  # type: ignore[no-any-return]
 
     made = tool(run_cell, kind="shell")
@@ -224,9 +243,15 @@ def _ended_by(exc: BaseException) -> str:
 
 
 def _run(
-    shell: Any, code: str, images: Any, on_changed: Callable[[list[str]], None] | None = None
-) -> str | list[dict[str, Any]]:
-    """On the main thread: run ``code`` in the user's namespace, capture what it showed.
+    shell: Any,
+    code: str,
+    images: Any,
+    on_changed: Callable[[list[str]], None] | None = None,
+    limit: int = DEFAULT_LIMIT,
+    value_limit: int | None = None,
+) -> tuple[str | list[dict[str, Any]], KernelChanges]:
+    """On the main thread: snapshot what ``code`` may touch, run it in the user's
+    namespace, capture what it showed; the result for the model and what changed.
 
     Only a kernel interrupt leaves as an exception (the turn stops); anything else the code
     raises is text for the model."""
@@ -236,7 +261,7 @@ def _run(
     from IPython.utils.capture import capture_output
 
     ns = shell.user_ns
-    before = {k: id(v) for k, v in ns.items()}
+    before = take_before(ns, code, limit=limit, value_limit=value_limit)
     value: Any = None
     error = ""
     with capture_output() as captured, _interruptible() as interrupts, _no_nested_cells(shell):
@@ -256,9 +281,9 @@ def _run(
     captured.show()  # type: ignore[no-untyped-call]  # shown in the %%agent cell too
     if value is not None:
         shell.display_pub.publish(shell.display_formatter.format(value)[0])
-    changed = sorted(k for k, v in ns.items() if not k.startswith("_") and before.get(k) != id(v))
-    if on_changed is not None and changed:
-        on_changed(changed)  # the one seam for "which names changed" (stale.py)
+    report = changes(before, ns)
+    if on_changed is not None and report.touched:
+        on_changed(list(report.touched))  # the one seam for "which names changed" (stale.py)
     text = []
     if captured.stdout:
         text.append(f"stdout:\n{captured.stdout.rstrip()}")
@@ -268,10 +293,10 @@ def _run(
         text.append(f"result:\n{render_value(value)}")
     if error:
         text.append(f"error:\n{error}")
-    text.append("variables created or rebound: " + (", ".join(changed) or "none"))
+    text.append(report.text())
     blocks = images([o.data for o in captured.outputs])
     summary = "\n".join(text)
-    return [{"type": "text", "text": summary}, *blocks] if blocks else summary
+    return ([{"type": "text", "text": summary}, *blocks] if blocks else summary), report
 
 
 def render_value(value: Any) -> str:

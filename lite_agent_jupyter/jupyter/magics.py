@@ -70,6 +70,7 @@ from .context import (
 )
 from .drift import VariableWatch, used_in_log, with_note
 from .hook_paths import resolve_hooks
+from .kernel_state import DEFAULT_LIMIT, DEFAULT_VALUE_LIMIT, KernelParticipant
 from .kernel_tools import kernel_tools, refuse_nested
 from .notebook_file import NotebookIdentity, claim, notebook_storage
 from .outputs import CellOutputs, cell_output_tool, expand_cells
@@ -212,6 +213,15 @@ class LiteAgentMagics(Magics, PlanCells):
     kernel_tools = Bool(False, help="Give the agent propose_cell (code into a new cell).").tag(
         config=True
     )
+    kernel_snapshot_limit = Int(
+        DEFAULT_LIMIT,
+        help="Bytes of variables run_cell may snapshot per call (for restore); what is over "
+        "is named 'cannot be rewound'.",
+    ).tag(config=True)
+    kernel_snapshot_value_limit = Int(
+        DEFAULT_VALUE_LIMIT,
+        help="Bytes one variable (or alias group) may take in a run_cell snapshot.",
+    ).tag(config=True)
     allow_notebook_edits = Bool(
         False, help="Let the file tools write the notebook open in this kernel."
     ).tag(config=True)
@@ -477,7 +487,12 @@ class LiteAgentMagics(Magics, PlanCells):
         if self.share_outputs and self.outputs_hooks is not None:
             tools.append(cell_output_tool(self.outputs))
         if self.kernel_tools and hasattr(self.shell, "set_next_input"):
-            tools += kernel_tools(self.shell, self.runner, self._variables_changed)
+            tools += kernel_tools(
+                self.shell,
+                self.runner,
+                self._variables_changed,
+                lambda: (self.kernel_snapshot_limit, self.kernel_snapshot_value_limit),
+            )
         notebook = self.location.notebook
         identity = self.notebook_ids.of(notebook)
         if notebook is not None and not self.allow_notebook_edits:
@@ -492,7 +507,7 @@ class LiteAgentMagics(Magics, PlanCells):
         turn_cost, session_cost = budgets.cell_caps(
             None, self.max_turn_cost, self.max_session_cost, self.shell
         )
-        return create_lite_agent(
+        agent = create_lite_agent(
             model=model,
             model_name=self.model_name,
             workdir=self.workdir_path(),
@@ -513,6 +528,10 @@ class LiteAgentMagics(Magics, PlanCells):
             refuse_network_fs=self.refuse_network_fs,
             require_same_user_approval=self.require_same_user_approval,
         )
+        if self.shell is not None:  # restore, undo and switches put the variables back
+            shell = self.shell
+            agent.add_rewind_participant(KernelParticipant(lambda: shell.user_ns))
+        return agent
 
     # -- %%agent -----------------------------------------------------------------------
 

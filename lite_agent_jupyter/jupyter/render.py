@@ -36,6 +36,7 @@ from ..agent import (
     ToolCallInput,
     ToolCallStarted,
 )
+from ..agent.timetravel.participants import StatePlan, StateResult
 from ..checkpoint.protocol import SessionInfo
 from ..controls import terminal_safe
 from ..redact import redact_urls
@@ -577,7 +578,49 @@ def _plan_files(plan: RestorePlan, what: str) -> list[str]:
             f"Changed outside the agent since ({what} refuses unless --force): "
             + ", ".join(plan.conflicts)
         )
+    lines.extend(state_plan_lines(plan.state, what))
     lines.append("Nothing was changed (preview).")
+    return lines
+
+
+def state_plan_lines(plans: Sequence[StatePlan], what: str) -> list[str]:
+    """The kernel's variables (and any other participant's items) in a preview: what
+    happens to each, the conflicts, and what cannot be rewound."""
+    lines = []
+    for plan in plans:
+        if not plan.actions:
+            continue
+        label = "Kernel variables" if plan.participant == "kernel" else plan.participant
+        lines.append(f"{label}:")
+        for action in plan.actions:
+            shown = "cannot" if action.action == "cannot" else action.action
+            lines.append(f"  {shown:<9} {action.name}  {action.summary}")
+        if plan.conflicts:
+            lines.append(
+                f"Changed by hand since the agent's call ({what} refuses unless --force): "
+                + ", ".join(plan.conflicts)
+            )
+        if plan.cannot:
+            lines.append("Cannot be rewound: " + ", ".join(plan.cannot))
+    return lines
+
+
+def state_result_lines(results: Sequence[StateResult]) -> list[str]:
+    """What the participants did, after a restore, undo or switch."""
+    lines = []
+    for result in results:
+        label = "Kernel variables" if result.participant == "kernel" else result.participant
+        if result.restored:
+            lines.append(f"{label} restored: " + ", ".join(result.restored))
+        if result.deleted:
+            lines.append(f"{label} deleted: " + ", ".join(result.deleted))
+        if result.forced:
+            lines.append(
+                "Overwritten although changed by hand (--force): " + ", ".join(result.forced)
+            )
+        if result.cannot:
+            lines.append("Cannot be rewound: " + "; ".join(result.cannot))
+        lines.extend(result.notes)
     return lines
 
 
@@ -622,6 +665,8 @@ def restore_text(result: RestoreResult, checkpoint: Checkpoint | None) -> str:
         text += "\nOverwritten although changed outside the agent (--force): " + ", ".join(
             result.conflicts
         )
+    for line in state_result_lines(result.state):
+        text += "\n" + line
     if checkpoint is not None:
         text += "\n`%agent undo` puts everything back as it was before this restore."
     return terminal_safe(text)

@@ -461,8 +461,10 @@ class AgentFacade(_Facade, ReviewCalls):
         conversation: bool = True,
         force: bool = False,
         stop_jobs: bool = False,
+        state: bool | None = None,
     ) -> RestoreResult:
-        """Rewind ``session_id`` to checkpoint ``seq`` (and make it current)."""
+        """Rewind ``session_id`` to checkpoint ``seq`` (and make it current); ``state``:
+        the kernel's variables too (default: with the files)."""
         with self._runner.lock:
             self._idle(session_id)
             return self.call(
@@ -473,6 +475,7 @@ class AgentFacade(_Facade, ReviewCalls):
                     conversation=conversation,
                     force=force,
                     stop_jobs=stop_jobs,
+                    state=state,
                 )
             )
 

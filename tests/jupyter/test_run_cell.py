@@ -44,7 +44,7 @@ def test_run_cell_runs_in_the_namespace_and_reports_back(
     assert not result.get("is_error"), result
     text = json.dumps(result["content"])
     assert "on main: True" in text and "result:\\n43" in text
-    assert "variables created or rebound: " in text and "made_by_agent" in text
+    assert "variables created: Image, base64, display, made_by_agent" in text
     images = [
         base64.b64decode(p["source"]["data"]) for p in result["content"] if p["type"] == "image"
     ]

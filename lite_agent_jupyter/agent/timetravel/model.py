@@ -11,7 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from .participants import StatePlan, StateResult
 
 Action = Literal["rewrite", "delete", "recreate", "unchanged", "conflict"]
 
@@ -69,6 +72,9 @@ class RestorePlan:
     unrestorable: tuple[str, ...] = ()
     """Paths whose snapshot content is missing from the blob store: a restore to this
     checkpoint raises :class:`~lite_agent_jupyter.errors.MissingSnapshotError`."""
+    state: tuple[StatePlan, ...] = ()
+    """What the registered participants (the kernel's variables) would do, each item with
+    its action, its conflicts and what cannot be rewound (``participants.py``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +94,9 @@ class RestoreResult:
     2)``, ``the restore to before prompt 2``, ``the files-only restore to before prompt 1``,
     ``the conversation-only restore ...``, ``the restore to just after tool call 2.3``.
     ``None`` for a restore or a revert."""
+    state: tuple[StateResult, ...] = ()
+    """What the registered participants (the kernel's variables) put back, removed, and
+    could not rewind (``participants.py``)."""
 
 
 @dataclass(slots=True)

@@ -41,6 +41,15 @@ from .model import (
     RestoreResult,
     SwitchResult,
 )
+from .participants import (
+    Participants,
+    StateContext,
+    StatePlan,
+    StateResult,
+    read_records,
+    sidecar,
+    write_records,
+)
 from .workdir import WorkdirFiles, holds
 
 RESTORED = "restore"
@@ -68,6 +77,23 @@ class Restorer:
         self.listings = Listings(checkpointer)
         self.journal = Journal(checkpointer, blobs, self.files, storage, self.listings)
         self.branches = Branches(checkpointer, blobs, self.files, storage, self.journal)
+        self.participants = Participants()
+        """State besides files a rewind puts back (the kernel's variables), registered by
+        the layer that owns it (``participants.py``)."""
+
+    def state_context(self, session_id: str) -> StateContext:
+        return StateContext(session_id, self.blobs, self.blob_ref(session_id))
+
+    async def _state_plans(
+        self, session_id: str, events: Sequence[Event], *, force: bool
+    ) -> list[StatePlan]:
+        """The participants' plans for rewinding ``events``; refuses (nothing changed) when
+        one has conflicts and not ``force``."""
+        if not self.participants.registered:
+            return []
+        plans = await self.participants.plan_rewind(self.state_context(session_id), events)
+        _refuse_conflicts(plans, force=force)
+        return plans
 
     async def list_checkpoints(self, session_id: str) -> list[Checkpoint]:
         await self.recover(session_id)
@@ -75,7 +101,12 @@ class Restorer:
 
     async def preview(self, session_id: str, seq: int) -> RestorePlan:
         await self.recover(session_id)
-        return await planner.preview(self.checkpointer, self.files, self.blobs, session_id, seq)
+        plan = await planner.preview(self.checkpointer, self.files, self.blobs, session_id, seq)
+        if not self.participants.registered:
+            return plan
+        events = await self.checkpointer.read(session_id, after=seq)
+        states = await self._state_plans(session_id, events, force=True)
+        return dataclasses.replace(plan, state=tuple(states))
 
     async def recover(self, session_id: str) -> bool:
         """Finish or roll back an operation a killed process left on ``session_id``; True if
@@ -145,9 +176,18 @@ class Restorer:
     # -- restore ---------------------------------------------------------------------------
 
     async def restore(
-        self, session_id: str, seq: int, *, files: bool, conversation: bool, force: bool
+        self,
+        session_id: str,
+        seq: int,
+        *,
+        files: bool,
+        conversation: bool,
+        force: bool,
+        state: bool | None = None,
     ) -> RestoreResult:
+        """``state``: rewind the participants' state too (default: with the files)."""
         validate_session_id(session_id)
+        state = files if state is None else state
         async with self.journal.locked(session_id):
             await self.journal.recover_locked(session_id)
             head, plans, tail = await planner.plan(self.checkpointer, self.files, session_id, seq)
@@ -155,6 +195,8 @@ class Restorer:
             if not files:
                 plans = []
             todo = planner.settle(plans, force=force)
+            states = await self._state_plans(session_id, tail, force=force) if state else []
+            states = [p for p in states if p.changes_something or p.cannot]
             await planner.check_blobs(self.blobs, session_id, todo)
             # undo data: what each file holds now, in the blob store before anything changes
             old_hashes: dict[str, str | None] = {}
@@ -177,9 +219,10 @@ class Restorer:
             else:
                 head_after = head
             if not todo and log_op == "none":  # already there: nothing to do or undo
-                return RestoreResult(
+                done = RestoreResult(
                     (), (), tuple(p.path for p in plans), (), conversation_restored=conversation
                 )
+                return await self._apply_states(session_id, done, states, None, force=force)
             record = self.journal.next_record(session_id)
             kept: dict[str, str] = {}
             if log_op == "truncate":  # the future cut is kept as a branch (see branches.py)
@@ -237,9 +280,33 @@ class Restorer:
                 ]
                 appended.append(_notice(todo, seq, record.name))
             skipped = [p.path for p in plans if p.action == "unchanged"]
-            return await self.journal.apply(
+            done = await self.journal.apply(
                 session_id, journal, data, todo, skipped, appended, conversation
             )
+            return await self._apply_states(session_id, done, states, record, force=force)
+
+    async def _apply_states(
+        self,
+        session_id: str,
+        done: RestoreResult,
+        plans: Sequence[StatePlan],
+        record: Path | None,
+        *,
+        force: bool,
+    ) -> RestoreResult:
+        """After the files and the log: the participants' part, and their records beside
+        the operation's undo record (``record``; ``None``: the operation has none, so this
+        part cannot be undone by :meth:`undo`)."""
+        if record is not None:
+            sidecar(record).unlink(missing_ok=True)  # a record number an undo freed
+        if not plans:
+            return done
+        results, records = await self.participants.apply(
+            self.state_context(session_id), plans, force=force
+        )
+        if record is not None:
+            write_records(record, records)
+        return dataclasses.replace(done, state=tuple(results))
 
     # -- undo ------------------------------------------------------------------------------
 
@@ -273,6 +340,12 @@ class Restorer:
                     plan.forced = True
                 todo.append(plan)
             await planner.check_blobs(self.blobs, session_id, todo)
+            kept = read_records(record)
+            states: list[StatePlan] = []
+            if kept and self.participants.registered:
+                ctx = self.state_context(session_id)
+                states = await self.participants.plan_return(ctx, kept)
+                _refuse_conflicts(states, force=force)
             conflicts = [p.path for p in todo if p.forced]
             if conflicts and not force:
                 raise RestoreConflictError(
@@ -307,7 +380,13 @@ class Restorer:
             result = await self.journal.apply(
                 session_id, journal, data, todo, skipped, (), log_op in ("reappend", "cut")
             )
-            return dataclasses.replace(result, undid=await self._undid(session_id, header))
+            results: list[StateResult] = []
+            if states:
+                ctx = self.state_context(session_id)
+                results, _ = await self.participants.apply(ctx, states, force=force)
+            sidecar(record).unlink(missing_ok=True)
+            undid = await self._undid(session_id, header)
+            return dataclasses.replace(result, undid=undid, state=tuple(results))
 
     async def _undid(self, session_id: str, header: dict[str, Any]) -> str:
         """What the undo record ``header`` was, in words (``RestoreResult.undid``), read
@@ -333,6 +412,20 @@ class Restorer:
         else:
             kind = ""
         return f"the {kind}restore to {where}"
+
+
+def _refuse_conflicts(plans: Iterable[StatePlan], *, force: bool) -> None:
+    """Refuse, before anything changes, when a participant's item was changed by hand since
+    the agent recorded it (``force`` overwrites)."""
+    if force:
+        return
+    named = [f"{p.participant} {name}" for p in plans for name in p.conflicts]
+    if named:
+        raise RestoreConflictError(
+            f"{len(named)} item(s) changed by hand since the agent's call: {', '.join(named)}; "
+            "nothing was changed (force=True / --force overwrites)",
+            paths=tuple(named),
+        )
 
 
 def _notice(todo: Iterable[FilePlan], seq: int, record: str) -> UserEvent:

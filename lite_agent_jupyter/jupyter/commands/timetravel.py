@@ -45,18 +45,32 @@ def _checkpoints(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
 
 @subcommand(
     "restore",
-    "Rewind files and conversation to before prompt N (see %agent checkpoints).",
+    "Rewind files, conversation and the kernel's variables to before prompt N (see %agent "
+    "checkpoints).",
     arg(
         "checkpoint",
         help="a prompt number of the timeline now (2), or a checkpoint id from a footer (2-k7f2)"
         " that keeps naming that very prompt",
     ),
-    arg("--files-only", action="store_true", help="rewind the files, keep the conversation"),
+    arg(
+        "--files-only",
+        action="store_true",
+        help="rewind the files, keep the conversation and the kernel's variables",
+    ),
     arg("--conversation-only", action="store_true", help="rewind the conversation only"),
+    arg(
+        "--kernel-only",
+        action="store_true",
+        help="rewind the kernel's variables only (what run_cell changed)",
+    ),
     arg(
         "--preview", action="store_true", help="show what would change (with diffs); change nothing"
     ),
-    arg("--force", action="store_true", help="overwrite files changed outside the agent"),
+    arg(
+        "--force",
+        action="store_true",
+        help="overwrite files and variables changed outside the agent",
+    ),
     arg(
         "--stop-jobs",
         action="store_true",
@@ -64,8 +78,10 @@ def _checkpoints(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
     ),
 )
 def _restore(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
-    if args.files_only and args.conversation_only:
-        raise UsageError("%agent restore: --files-only and --conversation-only exclude each other")
+    if sum((args.files_only, args.conversation_only, args.kernel_only)) > 1:
+        raise UsageError(
+            "%agent restore: --files-only, --conversation-only and --kernel-only exclude each other"
+        )
     magics.require_agent()
     facade = magics.runner.facade
     sid = facade.session_id
@@ -76,10 +92,11 @@ def _restore(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
     result = facade.restore(
         sid,
         checkpoint.seq,
-        files=not args.conversation_only,
-        conversation=not args.files_only,
+        files=not (args.conversation_only or args.kernel_only),
+        conversation=not (args.files_only or args.kernel_only),
         force=args.force,
         stop_jobs=args.stop_jobs,
+        state=not (args.files_only or args.conversation_only),
     )
     print(render.restore_text(result, checkpoint))
 
