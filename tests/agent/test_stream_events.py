@@ -33,6 +33,7 @@ from lite_agent_jupyter import (
     UsageUpdate,
 )
 from lite_agent_jupyter.abort import AbortSignal
+from lite_agent_jupyter.agent.identity import current_user
 from lite_agent_jupyter.storage import blob_hash
 
 MakeAgent = Callable[..., LiteAgent]
@@ -120,7 +121,11 @@ async def test_approval_and_file_change_events_in_order(
     assert isinstance(requested, ApprovalRequested)
     assert (requested.id, requested.name, requested.kind) == ("t1", "write_file", "write")
     assert requested.input == {"path": "notes.md", "content": "new\n"}
-    assert by_type[ApprovalDecided] == ApprovalDecided("t1", "write_file", True, "user")
+    # who answered: the agent's user (JUPYTERHUB_USER, else the OS user), as the handler
+    # named no one
+    assert by_type[ApprovalDecided] == ApprovalDecided(
+        "t1", "write_file", True, "user", who=current_user()
+    )
     assert by_type[FileChanged] == FileChanged(
         "notes.md", blob_hash(b"old\n"), blob_hash(b"new\n"), "write_file", "t1"
     )
