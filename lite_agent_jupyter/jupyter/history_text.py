@@ -20,7 +20,7 @@ from ..agent import (
     RewindPoint,
     SwitchResult,
 )
-from .render import clip, printable, table, who_text
+from .render import clip, printable, state_result_lines, table, who_text
 
 
 def changes_text(changes: PromptChanges, *, diffs: bool = True) -> str:
@@ -139,6 +139,8 @@ def switch_text(switched: SwitchResult) -> str:
         text += "\nOverwritten although changed outside the agent (--force): " + ", ".join(
             result.conflicts
         )
+    for line in state_result_lines(result.state):
+        text += "\n" + line
     return printable(text)
 
 

@@ -453,8 +453,15 @@ class KernelParticipant:
     ) -> StatePlan:
         return self._plan([e.data for e in snapshots])
 
-    async def plan_return(self, ctx: StateContext, record: JSONDict) -> StatePlan:
-        return self._plan([record])
+    async def plan_return(
+        self,
+        ctx: StateContext,
+        record: JSONDict,
+        snapshots: Sequence[StateSnapshotEvent] = (),
+    ) -> StatePlan:
+        # the record's values win; the future left is rewound for the other names, and
+        # its last fingerprints are what the kernel should hold now
+        return self._plan([record, *(e.data for e in snapshots)])
 
     def _plan(self, records: Sequence[JSONDict]) -> StatePlan:
         targets: dict[str, _Target] = {}

@@ -146,3 +146,26 @@ def test_a_value_over_the_cap_is_named_and_nothing_is_stored(
     assert "Kernel variables restored: small" in restored, restored
     assert "Cannot be rewound: big" in restored, restored
     assert _value(agent_kernel, "small, big[0]") == "[1] 2.0"
+
+
+def test_a_branch_switch_brings_each_branch_its_variables(
+    agent_kernel: Kernel, fake_anthropic: FakeAnthropicServer
+) -> None:
+    _setup(agent_kernel, "total = [0]")
+    fake_anthropic.script(*_run_cell("total.append(1); made = 'first'"))
+    agent_kernel.run("%%agent\nfirst way").check()
+    agent_kernel.run("%agent restore 1").check()  # the first future is kept as branch b1
+    assert _value(agent_kernel, "total, 'made' in globals()") == "[0] False"
+    fake_anthropic.script(*_run_cell("total.append(2); other = 'second'"))
+    agent_kernel.run("%%agent\nsecond way").check()
+    assert _value(agent_kernel, "total, other") == "[0, 2] second"
+
+    preview = agent_kernel.run("%agent switch b1 --preview").check().stream_text
+    assert "Kernel variables:" in preview and "delete    other" in preview, preview
+    switched = agent_kernel.run("%agent switch b1").check().stream_text
+    assert "Kernel variables restored: made, total" in switched, switched
+    assert _value(agent_kernel, "total, made, 'other' in globals()") == "[0, 1] first False"
+
+    back = agent_kernel.run("%agent switch b2").check().stream_text  # the future left
+    assert "Kernel variables restored: other, total" in back, back
+    assert _value(agent_kernel, "total, other, 'made' in globals()") == "[0, 2] second False"

@@ -83,6 +83,14 @@ class Branches:
 
     # -- the branch files -----------------------------------------------------------------
 
+    def file_name(self, session_id: str, name: str) -> str:
+        """Branch ``name``'s file name in the archive folder."""
+        return self._file_name(session_id, name)
+
+    def read(self, session_id: str, name: str) -> dict[str, Any]:
+        """Branch ``name``'s file (:class:`UnknownBranchError` if there is none)."""
+        return self._read(session_id, name)
+
     def _file_name(self, session_id: str, name: str) -> str:
         return f"{session_id}.branch-{name}.json"
 

@@ -21,8 +21,9 @@ operation, so files stay exactly as they are and each participant plugs in the s
 4. After the files and the log are done, :meth:`Participant.apply` carries the plan out and
    returns a :class:`StateResult` and a JSON record of what it replaced (its blobs stored as
    the session's). The restorer keeps that record beside the operation's undo record
-   (``archive/<id>.restore-NNNNNN.state.json``): undoing the operation, or switching back to
-   the branch it kept, is ``plan_return`` of that record.
+   (``archive/<id>.restore-NNNNNN.state.json``), and beside each branch it kept
+   (``archive/<id>.state-of-branch-<name>.json``): undoing the operation, or switching to
+   that branch, is ``plan_return`` of that record.
 
 A participant's failure to apply never undoes the files: it is reported in
 :attr:`StateResult.notes`. Must not know Jupyter.
@@ -125,9 +126,16 @@ class Participant(Protocol):
         that touched it. Changes nothing."""
         ...
 
-    async def plan_return(self, ctx: StateContext, record: JSONDict) -> StatePlan:
+    async def plan_return(
+        self,
+        ctx: StateContext,
+        record: JSONDict,
+        snapshots: Sequence[StateSnapshotEvent] = (),
+    ) -> StatePlan:
         """Go back to what ``record`` (returned by an earlier :meth:`apply`) replaced: an
-        undo of that operation, or a switch to the branch it kept. Changes nothing."""
+        undo of that operation, or a switch to the branch it kept. ``snapshots``: the
+        events of the future a switch leaves (after the fork), rewound for the items
+        ``record`` does not hold. Changes nothing."""
         ...
 
     async def apply(
@@ -155,11 +163,14 @@ class Participants:
     async def plan_rewind(self, ctx: StateContext, events: Sequence[Event]) -> list[StatePlan]:
         return [await p.plan_rewind(ctx, self.snapshots(p.name, events)) for p in self.registered]
 
-    async def plan_return(self, ctx: StateContext, records: JSONDict) -> list[StatePlan]:
+    async def plan_return(
+        self, ctx: StateContext, records: JSONDict, events: Sequence[Event] = ()
+    ) -> list[StatePlan]:
         plans = []
         for p in self.registered:
-            if p.name in records:
-                plans.append(await p.plan_return(ctx, records[p.name]))
+            snapshots = self.snapshots(p.name, events)
+            if p.name in records or snapshots:
+                plans.append(await p.plan_return(ctx, records.get(p.name) or {}, snapshots))
         return plans
 
     async def apply(
@@ -194,23 +205,29 @@ def sidecar(record: Path) -> Path:
     return record.with_name(record.name.removesuffix(".jsonl") + ".state.json")
 
 
-def write_records(record: Path, records: JSONDict) -> None:
-    path = sidecar(record)
+def branch_sidecar(archive: Path, branch_file: str) -> Path:
+    """Where the participants' state at a kept branch's tip lives (beside its file)."""
+    return archive / branch_file.replace(".branch-", ".state-of-branch-", 1)
+
+
+def write_records(path: Path, records: JSONDict, owner: str) -> None:
+    """Keep the participants' ``records`` at ``path`` (the sidecar of ``owner``, an undo
+    record's or a branch's file name); none: remove the file."""
     if not records:
         path.unlink(missing_ok=True)
         return
-    data = {"v": 1, "record": record.name, "participants": records}
+    data = {"v": 1, "record": owner, "participants": records}
     write_private_file(path, json.dumps(data, ensure_ascii=False).encode("utf-8"))
 
 
-def read_records(record: Path) -> JSONDict:
-    """The participants' records beside ``record`` (``{}`` when none or not this
-    record's: a record number reused after an undo)."""
+def read_records(path: Path, owner: str) -> JSONDict:
+    """The participants' records at ``path`` (``{}`` when none or not ``owner``'s: a
+    record number reused after an undo)."""
     try:
-        data = json.loads(sidecar(record).read_bytes())
+        data = json.loads(path.read_bytes())
     except (FileNotFoundError, ValueError):
         return {}
-    if not isinstance(data, dict) or data.get("record") != record.name:
+    if not isinstance(data, dict) or data.get("record") != owner:
         return {}
     found = data.get("participants")
     return found if isinstance(found, dict) else {}

@@ -46,6 +46,7 @@ from .participants import (
     StateContext,
     StatePlan,
     StateResult,
+    branch_sidecar,
     read_records,
     sidecar,
     write_records,
@@ -163,15 +164,53 @@ class Restorer:
 
     async def preview_switch(self, session_id: str, name: str) -> RestorePlan:
         await self.recover(session_id)
-        return await self.branches.preview(session_id, name)
+        plan = await self.branches.preview(session_id, name)
+        states = await self._switch_states(session_id, name, force=True)
+        return dataclasses.replace(plan, state=tuple(states)) if states else plan
+
+    async def _switch_states(self, session_id: str, name: str, *, force: bool) -> list[StatePlan]:
+        """The participants' plans for switching to branch ``name``: back to what its tip
+        held (kept beside it), the live future's changes rewound for the rest."""
+        if not self.participants.registered:
+            return []
+        target = branch_sidecar(self.storage.archive_dir, self.branches.file_name(session_id, name))
+        kept = read_records(target, target.name)
+        fork = self.branches.read(session_id, name)["fork"]
+        live = await self.checkpointer.read(session_id, after=fork)
+        ctx = self.state_context(session_id)
+        states = await self.participants.plan_return(ctx, kept, live)
+        states = [p for p in states if p.changes_something or p.cannot]
+        _refuse_conflicts(states, force=force)
+        return states
 
     async def switch(self, session_id: str, name: str, *, force: bool) -> SwitchResult:
-        return await self.branches.switch(session_id, name, self.blob_ref(session_id), force=force)
+        """Files and conversation by :meth:`Branches.switch`; the participants' state goes
+        to what the branch's tip held (kept beside the branch when it was made), and the
+        state left is kept beside the branch the switch makes."""
+        states = await self._switch_states(session_id, name, force=force)
+        archive = self.storage.archive_dir
+        target = branch_sidecar(archive, self.branches.file_name(session_id, name))
+        switched = await self.branches.switch(
+            session_id, name, self.blob_ref(session_id), force=force
+        )
+        target.unlink(missing_ok=True)
+        if not states:
+            return switched
+        results, records = await self.participants.apply(
+            self.state_context(session_id), states, force=force
+        )
+        if switched.kept is not None:
+            left = branch_sidecar(archive, self.branches.file_name(session_id, switched.kept))
+            write_records(left, records, left.name)
+        result = dataclasses.replace(switched.result, state=tuple(results))
+        return dataclasses.replace(switched, result=result)
 
     async def delete_branch(self, session_id: str, name: str) -> None:
         async with self.journal.locked(session_id):
             await self.journal.recover_locked(session_id)
             self.branches.delete(session_id, name)
+            file_name = self.branches.file_name(session_id, name)
+            branch_sidecar(self.storage.archive_dir, file_name).unlink(missing_ok=True)
 
     # -- restore ---------------------------------------------------------------------------
 
@@ -305,7 +344,10 @@ class Restorer:
             self.state_context(session_id), plans, force=force
         )
         if record is not None:
-            write_records(record, records)
+            write_records(sidecar(record), records, record.name)
+            for branch in self.branches.made_by(session_id, record.name):  # its tip's state
+                path = branch_sidecar(self.storage.archive_dir, branch)
+                write_records(path, records, path.name)
         return dataclasses.replace(done, state=tuple(results))
 
     # -- undo ------------------------------------------------------------------------------
@@ -340,7 +382,8 @@ class Restorer:
                     plan.forced = True
                 todo.append(plan)
             await planner.check_blobs(self.blobs, session_id, todo)
-            kept = read_records(record)
+            kept = read_records(sidecar(record), record.name)
+            dropped = self.branches.made_by(session_id, record.name)  # the undo drops them
             states: list[StatePlan] = []
             if kept and self.participants.registered:
                 ctx = self.state_context(session_id)
@@ -385,6 +428,8 @@ class Restorer:
                 ctx = self.state_context(session_id)
                 results, _ = await self.participants.apply(ctx, states, force=force)
             sidecar(record).unlink(missing_ok=True)
+            for branch in dropped:
+                branch_sidecar(self.storage.archive_dir, branch).unlink(missing_ok=True)
             undid = await self._undid(session_id, header)
             return dataclasses.replace(result, undid=undid, state=tuple(results))
 
