@@ -351,32 +351,31 @@ async def ask(shell: Any, request: ApprovalRequest) -> bool | Approval:
     from IPython import display as ipd
 
     display_id = f"lite-agent-approval-{uuid.uuid4().hex}"
-    show: Any = ipd.display
     update: Any = ipd.update_display
 
     def show_text(line: str) -> None:
         bundle = safe.bundle(f"<p><em>{safe.escape(line)}</em></p>", f"[{line}]")
         update(bundle, raw=True, display_id=display_id)
 
-    decided = await ask_with_buttons(
-        request,
-        lambda widget: show(widget_bundle(widget, request), raw=True, display_id=display_id),
-        show_text,
-    )
+    from .widgets.show import show_widget
+
+    def show_buttons(widget: Any) -> None:
+        show_widget(widget, plain_text(request), "approval", display_id=display_id)
+
+    decided = await ask_with_buttons(request, show_buttons, show_text)
     return ask_in_terminal(shell, request, shown_above=True) if decided is None else decided
 
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+"""The widget output's MIME type (``widgets.show.WIDGET_VIEW``, not imported here: that module
+imports ipywidgets)."""
 
 
-def widget_bundle(widget: Any, request: ApprovalRequest) -> dict[str, Any]:
-    """The buttons' output: the widget's view, and as its ``text/plain`` the approval text
-    (the tool and its whole input) in place of the widget's ``repr``
-    (``VBox(children=(HTML(…``). A front end without widgets prints that text
+def plain_text(request: ApprovalRequest) -> str:
+    """The buttons' ``text/plain``, in place of the widget's ``repr`` (``VBox(children=(HTML(…``):
+    the approval text, the tool and its whole input. A front end without widgets prints it
     (``jupyter console``: the ``[y/N]`` question follows it, see :func:`ask`)."""
-    view = widget._repr_mimebundle_()[WIDGET_VIEW]
-    text = f"{asking_text(request).strip()}\n(Allow / Deny buttons where widgets show)"
-    return {WIDGET_VIEW: view, "text/plain": text}
+    return f"{asking_text(request).strip()}\n(Allow / Deny buttons where widgets show)"
 
 
 def someone_can_answer(shell: Any) -> bool:

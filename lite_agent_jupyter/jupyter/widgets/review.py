@@ -17,7 +17,7 @@ and error reaches the page escaped by ``safe.escape``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 import ipywidgets as w
 
@@ -26,7 +26,7 @@ from ...errors import LiteAgentError, SessionBusyError
 from .. import history_text, render
 from ..safe import escape
 from .parts import Look, Reporter, batched, shorten
-from .show import display
+from .show import show_widget
 
 _CSS = (
     "<style>.lite-agent-review select{font-family:var(--jp-code-font-family,monospace);"
@@ -323,9 +323,8 @@ def show_review(controls: ReviewControls, changes: PromptChanges) -> ReviewPanel
     without the diffs the panel made only on demand), and print the twin under it."""
     panel = ReviewPanel(controls, changes)
     summary = history_text.changes_text(changes, diffs=False)
-    view: dict[str, Any] = panel.widget._repr_mimebundle_()
-    view["text/plain"] = summary
-    view["text/html"] = render.static_html(summary)
-    display(view, raw=True)
+    command = f"%agent review {changes.number}"
+    html = render.static_html(summary)
+    show_widget(panel.widget, summary, "review", command, html=html)
     print(summary)
     return panel

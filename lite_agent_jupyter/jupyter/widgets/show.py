@@ -32,13 +32,43 @@ pointer: the summary itself is printed once under the widget, where a reopened n
 whether or not the widget itself can be drawn (saved widget state, docs/widgets.md)."""
 
 
-def _bundle(widget: w.Widget) -> dict[str, Any]:
-    """The widget's view with :data:`PLACEHOLDER` as its text."""
-    view = widget._repr_mimebundle_()[WIDGET_VIEW]
-    return {WIDGET_VIEW: view, "text/plain": PLACEHOLDER}
+ROOT_CLASS = "lite-agent-widget"
+"""The class of the outermost view of every widget of ours: what the front-end part
+(``labextension/static/remoteEntry.js``) looks for to show a dead widget as inactive."""
+
+METADATA_KEY = "lite_agent_jupyter"
+"""The key of a widget output's metadata that says which widget it is and the command that
+draws it again (``{"widget": "checkpoints", "rebuild": "%agent checkpoints"}``): read by the
+front-end part when the widget is dead (its kernel gone), to say what to run."""
 
 
-def _show(*views: SessionBrowser | CheckpointSlider) -> None:
+def show_widget(
+    widget: w.Widget,
+    text: str,
+    kind: str,
+    rebuild: str | None = None,
+    *,
+    html: str | None = None,
+    display_id: str | None = None,
+) -> None:
+    """Display ``widget`` as an output of ours: its view with ``text`` as its ``text/plain``
+    (in place of its ``repr``, ``VBox(children=(...``), marked :data:`ROOT_CLASS`, with
+    :data:`METADATA_KEY` naming ``kind`` and the ``rebuild`` command. A saved notebook
+    reopened without the kernel that made the widget shows it as inactive, saying to run
+    ``rebuild`` (docs/widgets.md, "Saved notebooks")."""
+    widget.add_class(ROOT_CLASS)
+    bundle: dict[str, Any] = {WIDGET_VIEW: widget._repr_mimebundle_()[WIDGET_VIEW]}
+    bundle["text/plain"] = text
+    if html is not None:
+        bundle["text/html"] = html
+    meta: dict[str, Any] = {"widget": kind}
+    if rebuild is not None:
+        meta["rebuild"] = rebuild
+    options: dict[str, Any] = {} if display_id is None else {"display_id": display_id}
+    display(bundle, raw=True, metadata={METADATA_KEY: meta}, **options)
+
+
+def _show(command: str, *views: SessionBrowser | CheckpointSlider) -> None:
     """Display the empty frames first (the front end draws them while the kernel reads),
     fill them, then print the static summary under them: the one copy a saved notebook shows
     in every front end (the widget's output itself carries only :data:`PLACEHOLDER`)."""
@@ -46,7 +76,7 @@ def _show(*views: SessionBrowser | CheckpointSlider) -> None:
     for view in views:
         frames += [w.HTML("<hr>"), view.widget] if frames else [view.widget]
     root = frames[0] if len(frames) == 1 else w.VBox(frames)
-    display(_bundle(root), raw=True)
+    show_widget(root, PLACEHOLDER, command.split()[-1], command)
     for view in views:
         view.fill()
     print("\n\n".join(view.summary() for view in views))
@@ -55,14 +85,16 @@ def _show(*views: SessionBrowser | CheckpointSlider) -> None:
 _View = TypeVar("_View", bound=SessionBrowser | CheckpointSlider)
 
 
-def _show_one(text: bool, table: Callable[[], str], view: Callable[[], _View]) -> _View | None:
+def _show_one(
+    command: str, text: bool, table: Callable[[], str], view: Callable[[], _View]
+) -> _View | None:
     """With ``text``, print ``table()`` only and return None; else :func:`_show` the widget
-    ``view()`` makes and return it."""
+    ``view()`` makes (``command`` draws it again) and return it."""
     if text:
         print(table())
         return None
     shown = view()
-    _show(shown)
+    _show(command, shown)
     return shown
 
 
@@ -70,6 +102,7 @@ def show_sessions(controls: SessionControls, *, text: bool = False) -> SessionBr
     """``%agent sessions``: the browser with its static summary printed under it; with
     ``text=True`` (no widget front end, or ``--text``) the whole table only."""
     return _show_one(
+        "%agent sessions",
         text,
         lambda: render.sessions_text(controls.list_sessions(), controls.session_id),
         lambda: SessionBrowser(controls, load=False),
@@ -82,6 +115,7 @@ def show_checkpoints(
     """``%agent checkpoints``: the slider of the current session with its static summary
     printed under it; with ``text=True`` every checkpoint as a table only."""
     return _show_one(
+        "%agent checkpoints",
         text,
         lambda: render.checkpoints_text(controls.list_checkpoints(controls.session_id)),
         lambda: CheckpointSlider(controls, load=False),
@@ -99,5 +133,5 @@ def show_ui(
         return None
     browser = SessionBrowser(controls, load=False)
     slider = CheckpointSlider(controls, load=False)
-    _show(browser, slider)
+    _show("%agent ui", browser, slider)
     return browser, slider
