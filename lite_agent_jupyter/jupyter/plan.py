@@ -174,15 +174,12 @@ def show(plan: Plan, start: Start, *, rich: bool) -> PlanPanel | None:
         except ImportError:
             rich = False
     if rich:
-        from IPython import display as ipd
-
-        from .widgets.show import WIDGET_VIEW
+        from .widgets.show import show_widget
 
         panel = PlanPanel(plan, start)
-        view = panel.widget._repr_mimebundle_()[WIDGET_VIEW]
         placeholder = "(live widget: Run this plan; the plan is printed below)"
-        shown: Any = ipd.display
-        shown({WIDGET_VIEW: view, "text/plain": placeholder}, raw=True)
+        # dead (its kernel gone), the front-end part says %agent go runs the plan below
+        show_widget(panel.widget, placeholder, "plan", "%agent go")
     from ..controls import terminal_safe
 
     print(terminal_safe(static_text(plan)))

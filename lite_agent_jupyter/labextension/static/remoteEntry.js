@@ -98,6 +98,10 @@
       return 'Inactive: these buttons belonged to a turn that has ended; ' + gone +
         '. Nothing is waiting for an answer.';
     }
+    if (info.widget === 'plan') {
+      return 'Inactive copy, saved with the notebook: ' + gone + ', so its controls do ' +
+        'nothing. Run %agent go in a cell to run the plan printed below.';
+    }
     var rebuild = typeof info.rebuild === 'string' && REBUILD.test(info.rebuild)
       ? info.rebuild : 'the %agent command that made it';
     return (drawn ? 'Inactive copy, saved with the notebook: ' : 'This widget cannot be drawn: ') +
