@@ -56,6 +56,9 @@ class ApprovalRequest:
     ``run_cell``'s ``code``): shown as code, one line per line."""
     prompt_by: str | None = None
     """Who wrote the prompt whose turn makes this call (``None``: not recorded)."""
+    preview: str | None = None
+    """What the call would change (the tool's :attr:`~..tools.Tool.preview`, a cell's diff),
+    shown as code in place of the code argument; ``None``: the input shows it."""
 
 
 @dataclass(slots=True, frozen=True)
@@ -246,6 +249,8 @@ def shown_input(request: ApprovalRequest) -> ShownInput:
     if name and isinstance(request.input.get(name), str):
         code = request.input[name]
         rest = {k: v for k, v in request.input.items() if k != name}
+    if request.preview is not None:
+        code, name = request.preview, "change"
     fields = ""
     if rest or code is None:
         fields = json.dumps(rest, ensure_ascii=False, indent=1, default=str)

@@ -442,8 +442,10 @@ async def _approved_call(
     if hook_allowed and decision == "ask":  # a hook's allow() answers the question
         verdict = Verdict(True, by="hook")
     else:
+        preview = None
         if decision == "ask":
             emit(ApprovalRequested(tool_use_id, name, arguments, tool.kind))
+            preview = await _preview(tool, arguments)
         request = ApprovalRequest(
             name,
             arguments,
@@ -452,6 +454,7 @@ async def _approved_call(
             tool_use_id,
             tool.code_argument,
             prompt_by=author,
+            preview=preview,
         )
         verdict = await settings.gate.check(request, signal)
         if decision != "allow":
@@ -600,6 +603,17 @@ def _snapshotter(
         emit(FileChanged(relative, before_hash, after_hash, tool_name, tool_use_id))
 
     return snapshot
+
+
+async def _preview(tool: Tool, arguments: dict[str, Any]) -> str | None:
+    """The tool's preview of a call for its approval; a failing preview says so there (the
+    person then decides on the input alone) instead of ending the turn."""
+    if tool.preview is None:
+        return None
+    try:
+        return await tool.preview(arguments)
+    except Exception as exc:
+        return f"(no preview: {exc})"
 
 
 def _prompt_author(events: Sequence[Event]) -> str | None:

@@ -53,6 +53,7 @@ def load_ipython_extension(ipython: Any) -> None:
         magics.note_network_fs()  # sessions on NFS and the like: one line now
     except LiteAgentError as exc:  # refused (refuse_network_fs): said again at the first cell
         print(f"lite_agent: {exc}")
+    magics.notebook.probe()  # a page with the extension answers before the next cell
     if magics.in_kernel and approval.kernel_handles_comms_while_awaiting():
         transform = _TRANSFORMS[id(ipython)] = _async_cells(ipython)
         ipython.input_transformers_post.append(transform)

@@ -249,9 +249,14 @@ def _run(
     on_changed: Callable[[list[str]], None] | None = None,
     limit: int = DEFAULT_LIMIT,
     value_limit: int | None = None,
+    *,
+    show: bool = True,
+    outputs: list[dict[str, Any]] | None = None,
 ) -> tuple[str | list[dict[str, Any]], KernelChanges]:
     """On the main thread: snapshot what ``code`` may touch, run it in the user's
     namespace, capture what it showed; the result for the model and what changed.
+    ``show``: show the outputs in the ``%%agent`` cell too; ``outputs``: a list to fill with
+    them as nbformat outputs (``execute_cell`` writes them into its cell).
 
     Only a kernel interrupt leaves as an exception (the turn stops); anything else the code
     raises is text for the model."""
@@ -264,6 +269,7 @@ def _run(
     before = take_before(ns, code, limit=limit, value_limit=value_limit)
     value: Any = None
     error = ""
+    failure: BaseException | None = None
     with capture_output() as captured, _interruptible() as interrupts, _no_nested_cells(shell):
         try:
             tree = ast.parse(code)
@@ -274,13 +280,19 @@ def _run(
                 value = eval(compile(ast.Expression(last.value), "<run_cell>", "eval"), ns)
         except Exception as exc:
             error = "".join(traceback.format_exception(exc)).strip()
+            failure = exc
         except BaseException as exc:
             if isinstance(exc, KeyboardInterrupt) and interrupts.came:
                 raise
             error = "".join(traceback.format_exception(exc)).strip() + "\n" + _ended_by(exc)
-    captured.show()  # type: ignore[no-untyped-call]  # shown in the %%agent cell too
-    if value is not None:
-        shell.display_pub.publish(shell.display_formatter.format(value)[0])
+            failure = exc
+    if show:
+        captured.show()  # type: ignore[no-untyped-call]  # shown in the %%agent cell too
+    result_data = shell.display_formatter.format(value)[0] if value is not None else None
+    if show and result_data is not None:
+        shell.display_pub.publish(result_data)
+    if outputs is not None:
+        outputs += cell_outputs(captured, result_data, failure, error)
     report = changes(before, ns)
     if on_changed is not None and report.touched:
         on_changed(list(report.touched))  # the one seam for "which names changed" (stale.py)
@@ -297,6 +309,39 @@ def _run(
     blocks = images([o.data for o in captured.outputs])
     summary = "\n".join(text)
     return ([{"type": "text", "text": summary}, *blocks] if blocks else summary), report
+
+
+def cell_outputs(
+    captured: Any, result: dict[str, Any] | None, failure: BaseException | None, error: str
+) -> list[dict[str, Any]]:
+    """What a notebook cell that ran the code shows, as nbformat outputs (as a front end
+    records them): its streams, displays, result and error."""
+    outputs: list[dict[str, Any]] = []
+    for name in ("stdout", "stderr"):
+        if text := getattr(captured, name):
+            outputs.append({"output_type": "stream", "name": name, "text": text})
+    for shown in captured.outputs:
+        data, metadata = shown.data, shown.metadata or {}
+        outputs.append({"output_type": "display_data", "data": data, "metadata": metadata})
+    if result is not None:
+        outputs.append(
+            {
+                "output_type": "execute_result",
+                "data": result,
+                "metadata": {},
+                "execution_count": None,
+            }
+        )
+    if failure is not None:
+        outputs.append(
+            {
+                "output_type": "error",
+                "ename": type(failure).__name__,
+                "evalue": str(failure),
+                "traceback": error.split("\n"),
+            }
+        )
+    return outputs
 
 
 def render_value(value: Any) -> str:

@@ -72,6 +72,7 @@ from .drift import VariableWatch, used_in_log, with_note
 from .hook_paths import resolve_hooks
 from .kernel_state import DEFAULT_LIMIT, DEFAULT_VALUE_LIMIT, KernelParticipant
 from .kernel_tools import kernel_tools, refuse_nested
+from .notebook_cells import NotebookChannel, notebook_tools
 from .notebook_file import NotebookIdentity, claim, notebook_storage
 from .outputs import CellOutputs, cell_output_tool, expand_cells
 from .plan_cells import PLAN_FIRST, PlanCells
@@ -222,6 +223,12 @@ class LiteAgentMagics(Magics, PlanCells):
         DEFAULT_VALUE_LIMIT,
         help="Bytes one variable (or alias group) may take in a run_cell snapshot.",
     ).tag(config=True)
+    notebook_tools = Bool(
+        False,
+        help="Give the agent read_notebook, edit_cell, insert_cell, delete_cell and "
+        "execute_cell on the notebook open in the page (needs the package's JupyterLab / "
+        "Notebook 7 extension; see docs/notebook.md).",
+    ).tag(config=True)
     allow_notebook_edits = Bool(
         False, help="Let the file tools write the notebook open in this kernel."
     ).tag(config=True)
@@ -312,6 +319,8 @@ class LiteAgentMagics(Magics, PlanCells):
         self.locking = LockingNotes()
         """The once-per-folder note about a network file system (``shared_storage.py``)."""
         self.background = BackgroundTurns(self.runner)
+        self.notebook = NotebookChannel(getattr(shell, "kernel", None))
+        """The channel to the page's notebook (``notebook_cells.py``)."""
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -459,6 +468,9 @@ class LiteAgentMagics(Magics, PlanCells):
             self.allow_notebook_edits,
             self.share_outputs,
             self.kernel_tools,
+            # the notebook tools are offered only while a page answers: a page that answers
+            # later (or a new one) rebuilds the agent, the session kept
+            self.notebook_tools and self.notebook.client,
             self.location,
             json.dumps(self.mcp_servers, sort_keys=True),
             json.dumps(self.hooks, sort_keys=True),
@@ -488,6 +500,14 @@ class LiteAgentMagics(Magics, PlanCells):
             tools.append(cell_output_tool(self.outputs))
         if self.kernel_tools and hasattr(self.shell, "set_next_input"):
             tools += kernel_tools(
+                self.shell,
+                self.runner,
+                self._variables_changed,
+                lambda: (self.kernel_snapshot_limit, self.kernel_snapshot_value_limit),
+            )
+        if self.notebook_tools and self.notebook.connected:
+            tools += notebook_tools(
+                self.notebook,
                 self.shell,
                 self.runner,
                 self._variables_changed,
@@ -600,6 +620,8 @@ class LiteAgentMagics(Magics, PlanCells):
                 "(%%agent Write notes.txt) where each line is sent alone (jupyter console "
                 "--simple-prompt)"
             )
+        if self.notebook_tools and not self.notebook.connected:
+            self.notebook.probe()  # a page that answers gets the tools from the next cell on
         try:
             agent = self.agent()
         except NetworkFilesystemError as exc:  # refuse_network_fs: one line, no traceback

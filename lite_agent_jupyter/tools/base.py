@@ -88,6 +88,11 @@ class Tool:
     code_argument: str | None = None
     """The argument that is source code (``run_cell``'s ``code``): approvals show it as code,
     one line per line, instead of one escaped JSON string."""
+    preview: Callable[[dict[str, Any]], Awaitable[str | None]] | None = None
+    """``await preview(arguments)``: what the call would change, as plain text (a cell's
+    diff), computed just before its approval is asked and shown there instead of the code
+    argument. Why: the input alone (a cell's new source) does not show what it replaces.
+    ``None`` (or a ``None`` result): the approval shows the input."""
 
     def spec(self) -> dict[str, Any]:
         """The tool as the Messages API expects it."""

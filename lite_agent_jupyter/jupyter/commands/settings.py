@@ -42,6 +42,7 @@ def _info(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
         ("notebook", location.notebook or "(none: a console)"),
         ("found by", location.rule),
         ("workdir", magics.workdir_path().absolute()),
+        ("notebook tools", _notebook_tools_text(magics)),
         (
             "this kernel",
             f"{magics.turns} prompts; tokens in {u.input_tokens:,} · out {u.output_tokens:,}"
@@ -62,6 +63,16 @@ def _info(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
         )
     )
     print(render.key_value_text(rows))
+
+
+def _notebook_tools_text(magics: LiteAgentMagics) -> str:
+    """One line: whether the agent can read and edit the open notebook, and why not."""
+    if not magics.notebook_tools:
+        return "off (%config LiteAgentMagics.notebook_tools = True)"
+    why = magics.notebook.why_not()
+    if why:
+        return f"not offered: {why}"
+    return f"on: the page of {magics.notebook.path or 'the notebook'} answers"
 
 
 @subcommand("config", "The settings (%config LiteAgentMagics.<name> = value changes one).")

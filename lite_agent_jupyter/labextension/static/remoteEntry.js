@@ -1,7 +1,8 @@
 /*
- * lite_agent_jupyter's front-end part, for JupyterLab and Notebook 7: one plugin, written by
- * hand (no build step, no dependency). It is a prebuilt ("federated") extension: the page loads
- * this script, then asks the container below for "./extension" and registers its plugin.
+ * lite_agent_jupyter's front-end part, for JupyterLab and Notebook 7: three plugins, written
+ * by hand (no build step, no dependency). It is a prebuilt ("federated") extension: the page
+ * calls `init` with its shared modules, asks the container below for "./extension" and
+ * registers the plugins it gets.
  *
  * Why it exists: Notebook 7 runs keyboard shortcuts before the page's widgets see a key
  * (JupyterLab lets widgets go first), and in command mode it binds ArrowLeft / ArrowRight to
@@ -20,11 +21,25 @@
  * the command that draws it again) the plugin hides the icons, puts a note above it ("Inactive
  * copy ... run %agent checkpoints"), replaces the error by that note, and answers a click,
  * drag or key on a dead control with why nothing happened. Other widgets are left alone.
+ *
+ * notebook-channel. The kernel's notebook tools (read_notebook, edit_cell, ...) act on the
+ * notebook as this page holds it, never on the file: the plugin registers the comm target
+ * TARGET on the kernel connection of every notebook panel; the kernel opens a comm and sends
+ * requests ({op, id, client, ...}); the plugin applies them to the panel's shared model (so an
+ * edit shows at once, is undone with Ctrl-Z and marks the document dirty) and answers
+ * {id, ok, result | error} on the same comm. Several panels may hear one kernel (two views of
+ * a notebook): each answers "hello" with a client id of its own, the kernel picks one and
+ * names it in every request, the others ignore it. The INotebookTracker token comes from the
+ * page's shared `@jupyterlab/notebook` module (a plugin is matched to a service by the token
+ * object itself). See docs/notebook.md.
  */
 (function () {
   'use strict';
   var NAME = 'lite-agent-jupyter';
   var HANDLE = '.lite-agent-checkpoints .noUi-handle';
+  var TARGET = 'lite_agent_jupyter.notebook';
+  var SUMMARY_CHARS = 200;
+  var shared = null; // the page's share scope, given to init()
 
   var sliderKeys = {
     id: NAME + ':slider-keys',
@@ -202,20 +217,243 @@
     }
   };
 
+  function newId() {
+    return Math.random().toString(36).slice(2) + Date.now().toString(36);
+  }
+
+  function outputText(output) {
+    var type = output.output_type;
+    if (type === 'stream') {
+      var text = output.text;
+      return Array.isArray(text) ? text.join('') : String(text || '');
+    }
+    if (type === 'error') {
+      return output.ename + ': ' + output.evalue;
+    }
+    var data = output.data || {};
+    if (data['text/plain'] !== undefined) {
+      var plain = data['text/plain'];
+      return Array.isArray(plain) ? plain.join('') : String(plain);
+    }
+    return '[' + Object.keys(data).join(', ') + ']';
+  }
+
+  /** A short summary of a cell's outputs: what the model reads, never the whole output. */
+  function summary(cell) {
+    if (cell.cell_type !== 'code') {
+      return '';
+    }
+    var outputs = cell.outputs || [];
+    var text = outputs.map(outputText).join('\n');
+    if (text.length > SUMMARY_CHARS) {
+      text = text.slice(0, SUMMARY_CHARS) + '… (' + text.length + ' chars)';
+    }
+    return text;
+  }
+
+  function describe(cell, index) {
+    return {
+      index: index,
+      id: cell.id,
+      type: cell.cell_type,
+      source: cell.getSource(),
+      execution_count: cell.cell_type === 'code' ? cell.execution_count : null,
+      outputs: summary(cell)
+    };
+  }
+
+  /** The cell a request names: a 0-based index (number) or a cell id (string). */
+  function find(notebook, ref) {
+    var cells = notebook.cells;
+    if (typeof ref === 'number') {
+      if (ref < 0 || ref >= cells.length || Math.floor(ref) !== ref) {
+        throw new Error('no cell ' + ref + ' (the notebook has ' + cells.length + ' cells)');
+      }
+      return ref;
+    }
+    for (var i = 0; i < cells.length; i++) {
+      if (cells[i].id === ref) {
+        return i;
+      }
+    }
+    throw new Error('no cell with id ' + JSON.stringify(ref));
+  }
+
+  /** Fails when the cell is not as the kernel last saw it (the person edited it since). */
+  function check(cell, expect) {
+    if (expect !== undefined && expect !== null && cell.getSource() !== expect) {
+      throw new Error('changed');
+    }
+  }
+
+  function apply(panel, request) {
+    var notebook = panel.content.model.sharedModel;
+    var op = request.op;
+    var i, cell;
+    if (op === 'read') {
+      var wanted = request.cells;
+      var all = notebook.cells;
+      var picked = [];
+      if (Array.isArray(wanted)) {
+        for (var w = 0; w < wanted.length; w++) {
+          i = find(notebook, wanted[w]);
+          picked.push(describe(all[i], i));
+        }
+      } else {
+        for (i = 0; i < all.length; i++) {
+          picked.push(describe(all[i], i));
+        }
+      }
+      return { cells: picked, path: panel.context.path, dirty: panel.context.model.dirty };
+    }
+    if (op === 'get') {
+      i = find(notebook, request.cell);
+      return describe(notebook.cells[i], i);
+    }
+    if (op === 'edit') {
+      i = find(notebook, request.cell);
+      cell = notebook.cells[i];
+      check(cell, request.expect);
+      var before = cell.getSource();
+      cell.setSource(request.source);
+      return { index: i, id: cell.id, before: before };
+    }
+    if (op === 'insert') {
+      var at = request.after === null || request.after === undefined ? 0 : find(notebook, request.after) + 1;
+      var kind = request.cell_type === 'markdown' ? 'markdown' : 'code';
+      var made = { cell_type: kind, source: request.source, metadata: {} };
+      if (request.id) {
+        made.id = request.id;
+      }
+      if (kind === 'code') {
+        made.outputs = [];
+        made.execution_count = null;
+      }
+      cell = notebook.insertCell(at, made);
+      return { index: at, id: cell.id };
+    }
+    if (op === 'delete') {
+      i = find(notebook, request.cell);
+      cell = notebook.cells[i];
+      check(cell, request.expect);
+      var gone = describe(cell, i);
+      notebook.deleteCell(i);
+      return gone;
+    }
+    if (op === 'outputs') {
+      i = find(notebook, request.cell);
+      cell = notebook.cells[i];
+      if (cell.cell_type !== 'code') {
+        throw new Error('cell ' + i + ' is not a code cell');
+      }
+      notebook.transact(function () {
+        cell.setOutputs(request.outputs || []);
+        cell.execution_count = request.execution_count === undefined ? null : request.execution_count;
+      });
+      return { index: i, id: cell.id };
+    }
+    throw new Error('unknown request ' + JSON.stringify(op));
+  }
+
+  function listen(panel, client) {
+    return function (comm) {
+      comm.onMsg = function (msg) {
+        var request = msg.content.data || {};
+        if (request.op === 'hello') {
+          comm.send({ op: 'hello', client: client, path: panel.context.path });
+          return;
+        }
+        if (request.client !== client) {
+          return; // another view of this kernel answers
+        }
+        var reply;
+        try {
+          reply = { id: request.id, ok: true, result: apply(panel, request) };
+        } catch (error) {
+          reply = { id: request.id, ok: false, error: String((error && error.message) || error) };
+        }
+        comm.send(reply);
+      };
+      comm.send({ op: 'hello', client: client, path: panel.context.path });
+    };
+  }
+
+  function connect(panel) {
+    var client = newId();
+    var hooked = null;
+    function hook() {
+      var session = panel.sessionContext.session;
+      var kernel = session ? session.kernel : null;
+      if (kernel && kernel !== hooked) {
+        hooked = kernel;
+        kernel.registerCommTarget(TARGET, listen(panel, client));
+      }
+    }
+    panel.sessionContext.kernelChanged.connect(hook);
+    panel.sessionContext.ready.then(hook, function () {});
+    hook();
+  }
+
+  function channelPlugin(tracker) {
+    return {
+      id: NAME + ':notebook-channel',
+      description: "Lets the kernel's agent read and edit the notebook as this page holds it.",
+      autoStart: true,
+      requires: [tracker],
+      activate: function (app, notebooks) {
+        notebooks.forEach(connect);
+        notebooks.widgetAdded.connect(function (_, panel) {
+          connect(panel);
+        });
+      }
+    };
+  }
+
+  /** The page's own `@jupyterlab/notebook` (its tokens are the page's objects). */
+  function notebookModule() {
+    var versions = shared && shared['@jupyterlab/notebook'];
+    if (!versions) {
+      return Promise.resolve(null);
+    }
+    var keys = Object.keys(versions);
+    var best = keys.filter(function (k) {
+      return versions[k].loaded;
+    })[0] || keys[0];
+    return Promise.resolve(versions[best].get()).then(function (factory) {
+      return factory();
+    });
+  }
+
   var containers = (window._JUPYTERLAB = window._JUPYTERLAB || {});
   containers[NAME] = {
-    init: function () {
+    init: function (scope) {
+      shared = scope || null;
       return Promise.resolve();
     },
     get: function (module) {
       if (module !== './extension') {
         return Promise.reject(new Error(NAME + ' has no module ' + module));
       }
+      var plugins = [sliderKeys, inactiveWidgets];
       // Both front ends read the plugins from `default` only when `__esModule` is set, as
       // webpack marks a compiled ES module.
-      return Promise.resolve(function () {
-        return { __esModule: true, default: [sliderKeys, inactiveWidgets] };
-      });
+      function exported() {
+        return { __esModule: true, default: plugins };
+      }
+      return notebookModule().then(
+        function (notebook) {
+          if (notebook && notebook.INotebookTracker) {
+            plugins.push(channelPlugin(notebook.INotebookTracker));
+          } else {
+            console.warn(NAME + ': no @jupyterlab/notebook shared: no notebook channel');
+          }
+          return exported;
+        },
+        function (error) {
+          console.warn(NAME + ': no notebook channel: ' + error);
+          return exported;
+        }
+      );
     }
   };
 })();
