@@ -107,7 +107,7 @@ class VariableWatch:
             return None
         return (
             "[Notebook note: exposed variables " + "; ".join(parts) + ". Inspect them again "
-            "before relying on what you saw; kernel state is not rewound by a restore.]"
+            "before relying on what you saw; a restore rewinds only what your run_cell changed.]"
         )
 
 

@@ -207,7 +207,8 @@ def _alias_groups(ns: Mapping[str, Any], touched: set[str], ids: dict[str, int])
     owner: dict[int, str] = {}  # id of a touched object (or of an item it holds) -> a name
     for name in touched:
         value = ns[name]
-        owner.setdefault(id(value), name)
+        if not isinstance(value, _ATOMS):
+            owner.setdefault(id(value), name)
         for item in _items(value):
             owner.setdefault(id(item), name)
     for name in ids:
@@ -231,15 +232,22 @@ def _alias_groups(ns: Mapping[str, Any], touched: set[str], ids: dict[str, int])
     groups: dict[str, list[str]] = {}
     for name in parent:
         groups.setdefault(find(name), []).append(name)
-    return [sorted(g) for g in groups.values()]
+    return sorted(sorted(g) for g in groups.values())
+
+
+_ATOMS = (int, float, complex, str, bytes, bool, type(None), range)
 
 
 def _items(value: object) -> Iterable[object]:
+    """The items of a container that can make an alias: not atoms (small ints and
+    interned strings are shared by every container; sharing one is not aliasing)."""
     if isinstance(value, dict):
-        return value.values() if len(value) <= _CONTAINER_ITEMS else ()
-    if isinstance(value, list | tuple | set | frozenset):
-        return value if len(value) <= _CONTAINER_ITEMS else ()
-    return ()
+        items: Iterable[object] = value.values() if len(value) <= _CONTAINER_ITEMS else ()
+    elif isinstance(value, list | tuple | set | frozenset):
+        items = value if len(value) <= _CONTAINER_ITEMS else ()
+    else:
+        return ()
+    return [item for item in items if not isinstance(item, _ATOMS)]
 
 
 def _mb(size: int) -> str:
@@ -451,7 +459,7 @@ class KernelParticipant:
     async def plan_rewind(
         self, ctx: StateContext, snapshots: Sequence[StateSnapshotEvent]
     ) -> StatePlan:
-        return self._plan([e.data for e in snapshots])
+        return await self._plan(ctx, [e.data for e in snapshots])
 
     async def plan_return(
         self,
@@ -461,9 +469,9 @@ class KernelParticipant:
     ) -> StatePlan:
         # the record's values win; the future left is rewound for the other names, and
         # its last fingerprints are what the kernel should hold now
-        return self._plan([record, *(e.data for e in snapshots)])
+        return await self._plan(ctx, [record, *(e.data for e in snapshots)])
 
-    def _plan(self, records: Sequence[JSONDict]) -> StatePlan:
+    async def _plan(self, ctx: StateContext, records: Sequence[JSONDict]) -> StatePlan:
         targets: dict[str, _Target] = {}
         cannot: dict[str, str] = {}
         last: dict[str, str | None] = {}
@@ -481,6 +489,8 @@ class KernelParticipant:
                 blob = groups[index].get("blob") if isinstance(index, int) else None
                 if blob is None:
                     cannot[name] = (data.get("cannot") or {}).get(name, "no snapshot was kept")
+                elif not await ctx.blobs.has(blob):  # an imported session carries none
+                    cannot[name] = "its snapshot is not in this session's store"
                 else:
                     targets[name] = _Target(blob, None, at)
             for name, why in (data.get("cannot") or {}).items():

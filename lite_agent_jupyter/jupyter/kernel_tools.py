@@ -3,8 +3,9 @@
 - ``run_cell``: code run in the notebook's namespace on the kernel's main thread while the
   ``%%agent`` cell waits (``AgentRunner.on_main``); asks approval under the default policy
   (kind ``shell``, so the files it changes are snapshotted); returns what it printed, its
-  result, displays (images as image blocks), traceback, and the variables it created or
-  rebound. A kernel interrupt stops it like any cell. What else the code raises, even
+  result, displays (images as image blocks), traceback, and the variables it created,
+  rebound, deleted or changed in place (``kernel_state.py`` snapshots them first, for
+  restore). A kernel interrupt stops it like any cell. What else the code raises, even
   ``SystemExit`` or a ``KeyboardInterrupt`` of its own, is its error: the model reads it and
   the turn goes on. The code cannot start a cell inside it (``%%agent`` or
   ``get_ipython().run_cell``): :class:`~..errors.ReentrantCellError`.
@@ -13,10 +14,11 @@
   names the prompt (its checkpoint id, what ``%agent restore`` takes) and the session it came
   from, so a saved notebook tells proposed code from typed code and where it came from.
 
-Why a proposal and not a run: the person's kernel state is not rewound by a restore, so code
-that changes it should pass through their hands. ``set_next_input`` only appends a payload to
-the running cell's reply (a list append), which is safe from the loop thread: the front end
-creates the cell when the ``%%agent`` cell ends.
+Why a proposal too: a restore rewinds what ``run_cell`` changed, within its caps and never
+what cannot be pickled (``kernel_state.py``), so code with effects a snapshot cannot hold
+(files opened, connections, sessions) is better passed through the person's hands.
+``set_next_input`` only appends a payload to the running cell's reply (a list append), which
+is safe from the loop thread: the front end creates the cell when the ``%%agent`` cell ends.
 """
 
 from __future__ import annotations

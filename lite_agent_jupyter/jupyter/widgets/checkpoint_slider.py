@@ -25,8 +25,9 @@ SUMMARY_CHECKPOINTS = 20
 
 NOT_REWOUND = (
     "Restore rewinds the files the agent changed in its workdir and, if chosen, the "
-    "conversation. Kernel variables and effects outside the workdir (databases, network, "
-    "other folders) are not rewound."
+    "conversation; with the files, the kernel variables changed by the run_cell tool of the "
+    "agent, except those it named as cannot be rewound. Variables you changed yourself and "
+    "effects outside the workdir (databases, network, other folders) are not rewound."
 )
 
 
@@ -411,6 +412,9 @@ def _preview_html(checkpoint: Checkpoint, plan: RestorePlan) -> str:
             + ", ".join(f"<code>{escape(p)}</code>" for p in plan.conflicts)
             + "</div>"
         )
+    kernel = render.state_plan_lines(plan.state, "Restore")
+    if kernel:
+        parts.append(f"<div style='white-space:pre-wrap'>{escape(chr(10).join(kernel))}</div>")
     return "".join(parts)
 
 
@@ -437,6 +441,7 @@ def _result_html(what: str, result: RestoreResult, *, undo: bool = False) -> str
             if result.conversation_restored
             else "Conversation kept (the model is told its files were rewound)."
         )
+    parts.extend(escape(line) for line in render.state_result_lines(result.state))
     return " ".join(parts)
 
 

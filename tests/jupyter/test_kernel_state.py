@@ -1,0 +1,111 @@
+"""``kernel_state.py`` on its own (#34): which names a call may touch, alias groups, caps,
+the four kinds of change, and the participant's plan and apply, on a plain namespace and a
+memory blob store. The real kernel runs the same code in ``test_kernel_rewind.py``."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from lite_agent_jupyter.agent.timetravel.participants import StateContext
+from lite_agent_jupyter.checkpoint.events import StateSnapshotEvent
+from lite_agent_jupyter.jupyter.kernel_state import (
+    KernelParticipant,
+    changes,
+    take_before,
+)
+from lite_agent_jupyter.storage import BlobRef
+from lite_agent_jupyter.storage.blobs import MemoryBlobStore
+
+
+def _call(ns: dict[str, Any], code: str, **caps: Any) -> Any:
+    before = take_before(ns, code, **caps)
+    exec(code, ns)
+    return before, changes(before, ns)
+
+
+def test_an_in_place_change_is_seen_where_id_is_the_same() -> None:
+    """The old report compared ``id()``: ``df.drop(..., inplace=True)`` was "no change"."""
+    ns: dict[str, Any] = {"df": pd.DataFrame({"a": [1, 2], "b": [3, 4]}), "n": {"k": 1}}
+    _, report = _call(ns, 'df.drop(columns=["b"], inplace=True)\nn["k"] = 2\nx = 5')
+    assert report.changed == ("df", "n") and report.created == ("x",)
+    assert report.rebound == () and report.deleted == ()
+    assert [g.names for g in report.groups] == [["df"], ["n"]]
+
+
+def test_unchanged_groups_are_not_kept_and_atoms_make_no_aliases() -> None:
+    ns: dict[str, Any] = {"seen": [1, 2], "other": [1, 2, 3], "frame": np.zeros(10)}
+    before, report = _call(ns, "frame.sum()\nseen.append(3)")
+    assert sorted(g.names[0] for g in before.groups) == ["frame", "seen"]
+    assert [g.names for g in report.groups] == [["seen"]]  # "other" shares ints, not objects
+
+
+def test_aliases_and_holders_are_one_group() -> None:
+    shared = [1]
+    ns: dict[str, Any] = {"a": shared, "b": shared, "box": {"x": shared}, "lone": [1]}
+    before, _ = _call(ns, "a.append(2)")
+    assert [g.names for g in before.groups] == [["a", "b", "box"]]
+
+
+def test_what_cannot_be_pickled_or_is_too_big_is_named_without_pickling() -> None:
+    ns: dict[str, Any] = {
+        "gen": (i for i in range(3)),
+        "lock": threading.Lock(),
+        "big": np.ones(2**20),  # 8 MB
+    }
+    _, report = _call(ns, "next(gen)\nlock\nbig[0] = 2", limit=64 << 20, value_limit=1 << 20)
+    assert report.cannot["gen"] == "gen is a generator"
+    assert report.cannot["lock"] == "lock is a lock"
+    assert report.cannot["big"].startswith("over the per-value cap of 1 MB")
+    assert report.groups == ()  # nothing stored
+
+
+def test_a_call_touching_nothing_snapshots_nothing() -> None:
+    ns: dict[str, Any] = {"df": pd.DataFrame({"a": range(10)})}
+    before, report = _call(ns, "y = 1 + 1")
+    assert before.groups == [] and report.created == ("y",) and report.groups == ()
+
+
+def _record(report: Any, store: MemoryBlobStore, ref: BlobRef) -> StateSnapshotEvent:
+    recorded: list[StateSnapshotEvent] = []
+
+    async def put(data: bytes) -> str:
+        return await store.put(data, ref=ref)
+
+    async def record(participant: str, data: dict[str, Any]) -> None:
+        recorded.append(StateSnapshotEvent(participant=participant, data=data))
+
+    asyncio.run(report.record(put, record))
+    return recorded[0]
+
+
+def test_the_participant_rewinds_refuses_hand_changes_and_reports_missing_snapshots() -> None:
+    ns: dict[str, Any] = {"a": [1], "df": pd.DataFrame({"a": [1, 2]})}
+    ns["b"] = ns["a"]
+    _, report = _call(ns, "a.append(2)\ndf.loc[0, 'a'] = 9\nx = 5")
+    store, ref = MemoryBlobStore(), BlobRef("test", "s")
+    event = _record(report, store, ref)
+    ctx = StateContext("s", store, ref)
+    participant = KernelParticipant(lambda: ns)
+
+    ns["df"].loc[1, "a"] = -1  # by hand
+    plan = asyncio.run(participant.plan_rewind(ctx, [event]))
+    assert plan.conflicts == ("df",)
+    result, record = asyncio.run(participant.apply(ctx, plan, force=True))
+    assert result.forced == ("df",) and result.deleted == ("x",)
+    assert ns["a"] == [1] and ns["a"] is ns["b"] and "x" not in ns
+    assert ns["df"]["a"].tolist() == [1, 2]
+
+    back = asyncio.run(participant.plan_return(ctx, record))  # the undo
+    asyncio.run(participant.apply(ctx, back, force=False))
+    assert ns["a"] == [1, 2] and ns["a"] is ns["b"] and ns["x"] == 5
+
+    elsewhere = MemoryBlobStore()  # an imported session: no snapshot blobs, nothing loaded
+    plan = asyncio.run(
+        KernelParticipant(lambda: {}).plan_rewind(StateContext("s", elsewhere, ref), [event])
+    )
+    assert set(plan.cannot) == {"a", "b", "df"}
