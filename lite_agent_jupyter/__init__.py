@@ -7,58 +7,7 @@ downward: ``checkpoint`` (events, Checkpointer backends) and ``storage`` → ``t
 
 from typing import TYPE_CHECKING, Any
 
-from .abort import AbortController, AbortSignal
-from .agent import (
-    AgentEvent,
-    AgentOptions,
-    ApprovalDecided,
-    ApprovalRequest,
-    ApprovalRequested,
-    BackgroundEvent,
-    BackgroundNotice,
-    BackgroundTurnFinished,
-    BackgroundTurnStarted,
-    Branch,
-    BundleInfo,
-    Checkpoint,
-    Compaction,
-    CompactProgress,
-    CompactResult,
-    FileAction,
-    FileChange,
-    FileChanged,
-    ImportResult,
-    InputRequest,
-    LiteAgent,
-    LiteAgentResult,
-    Price,
-    PromptChanges,
-    RestorePlan,
-    RestoreResult,
-    RewindPoint,
-    Subscription,
-    SwitchResult,
-    TextDelta,
-    ToolCallFinished,
-    ToolCallInput,
-    ToolCallStarted,
-    TurnFinished,
-    TurnInterrupted,
-    TurnStarted,
-    UsageTotals,
-    UsageUpdate,
-    console_approval,
-    create_lite_agent,
-    hooks,
-)
-from .checkpoint import (
-    Checkpointer,
-    SessionInfo,
-    checkpointer_from_url,
-    file_checkpointer,
-    memory_checkpointer,
-    sqlite_checkpointer,
-)
+from ._lazy import attach
 from .errors import (
     AgentClosedError,
     AuthenticationError,
@@ -96,11 +45,142 @@ from .errors import (
     UnsupportedBundleVersionError,
     UnsupportedVersionError,
 )
-from .storage import Storage
-from .tools import Tool, ToolContext, tool
 
 if TYPE_CHECKING:
+    from .abort import (
+        AbortController,
+        AbortSignal,
+    )
+    from .agent import (
+        AgentEvent,
+        AgentOptions,
+        ApprovalDecided,
+        ApprovalRequest,
+        ApprovalRequested,
+        BackgroundEvent,
+        BackgroundNotice,
+        BackgroundTurnFinished,
+        BackgroundTurnStarted,
+        Branch,
+        BundleInfo,
+        Checkpoint,
+        Compaction,
+        CompactProgress,
+        CompactResult,
+        FileAction,
+        FileChange,
+        FileChanged,
+        ImportResult,
+        InputRequest,
+        LiteAgent,
+        LiteAgentResult,
+        Price,
+        PromptChanges,
+        RestorePlan,
+        RestoreResult,
+        RewindPoint,
+        Subscription,
+        SwitchResult,
+        TextDelta,
+        ToolCallFinished,
+        ToolCallInput,
+        ToolCallStarted,
+        TurnFinished,
+        TurnInterrupted,
+        TurnStarted,
+        UsageTotals,
+        UsageUpdate,
+        console_approval,
+        create_lite_agent,
+        hooks,
+    )
+    from .checkpoint import (
+        Checkpointer,
+        SessionInfo,
+        checkpointer_from_url,
+        file_checkpointer,
+        memory_checkpointer,
+        sqlite_checkpointer,
+    )
     from .checkpoint.postgres import PostgresBlobStore, postgres_checkpointer
+    from .storage import (
+        Storage,
+    )
+    from .tools import (
+        Tool,
+        ToolContext,
+        tool,
+    )
+
+_LAZY = {
+    ".abort": (
+        "AbortController",
+        "AbortSignal",
+    ),
+    ".agent": (
+        "AgentEvent",
+        "AgentOptions",
+        "ApprovalDecided",
+        "ApprovalRequest",
+        "ApprovalRequested",
+        "BackgroundEvent",
+        "BackgroundNotice",
+        "BackgroundTurnFinished",
+        "BackgroundTurnStarted",
+        "Branch",
+        "BundleInfo",
+        "Checkpoint",
+        "Compaction",
+        "CompactProgress",
+        "CompactResult",
+        "FileAction",
+        "FileChange",
+        "FileChanged",
+        "ImportResult",
+        "InputRequest",
+        "LiteAgent",
+        "LiteAgentResult",
+        "Price",
+        "PromptChanges",
+        "RestorePlan",
+        "RestoreResult",
+        "RewindPoint",
+        "Subscription",
+        "SwitchResult",
+        "TextDelta",
+        "ToolCallFinished",
+        "ToolCallInput",
+        "ToolCallStarted",
+        "TurnFinished",
+        "TurnInterrupted",
+        "TurnStarted",
+        "UsageTotals",
+        "UsageUpdate",
+        "console_approval",
+        "create_lite_agent",
+        "hooks",
+    ),
+    ".checkpoint": (
+        "Checkpointer",
+        "SessionInfo",
+        "checkpointer_from_url",
+        "file_checkpointer",
+        "memory_checkpointer",
+        "sqlite_checkpointer",
+    ),
+    ".storage": ("Storage",),
+    ".tools": (
+        "Tool",
+        "ToolContext",
+        "tool",
+    ),
+    ".checkpoint.postgres": ("PostgresBlobStore", "postgres_checkpointer"),
+}
+"""Public names imported on first use (``_lazy.py``): ``import lite_agent_jupyter`` loads
+no agent, backend, provider SDK or widget until a name is used (#32). ``PostgresBlobStore``
+and ``postgres_checkpointer`` need the optional ``postgres`` extra (psycopg)."""
+
+__getattr__, __dir__ = attach(__name__, _LAZY)
 
 __version__ = "0.1.0"
 
@@ -132,15 +212,6 @@ def use_model(provider: Any) -> None:
     from .jupyter import use_model as use
 
     use(provider)
-
-
-def __getattr__(name: str) -> Any:
-    # PostgreSQL needs the optional ``postgres`` extra (psycopg): imported on first use only.
-    if name in ("postgres_checkpointer", "PostgresBlobStore"):
-        from .checkpoint import postgres
-
-        return getattr(postgres, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = [

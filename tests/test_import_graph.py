@@ -24,6 +24,7 @@ PACKAGE = "lite_agent_jupyter"
 ROOT = Path(lite_agent_jupyter.__file__).parent
 
 LAYERS = {
+    "_lazy": 0,
     "errors": 0,
     "abort": 0,
     "atomic": 0,
@@ -75,7 +76,18 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
             targets.add(module)
 
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
-        if isinstance(node, ast.Import):
+        if (table := _lazy_table(node)) is not None:  # names imported on first use (_lazy.py)
+            for relative, names in table.items():
+                if relative == ".":
+                    for item in names:
+                        add(f"{package}.{item}")
+                else:
+                    level = len(relative) - len(relative.lstrip("."))
+                    base = package.split(".")
+                    if level > 1:
+                        base = base[: len(base) - level + 1]
+                    add(".".join([*base, relative.lstrip(".")]), names)
+        elif isinstance(node, ast.Import):
             for alias in node.names:
                 add(alias.name)
         elif isinstance(node, ast.ImportFrom):
@@ -89,6 +101,22 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
             add(module, [alias.name for alias in node.names])
     targets.discard(name)
     return targets
+
+
+def _lazy_table(node: ast.AST) -> dict[str, list[str]] | None:
+    """A package's ``_LAZY = {".module": ("Name", ...)}`` (``lite_agent_jupyter/_lazy.py``):
+    each entry is an import the package makes on first use of a name."""
+    if not (
+        isinstance(node, ast.Assign | ast.AnnAssign)
+        and any(
+            isinstance(t, ast.Name) and t.id == "_LAZY"
+            for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        )
+    ):
+        return None
+    value = ast.literal_eval(node.value) if node.value is not None else {}
+    assert isinstance(value, dict), "_LAZY must be a dict literal"
+    return {str(key): [str(name) for name in names] for key, names in value.items()}
 
 
 def import_graph() -> dict[str, set[str]]:
@@ -135,10 +163,13 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_the_import_graph_sees_lazy_imports() -> None:
-    """The walk is not blind to the imports circles hide in: function-level ones too."""
+    """The walk is not blind to the imports circles hide in: function-level ones too, and
+    the names a package imports on first use (its ``_LAZY`` table, ``_lazy.py``)."""
     graph = import_graph()
     assert f"{PACKAGE}.jupyter" in graph[PACKAGE]  # imported inside functions only
-    assert f"{PACKAGE}.checkpoint.postgres" in graph[PACKAGE]
+    assert f"{PACKAGE}.checkpoint.postgres" in graph[PACKAGE]  # a _LAZY entry
+    assert f"{PACKAGE}.agent.core" in graph[f"{PACKAGE}.agent"]  # ".core": ("LiteAgent", ...)
+    assert f"{PACKAGE}.agent.hooks" in graph[f"{PACKAGE}.agent"]  # ".": ("hooks",)
 
 
 def test_no_import_cycles_in_the_package() -> None:

@@ -17,6 +17,7 @@ from types import MappingProxyType
 from typing import Any, get_args
 
 from ..checkpoint.protocol import Checkpointer, validate_session_id
+from ..providers.base import DEFAULT_MODEL_NAME as DEFAULT_MODEL_NAME
 from ..providers.base import Provider
 from ..storage import Blobs, Storage
 from ..tools import Tool
@@ -29,8 +30,6 @@ from .hooks import DEFAULT_HOOK_TIMEOUT, HooksOption, check_hooks
 from .prices import merged_prices
 from .results import LiteAgentResult
 from .usage import Price
-
-DEFAULT_MODEL_NAME = "claude-sonnet-4-6"
 
 BackgroundHandler = Callable[[LiteAgentResult], object]
 _DECISIONS: tuple[str, ...] = get_args(Decision)

@@ -15,68 +15,120 @@ Every backend passes the same conformance kit (:mod:`lite_agent_jupyter.testing`
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from .events import (
-    EVENT_TYPES,
-    EVENT_VERSION,
-    AssistantEvent,
-    BackgroundCompletedEvent,
-    CompactionEvent,
-    Event,
-    FileSnapshotEvent,
-    HookEvent,
-    InterruptedEvent,
-    StateSnapshotEvent,
-    ToolResultEvent,
-    UnknownEvent,
-    UserEvent,
-    decode,
-    encode,
-    from_dict,
-    is_checkpoint,
-    prompt_text,
-    to_dict,
-)
-from .file import FileCheckpointer, LogRepairedWarning, file_checkpointer
-from .fold import fold
-from .memory import MemoryCheckpointer, memory_checkpointer
-from .protocol import (
-    MARK_KINDS,
-    Checkpointer,
-    MarkIndex,
-    SessionInfo,
-    SupportsBlobs,
-    SupportsLocation,
-    SupportsSync,
-    SupportsTaskLists,
-    SupportsTombstones,
-    SupportsTurnClaims,
-    SupportsVerbatimAppend,
-    TaskLists,
-    checkpoint_stats,
-    mark_kind,
-    new_session_id,
-    read_marks,
-    validate_session_id,
-)
-from .sqlite import SQLiteCheckpointer, sqlite_checkpointer
-from .url import checkpointer_from_url
+from .._lazy import attach
 
 if TYPE_CHECKING:
+    from .events import (
+        EVENT_TYPES,
+        EVENT_VERSION,
+        AssistantEvent,
+        BackgroundCompletedEvent,
+        CompactionEvent,
+        Event,
+        FileSnapshotEvent,
+        HookEvent,
+        InterruptedEvent,
+        StateSnapshotEvent,
+        ToolResultEvent,
+        UnknownEvent,
+        UserEvent,
+        decode,
+        encode,
+        from_dict,
+        is_checkpoint,
+        prompt_text,
+        to_dict,
+    )
+    from .file import FileCheckpointer, LogRepairedWarning, file_checkpointer
+    from .fold import fold
+    from .memory import MemoryCheckpointer, memory_checkpointer
     from .postgres import postgres_checkpointer
+    from .protocol import (
+        MARK_KINDS,
+        Checkpointer,
+        MarkIndex,
+        SessionInfo,
+        SupportsBlobs,
+        SupportsLocation,
+        SupportsSync,
+        SupportsTaskLists,
+        SupportsTombstones,
+        SupportsTurnClaims,
+        SupportsVerbatimAppend,
+        TaskLists,
+        checkpoint_stats,
+        mark_kind,
+        new_session_id,
+        read_marks,
+        validate_session_id,
+    )
+    from .sqlite import SQLiteCheckpointer, sqlite_checkpointer
+    from .url import checkpointer_from_url
 
+_LAZY = {
+    ".events": (
+        "EVENT_TYPES",
+        "EVENT_VERSION",
+        "AssistantEvent",
+        "BackgroundCompletedEvent",
+        "CompactionEvent",
+        "Event",
+        "FileSnapshotEvent",
+        "HookEvent",
+        "InterruptedEvent",
+        "StateSnapshotEvent",
+        "ToolResultEvent",
+        "UnknownEvent",
+        "UserEvent",
+        "decode",
+        "encode",
+        "from_dict",
+        "is_checkpoint",
+        "prompt_text",
+        "to_dict",
+    ),
+    ".file": (
+        "FileCheckpointer",
+        "LogRepairedWarning",
+        "file_checkpointer",
+    ),
+    ".fold": ("fold",),
+    ".memory": (
+        "MemoryCheckpointer",
+        "memory_checkpointer",
+    ),
+    ".protocol": (
+        "MARK_KINDS",
+        "Checkpointer",
+        "MarkIndex",
+        "SessionInfo",
+        "SupportsBlobs",
+        "SupportsLocation",
+        "SupportsSync",
+        "SupportsTaskLists",
+        "SupportsTombstones",
+        "SupportsTurnClaims",
+        "SupportsVerbatimAppend",
+        "TaskLists",
+        "checkpoint_stats",
+        "mark_kind",
+        "new_session_id",
+        "read_marks",
+        "validate_session_id",
+    ),
+    ".sqlite": (
+        "SQLiteCheckpointer",
+        "sqlite_checkpointer",
+    ),
+    ".url": ("checkpointer_from_url",),
+    ".postgres": ("postgres_checkpointer",),
+}
+"""Public names imported on first use (``_lazy.py``, #32): a backend is imported
+when named; ``postgres_checkpointer`` needs the optional ``postgres`` extra (psycopg)."""
 
-# --- lazy: PostgreSQL ------------------------------------------------------------------------
-# ``postgres_checkpointer`` lives in ``.postgres``, which imports psycopg (the optional
-# ``postgres`` extra). It is imported on first access only, so users of the other backends
-# need neither the driver nor its import time.
-def __getattr__(name: str) -> Any:
-    if name == "postgres_checkpointer":
-        from .postgres import postgres_checkpointer
-
-        return postgres_checkpointer
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__ = attach(__name__, _LAZY)
 
 
 __all__ = [

@@ -21,6 +21,11 @@ from typing import Any, Protocol, runtime_checkable
 from ..abort import AbortSignal
 from ..redact import Redactor
 
+DEFAULT_MODEL_NAME = "claude-sonnet-4-6"
+"""The model a request names unless told otherwise (``create_lite_agent(model_name=...)``,
+``%config LiteAgentMagics.model_name``). Here, below the agent, so that the magics' settings
+can name it without loading the agent (#32)."""
+
 
 @dataclass(slots=True)
 class Usage:

@@ -21,30 +21,71 @@ blobstore <- root. It knows nothing of agents or sessions' contents; the checkpo
 and the file tools use it.
 """
 
-from .blobs import (
-    DELTA_MIN_SIZE,
-    MAX_CHAIN,
-    PROCESS_SCOPE_PREFIX,
-    BlobCollection,
-    BlobRef,
-    Blobs,
-    MemoryBlobStore,
-    SupportsPutMany,
-    blob_hash,
-    process_scope,
-)
-from .blobstore import FileBlobStore
-from .collection import REFS_DIR
-from .private import DIR_MODE, FILE_MODE, ensure_private_dir, write_private_file
-from .root import (
-    NAMESPACE_PATTERN,
-    Storage,
-    default_root,
-    legacy_notebook_namespace,
-    namespace_for,
-    notebook_namespace,
-    validate_namespace,
-)
+from typing import TYPE_CHECKING
+
+from .._lazy import attach
+
+if TYPE_CHECKING:
+    from .blobs import (
+        DELTA_MIN_SIZE,
+        MAX_CHAIN,
+        PROCESS_SCOPE_PREFIX,
+        BlobCollection,
+        BlobRef,
+        Blobs,
+        MemoryBlobStore,
+        SupportsPutMany,
+        blob_hash,
+        process_scope,
+    )
+    from .blobstore import FileBlobStore
+    from .collection import REFS_DIR
+    from .private import DIR_MODE, FILE_MODE, ensure_private_dir, write_private_file
+    from .root import (
+        NAMESPACE_PATTERN,
+        Storage,
+        default_root,
+        legacy_notebook_namespace,
+        namespace_for,
+        notebook_namespace,
+        validate_namespace,
+    )
+
+_LAZY = {
+    ".blobs": (
+        "DELTA_MIN_SIZE",
+        "MAX_CHAIN",
+        "PROCESS_SCOPE_PREFIX",
+        "BlobCollection",
+        "BlobRef",
+        "Blobs",
+        "MemoryBlobStore",
+        "SupportsPutMany",
+        "blob_hash",
+        "process_scope",
+    ),
+    ".blobstore": ("FileBlobStore",),
+    ".collection": ("REFS_DIR",),
+    ".private": (
+        "DIR_MODE",
+        "FILE_MODE",
+        "ensure_private_dir",
+        "write_private_file",
+    ),
+    ".root": (
+        "NAMESPACE_PATTERN",
+        "Storage",
+        "default_root",
+        "legacy_notebook_namespace",
+        "namespace_for",
+        "notebook_namespace",
+        "validate_namespace",
+    ),
+}
+"""Public names imported on first use (``_lazy.py``, #32)."""
+
+__getattr__, __dir__ = attach(__name__, _LAZY)
+
 
 __all__ = [
     "DELTA_MIN_SIZE",

@@ -63,18 +63,42 @@ model <- workdir <- planner, listing <- journal <- restorer. Nothing here knows 
 
 from __future__ import annotations
 
-from .branches import Branch
-from .model import (
-    Checkpoint,
-    FileAction,
-    FileChange,
-    PromptChanges,
-    RestorePlan,
-    RestoreResult,
-    SwitchResult,
-)
-from .points import RewindPoint
-from .restorer import Restorer
+from typing import TYPE_CHECKING
+
+from ..._lazy import attach
+
+if TYPE_CHECKING:
+    from .branches import Branch
+    from .model import (
+        Checkpoint,
+        FileAction,
+        FileChange,
+        PromptChanges,
+        RestorePlan,
+        RestoreResult,
+        SwitchResult,
+    )
+    from .points import RewindPoint
+    from .restorer import Restorer
+
+_LAZY = {
+    ".branches": ("Branch",),
+    ".model": (
+        "Checkpoint",
+        "FileAction",
+        "FileChange",
+        "PromptChanges",
+        "RestorePlan",
+        "RestoreResult",
+        "SwitchResult",
+    ),
+    ".points": ("RewindPoint",),
+    ".restorer": ("Restorer",),
+}
+"""Names imported on first use (``_lazy.py``, #32)."""
+
+__getattr__, __dir__ = attach(__name__, _LAZY)
+
 
 __all__ = [
     "Branch",
