@@ -11,14 +11,16 @@ TCP_NODELAY), through the same official ``anthropic`` client:
   of each turn), one or two model calls per turn (text only / one ``read_file`` tool call).
 
 The overhead of a round-trip is ``(agent turn time - sum of the reference times of its calls)
-/ calls``, measured pairwise in the same run so machine noise hits both sides. Target: median
-<= 2 ms.
+/ calls``, measured pairwise in the same run so machine noise hits both sides. Target (#32;
+was 2 ms): median <= 1.5 ms, "file: text answer" (200 plain turns in the default persistent
+session) being the figure the issue names; every scenario is held to it.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import sys
 import tempfile
@@ -111,6 +113,7 @@ def main() -> None:
         "memory: sessions=False, the loop alone",
     )
     args = parser.parse_args()
+    print(f"load average {os.getloadavg()[0]:.1f} (1 min) at the start")
     header = ("scenario", "agent ms/call", "raw ms/call", "overhead ms", "last 20%", "ratio")
     print(
         f"{header[0]:<36} {header[1]:>14} {header[2]:>12} {header[3]:>12} {header[4]:>9} "
@@ -136,8 +139,10 @@ def main() -> None:
         print(
             f"{name:<36} {agent_ms:>14.2f} {raw_ms:>12.2f} {overhead * 1000:>12.2f} "
             f"{late * 1000:>9.2f} {agent_ms / raw_ms:>6.2f}"
+            f"  {'ok' if overhead <= 0.0015 else 'MISSED'}"
         )
-    print("target: median overhead <= 2 ms per model round-trip")
+    print(f"load average {os.getloadavg()[0]:.1f} (1 min) at the end")
+    print("target: median overhead <= 1.5 ms per model round-trip")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """``%%agent`` in a real kernel: overhead per cell, display messages, first-text latency.
 
-    .venv/bin/python benchmarks/magics_bench.py [--cells 100]
+    .venv/bin/python benchmarks/magics_bench.py [--cells 30]
 
 One kernel (``python -m ipykernel``, driven over ZeroMQ like a front end) talks to the fake
 Messages API server on 127.0.0.1 (TCP_NODELAY) through the official ``anthropic`` client.
@@ -8,8 +8,10 @@ Messages API server on 127.0.0.1 (TCP_NODELAY) through the official ``anthropic`
 1. Overhead: cells rotate between ``%%agent``, the same magic run *blocking* and a *bare*
    SDK cell, ``await agent.send(...)`` on an agent the cell built itself with
    ``create_lite_agent`` (the same model, the same file sessions, no runner, no rendering).
-   Each cell's time is the front end's: execute request sent -> reply received. Overhead =
-   median(magic) - median(bare). Target (#24): <= 5 ms per cell, both ways of running it:
+   Each cell's time is the front end's: execute request sent -> reply received (the real
+   ``anthropic`` client in the kernel, the fake server answering at once). Overhead =
+   median(magic) - median(bare). Target (#32; was 5 ms in #24): <= 3 ms per cell, both
+   ways of running it:
    a ``%%agent`` cell in an ipykernel >= 7.4 runs as a coroutine (approval.py's input
    transformer: its waits are awaits on the kernel's loop), while
    ``get_ipython().run_cell_magic("agent", ...)`` - or any kernel or terminal where the
@@ -109,7 +111,7 @@ def first_text(kernel: Kernel, server: FakeAnthropicServer, runs: int = 30) -> l
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--cells", type=int, default=100)
+    parser.add_argument("--cells", type=int, default=30)
     args = parser.parse_args()
     with FakeAnthropicServer() as server, tempfile.TemporaryDirectory() as tmp:
         env = kernel_env(server.client_env())
@@ -134,7 +136,7 @@ def main() -> None:
         print(
             f"1. {what} {median * 1000:.2f} ms vs bare send() cell {bare * 1000:.2f} ms "
             f"(medians of {args.cells}): overhead {ms:.2f} ms per cell "
-            f"(target <= 5 ms: {'ok' if ms <= 5 else 'MISSED'}; ratio to target {ms / 5:.2f})"
+            f"(target <= 3 ms: {'ok' if ms <= 3 else 'MISSED'}; ratio to target {ms / 3:.2f})"
         )
     print(
         f"2. {messages} display messages over {streaming:.2f} s of streaming; budget "

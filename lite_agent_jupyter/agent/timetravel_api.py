@@ -50,6 +50,15 @@ class TimeTravelMixin(AgentBase):
         sid = self._time_travel("list_checkpoints", session_id)
         return await self._restorer.list_checkpoints(sid)
 
+    async def checkpoint_at(self, seq: int, session_id: str | None = None) -> Checkpoint | None:
+        """The checkpoint at ``seq`` (a turn's ``checkpoint_seq``) with its number and id, or
+        ``None`` if no prompt starts there; its ``files`` are left empty. Costs what was
+        appended since the last call, not the session's length: what a footer after each
+        turn asks (:meth:`list_checkpoints` builds every checkpoint with its files)."""
+        sid = self._time_travel("checkpoint_at", session_id)
+        await self._restorer.recover(sid)
+        return await self._restorer.listings.checkpoint_at(sid, seq)
+
     async def find_checkpoint(self, ref: str | int, session_id: str | None = None) -> Checkpoint:
         """The checkpoint ``ref`` names in the session (default: the current one): a prompt
         number as people see it (``3``: prompt 3 of the timeline now) or a checkpoint id

@@ -12,15 +12,38 @@ from __future__ import annotations
 
 import atexit
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .._lazy import attach
 from ..errors import LiteAgentError
-from . import approval, outputs, terminal
-from . import commands as commands  # registers every %agent subcommand module
-from .cell import AgentInterrupted, drive_async
-from .magics import LiteAgentMagics, use_model
-from .registry import SUBCOMMANDS, subcommand
-from .runner import AgentFacade, AgentRunner, AsyncAgentFacade
+from . import registry
+
+if TYPE_CHECKING:
+    from .cell import AgentInterrupted
+    from .commands import SUBCOMMANDS
+    from .magics import LiteAgentMagics, use_model
+    from .registry import subcommand
+    from .runner import AgentFacade, AgentRunner, AsyncAgentFacade
+
+_LAZY = {
+    ".cell": ("AgentInterrupted",),
+    ".commands": ("SUBCOMMANDS",),
+    ".magics": ("LiteAgentMagics", "use_model"),
+    ".registry": ("subcommand",),
+    ".runner": ("AgentFacade", "AgentRunner", "AsyncAgentFacade"),
+}
+"""Names imported on first use (``_lazy.py``, #32): ``%load_ext`` loads the magics and what
+registering them needs; the subcommands (and their widgets) load with the first ``%agent``,
+``SUBCOMMANDS`` is the registry with every subcommand module loaded."""
+
+__getattr__, __dir__ = attach(__name__, _LAZY)
+
+
+def _load_commands() -> None:
+    from . import commands  # noqa: F401  (registers every %agent subcommand module)
+
+
+registry.LOADERS.append(_load_commands)
 
 _LOADED: dict[int, LiteAgentMagics] = {}
 _TRANSFORMS: dict[int, Callable[[list[str]], list[str]]] = {}
@@ -29,6 +52,7 @@ _TRANSFORMS: dict[int, Callable[[list[str]], list[str]]] = {}
 def _async_cells(shell: Any) -> Callable[[list[str]], list[str]]:
     """The input transformer that makes ``%%agent`` cells coroutines (``approval.py``), as
     long as IPython runs top-level ``await`` on asyncio (``%autoawait`` on, its default)."""
+    from . import approval
 
     def transform(lines: list[str]) -> list[str]:
         if not shell.autoawait or shell.loop_runner is not shell.loop_runner_map["asyncio"][0]:
@@ -40,6 +64,9 @@ def _async_cells(shell: Any) -> Callable[[list[str]], list[str]]:
 
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext lite_agent_jupyter``: register the magics and their settings."""
+    from . import approval, outputs, terminal
+    from .magics import LiteAgentMagics
+
     magics = LiteAgentMagics(shell=ipython)  # registers itself with %config
     ipython.register_magics(magics)
     ipython.events.register("post_run_cell", magics.record_error)
@@ -61,6 +88,8 @@ def load_ipython_extension(ipython: Any) -> None:
 
 def unload_ipython_extension(ipython: Any) -> None:
     """``%unload_ext lite_agent_jupyter``: stop the agent cleanly and remove the magics."""
+    from . import outputs, terminal
+
     found = _LOADED.pop(id(ipython), None)
     if found is None:
         return
@@ -101,6 +130,9 @@ async def agent_cell_async(line: str, cell: str) -> None:
 
 async def agent_go_async(text: str) -> None:
     """What a ``%agent go`` cell runs where widget clicks are handled while it awaits."""
+    from . import approval
+    from .cell import drive_async
+
     magics = _magics()
     await drive_async(magics.go_steps(text), lambda r: approval.ask(magics.shell, r))
 

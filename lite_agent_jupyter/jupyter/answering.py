@@ -10,9 +10,10 @@ paid at recording time). Knows providers, not the magics.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from ..providers import AnthropicProvider, RecordingProvider, ReplayProvider, ScriptedProvider
-from ..providers.base import Provider
+if TYPE_CHECKING:
+    from ..providers.base import Provider
 
 __all__ = [
     "ReplayMark",
@@ -29,6 +30,8 @@ NO_MODEL = "none (no API key: %agent key, or lite_agent_jupyter.use_model(...))"
 
 
 def _stand_in(model: Provider) -> str:
+    from ..providers import ScriptedProvider
+
     name = "scripted model" if isinstance(model, ScriptedProvider) else str(model.name)
     return f"{name} (a stand-in that replays a script, not a real model)"
 
@@ -36,6 +39,8 @@ def _stand_in(model: Provider) -> str:
 def local_server(model: Provider | None) -> str | None:
     """The server a live model is reached at when it is not Anthropic's API (``ollama at
     http://127.0.0.1:11434``, a URL), else ``None``: where "local (no price)" applies."""
+    from ..providers import AnthropicProvider, RecordingProvider
+
     if isinstance(model, RecordingProvider):
         model = model.inner
     return model.local_server if isinstance(model, AnthropicProvider) else None
@@ -44,6 +49,8 @@ def local_server(model: Provider | None) -> str | None:
 def server_rows(model: Provider | None) -> list[tuple[str, object]]:
     """``%agent info`` / ``%agent model`` rows: the server a live model is reached at and,
     for a server named with ``%agent model`` or ``base_url=``, what it was seen to refuse."""
+    from ..providers import AnthropicProvider, RecordingProvider
+
     server = local_server(model)
     if server is None:
         return [("server", "Anthropic API" if is_live(model) else "none")]
@@ -55,6 +62,8 @@ def server_rows(model: Provider | None) -> list[tuple[str, object]]:
 
 def is_live(model: Provider | None) -> bool:
     """Whether answers come from a real model now (a recording of one counts; a replay not)."""
+    from ..providers import RecordingProvider, ReplayProvider
+
     if model is None or isinstance(model, ReplayProvider):
         return False
     inner = model.inner if isinstance(model, RecordingProvider) else model
@@ -64,6 +73,8 @@ def is_live(model: Provider | None) -> bool:
 def describe(model: Provider | None, model_name: str) -> str:
     """The model that answers the next turn: ``claude-sonnet-4-6 (live)``, ``scripted model
     (a stand-in ...)``, ``replay of lesson.jsonl (...)``, ``... , recording to lesson.jsonl``."""
+    from ..providers import RecordingProvider, ReplayProvider
+
     if model is None:
         return NO_MODEL
     if isinstance(model, ReplayProvider):
@@ -92,6 +103,8 @@ class ReplayMark:
 
 def mark(model: Provider) -> ReplayMark | None:
     """Taken before a turn, for :func:`turn_source` after it."""
+    from ..providers import ReplayProvider
+
     if isinstance(model, ReplayProvider):
         return ReplayMark(model.served, model.fallback_calls)
     return None
@@ -113,6 +126,8 @@ class TurnSource:
 
 def turn_source(model: Provider, model_name: str, before: ReplayMark | None) -> TurnSource:
     """Who answered the turn that ``before`` was taken ahead of."""
+    from ..providers import RecordingProvider, ReplayProvider, ScriptedProvider
+
     if isinstance(model, ReplayProvider):
         name = model.path.name
         live = model.fallback_calls - (before.fallback_calls if before else 0)

@@ -40,15 +40,15 @@ import getpass
 import os
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import StdinNotImplementedError
 
-from ..agent import ApprovalRequest
-from ..agent.approvals import Approval, asking_text, input_text, shown_input
 from ..controls import terminal_safe
-from . import render, safe
-from .safe import escape
+
+if TYPE_CHECKING:
+    from ..agent import ApprovalRequest
+    from ..agent.approvals import Approval
 
 RENDER_TIMEOUT = 5.0
 """Seconds to wait for a front end to show the buttons before asking with ``input()``."""
@@ -107,6 +107,8 @@ async def _wait(future: asyncio.Future[Any], timeout: float | None) -> bool:
 def outcome_text(request: ApprovalRequest, outcome: str) -> str:
     """The line that replaces the buttons: ``allowed: write_file hello.py`` and the like; a
     key argument too long for one line is cut and says so (``… 2,842 chars``)."""
+    from . import render
+
     key = render.key_field(request.tool_name, request.input)
     if key is None:
         return f"{outcome}: {request.tool_name}"
@@ -120,6 +122,10 @@ def question_html(request: ApprovalRequest) -> str:
     """The question above the buttons: the tool, its key argument, the warning line when
     the input hides characters, then the whole input: its other fields as JSON and its code
     (``run_cell``'s) as lines, each in a box of its own, through ``safe.escape``."""
+    from ..agent.approvals import input_text, shown_input
+    from . import render
+    from .safe import escape
+
     shown = shown_input(request)
     key = escape(render.key_argument(request.tool_name, request.input), invisible=True)
     size = len(input_text(request))
@@ -241,6 +247,8 @@ async def ask_with_buttons(
     ``render_timeout`` seconds (the caller asks another way). Cancelling (a kernel interrupt)
     replaces the buttons with "interrupted" and propagates.
     """
+    from ..agent.approvals import Approval
+
     buttons = ApprovalButtons(request)
     show_widget(buttons.widget)
     outcome = "interrupted"
@@ -332,6 +340,9 @@ def ask_in_terminal(shell: Any, request: ApprovalRequest, *, shown_above: bool =
     """Ask with ``input()`` (terminal IPython, no widgets): the whole input, then the
     question on its own line (the question alone when ``shown_above``: the buttons' output
     already printed the input as its text, :func:`widget_bundle`)."""
+    from ..agent.approvals import asking_text
+    from . import render
+
     key = render.key_argument(request.tool_name, request.input)
     shown = terminal_safe(f"{request.tool_name} {key}", invisible=True)
     if not someone_can_answer(shell):
@@ -346,6 +357,8 @@ def ask_in_terminal(shell: Any, request: ApprovalRequest, *, shown_above: bool =
 
 async def ask(shell: Any, request: ApprovalRequest) -> bool | Approval:
     """Ask with Allow / Deny buttons; ``input()`` where no front end shows them."""
+    from . import safe
+
     if not someone_can_answer(shell):
         return _no_one_to_ask(request)
     from IPython import display as ipd
@@ -375,6 +388,8 @@ def plain_text(request: ApprovalRequest) -> str:
     """The buttons' ``text/plain``, in place of the widget's ``repr`` (``VBox(children=(HTML(…``):
     the approval text, the tool and its whole input. A front end without widgets prints it
     (``jupyter console``: the ``[y/N]`` question follows it, see :func:`ask`)."""
+    from ..agent.approvals import asking_text
+
     return f"{asking_text(request).strip()}\n(Allow / Deny buttons where widgets show)"
 
 

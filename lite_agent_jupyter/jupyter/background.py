@@ -2,24 +2,24 @@
 
 Owns which display shows which background job's turn and when it is updated. Must not know
 the magics or any subcommand: the ``%%agent`` cell driver calls :meth:`BackgroundTurns.show`.
+
+Loaded by ``%load_ext``: what only a cell, a setting or a subcommand needs is imported in
+the function that needs it (names for annotations under ``TYPE_CHECKING``), so registering
+the magics stays cheap (#32, docs/design.md "Loading on first use").
 """
 
 from __future__ import annotations
 
 import queue
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..agent import (
-    BackgroundEvent,
-    BackgroundNotice,
-    BackgroundTurnFinished,
-    BackgroundTurnStarted,
-    LiteAgent,
-)
 from ..controls import terminal_safe
-from . import answering, render
-from .runner import AgentRunner
-from .sinks import NotebookOutput
+
+if TYPE_CHECKING:
+    from ..agent import BackgroundNotice, LiteAgent
+    from . import render
+    from .runner import AgentRunner
+    from .sinks import NotebookOutput
 
 
 class BackgroundTurns:
@@ -33,6 +33,9 @@ class BackgroundTurns:
         self.views: dict[str, tuple[render.TurnView, NotebookOutput | None]] = {}
 
     def _view(self, job_id: str, rich: bool, note: str) -> tuple[render.TurnView, Any]:
+        from . import render
+        from .sinks import NotebookOutput
+
         entry = self.views.get(job_id)
         if entry is None:
             view = render.TurnView(notes=[note])
@@ -41,6 +44,9 @@ class BackgroundTurns:
 
     def show(self, agent: LiteAgent, *, rich: bool) -> None:
         """Show what arrived since the last call (never blocks)."""
+        from ..agent import BackgroundEvent, BackgroundTurnFinished, BackgroundTurnStarted
+        from . import answering
+
         notices: list[BackgroundNotice] = []
         while True:
             try:

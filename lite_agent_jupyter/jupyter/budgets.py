@@ -22,16 +22,18 @@ from __future__ import annotations
 import os
 import threading
 from datetime import date
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from traitlets import TraitError
 from traitlets.config import Application, Config
 from traitlets.config.loader import FileConfigLoader, JSONFileConfigLoader, PyFileConfigLoader
 
-from ..agent import LiteAgentResult
-from ..agent.budget import Budget
 from ..agent.prices import PRICES_CHECKED, PRICES_SOURCE, STALE_AFTER_DAYS, prices_age_days
 from ..errors import BudgetError
+
+if TYPE_CHECKING:
+    from ..agent import LiteAgentResult
+    from ..agent.budget import Budget
 
 LOCKABLE = ("max_turn_cost", "max_session_cost")
 SECTION = "LiteAgentMagics"

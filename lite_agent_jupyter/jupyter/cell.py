@@ -16,14 +16,10 @@ import queue
 import time
 from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from ..agent import (
     ApprovalDecided,
-    ApprovalRequest,
-    Checkpoint,
-    LiteAgent,
-    LiteAgentResult,
     TextDelta,
     ToolCallFinished,
     ToolCallInput,
@@ -31,14 +27,18 @@ from ..agent import (
     TurnFinished,
     UsageUpdate,
 )
-from ..agent.approvals import Approval
-from ..agent.budget import Budget
 from ..errors import LiteAgentError, MissingAPIKeyError
 from . import answering, budgets, render
-from .background import BackgroundTurns
 from .kernel_tools import MainCall
-from .runner import AgentRunner, ApprovalAsk, TurnError, TurnStream
+from .runner import ApprovalAsk, TurnError
 from .sinks import NotebookOutput, TerminalOutput
+
+if TYPE_CHECKING:
+    from ..agent import ApprovalRequest, LiteAgent, LiteAgentResult
+    from ..agent.approvals import Approval
+    from ..agent.budget import Budget
+    from .background import BackgroundTurns
+    from .runner import AgentRunner, TurnStream
 
 NO_KEY_MESSAGE = """\
 No Anthropic API key, so there is no model to ask.
@@ -264,7 +264,7 @@ def run_turn(
             result,
             source.label,
             tokens=source.tokens,
-            checkpoint=checkpoint_of(runner, result),
+            checkpoint=stream.checkpoint if stream is not None else None,
             local=source.local,
         )
         view.status = budgets.budget_status(result, budget) or view.status
@@ -278,18 +278,6 @@ def run_turn(
     if error is not None and not isinstance(error, LiteAgentError | KeyboardInterrupt):
         raise error
     return result
-
-
-def checkpoint_of(runner: AgentRunner, result: LiteAgentResult) -> Checkpoint | None:
-    """The checkpoint a finished turn's prompt made (its number and stable id, for the
-    footer); ``None`` without sessions (nothing to rewind to) or when it cannot be read."""
-    if result.origin != "user":
-        return None
-    try:
-        checkpoints = runner.facade.list_checkpoints(result.session_id)
-    except LiteAgentError:
-        return None
-    return next((c for c in checkpoints if c.seq == result.checkpoint_seq), None)
 
 
 def error_text(error: BaseException) -> str:

@@ -24,11 +24,14 @@ import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ToolError
-from ..tools import Tool, ToolContext, resolve_in_workdir, tool
+from ..tools.base import ToolContext  # the tools' annotations are read at run time
 from .headless import find_notebook
+
+if TYPE_CHECKING:
+    from ..tools import Tool
 
 VALUE_CAP = 4000
 """Characters of a value's text put into a prompt or a tool result."""
@@ -188,6 +191,7 @@ def variable_tools(
     namespace: Callable[[], Mapping[str, Any]], exposed: Callable[[], Sequence[str]]
 ) -> list[Tool]:
     """``list_variables`` and ``inspect_variable`` over the exposed names of ``namespace()``."""
+    from ..tools import tool
 
     def list_variables() -> str:
         """List the variables of the user's notebook you may look at (name, type, shape or
@@ -244,6 +248,8 @@ def guard_notebook(
 
 
 def _guarded(original: Tool, target: str, identity: tuple[int, int] | None) -> Callable[..., Any]:
+    from ..tools import resolve_in_workdir
+
     async def fn(ctx: ToolContext, **arguments: Any) -> Any:
         path = arguments.get("path")
         if isinstance(path, str) and _is_notebook(resolve_in_workdir(ctx, path), target, identity):

@@ -10,17 +10,20 @@ made printable before it is returned.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
-from ..agent import (
-    Branch,
-    Checkpoint,
-    PromptChanges,
-    RestorePlan,
-    RestoreResult,
-    RewindPoint,
-    SwitchResult,
-)
 from .render import clip, printable, state_result_lines, table, who_text
+
+if TYPE_CHECKING:
+    from ..agent import (
+        Branch,
+        Checkpoint,
+        PromptChanges,
+        RestorePlan,
+        RestoreResult,
+        RewindPoint,
+        SwitchResult,
+    )
 
 
 def changes_text(changes: PromptChanges, *, diffs: bool = True) -> str:

@@ -29,12 +29,16 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ReentrantCellError, ToolError
-from ..tools import Tool, ToolContext, tool
+from ..tools import tool
+from ..tools.base import ToolContext  # the tools' annotations are read at run time
 from . import render
 from .kernel_state import DEFAULT_LIMIT, KernelChanges, changes, take_before
+
+if TYPE_CHECKING:
+    from ..tools import Tool
 
 
 @dataclass(slots=True)

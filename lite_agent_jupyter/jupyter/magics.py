@@ -26,6 +26,7 @@ imports ``commands/``), nor how a turn is drawn (``cell.py``, ``sinks.py``, ``re
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -34,34 +35,21 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from traitlets import Bool, Dict, Float, Int, List, TraitError, Unicode, Union, validate
 
-from ..abort import AbortSignal
-from ..agent import (
-    DEFAULT_MODEL_NAME,
-    ApprovalRequest,
-    LiteAgent,
-    create_lite_agent,
-)
-from ..agent.budget import Budget
-from ..checkpoint.url import checkpointer_from_url
+from .._lazy import attach
 from ..controls import terminal_safe
 from ..errors import BudgetError, LiteAgentError, NetworkFilesystemError
-from ..providers import Usage, anthropic
-from ..providers.base import Provider
+from ..providers.base import DEFAULT_MODEL_NAME, Usage
 from ..providers.servers import is_anthropic, resolve_base_url
-from ..storage import Storage
-from ..tools import Tool, default_tools
-from . import approval, budgets, render, teach
+from . import teach
 from .background import BackgroundTurns
-from .cell import NO_KEY_MESSAGE, AgentInterrupted, Steps, drive, drive_async, run_turn
 from .context import (
     RULE_CONSOLE,
-    NotebookLocation,
     guard_notebook,
     headless_location,
     interpolate,
@@ -69,16 +57,31 @@ from .context import (
     variable_tools,
 )
 from .drift import VariableWatch, used_in_log, with_note
-from .hook_paths import resolve_hooks
 from .kernel_state import DEFAULT_LIMIT, DEFAULT_VALUE_LIMIT, KernelParticipant
-from .kernel_tools import kernel_tools, refuse_nested
 from .notebook_cells import NotebookChannel, notebook_tools
 from .notebook_file import NotebookIdentity, claim, notebook_storage
 from .outputs import CellOutputs, cell_output_tool, expand_cells
 from .plan_cells import PLAN_FIRST, PlanCells
-from .registry import SUBCOMMANDS, HelpShown, Parser, arg, help_text, parser, subcommand
+from .registry import SUBCOMMANDS, HelpShown, Parser, arg, help_text, loaded, parser, subcommand
 from .runner import AgentRunner
 from .shared_storage import LockingNotes, backend_folder
+
+if TYPE_CHECKING:
+    from ..abort import AbortSignal
+    from ..agent import ApprovalRequest, LiteAgent
+    from ..agent.budget import Budget
+    from ..providers.base import Provider
+    from ..storage import Storage
+    from ..tools import Tool
+    from .cell import NO_KEY_MESSAGE, AgentInterrupted, Steps
+    from .context import NotebookLocation
+
+_LAZY = {".cell": ("NO_KEY_MESSAGE", "AgentInterrupted")}
+"""Re-exported on first use (``_lazy.py``): the cell driver loads with the first cell (#32).
+Inside this module every import of what a cell, a setting or a subcommand needs is made in
+the method that needs it, so ``%load_ext`` loads only what registering the magics takes."""
+
+__getattr__, __dir__ = attach(__name__, _LAZY)
 
 # SUBCOMMANDS, subcommand and arg belong to registry.py (import them from there); they are
 # re-exported here for code written when this module held the registry.
@@ -109,7 +112,9 @@ def use_model(provider: Provider | None) -> None:
     MODEL.provider = provider
 
 
+@functools.cache
 def _cell_parser() -> Parser:
+    """Built once (an argparse parser took ~0.3 ms to build, every cell; #32)."""
     parser = Parser(prog="%%agent", description="Send the cell to the agent.")
     parser.add_argument("--session", metavar="ID", help="run in session ID")
     parser.add_argument("--new", action="store_true", help="start a new session first")
@@ -292,6 +297,8 @@ class LiteAgentMagics(Magics, PlanCells):
     @validate("max_turn_cost", "max_session_cost")
     def _check_cost_cap(self, proposal: Any) -> float | None:
         """A cap in dollars, no higher than the lock of the kernel's configuration."""
+        from . import budgets
+
         return budgets.checked_cap(proposal["trait"].name, proposal["value"], self.shell)
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
@@ -341,6 +348,8 @@ class LiteAgentMagics(Magics, PlanCells):
         (nbconvert, papermill: no ``JPY_SESSION_NAME``) is searched by the cells run so far,
         once, when its first agent is built (``search``), and kept for the kernel's life: a
         later match must not move the run's sessions to another namespace."""
+        from . import approval
+
         user_ns = self.shell.user_ns if self.shell is not None else {}
         location = locate_notebook(user_ns, os.environ, Path.cwd())
         if location.rule != RULE_CONSOLE:
@@ -377,6 +386,8 @@ class LiteAgentMagics(Magics, PlanCells):
 
         A server other than Anthropic's gets the ``%agent key`` key if one was typed, else no
         key at all: the Anthropic key of the environment is never sent to it."""
+        from ..providers import anthropic
+
         if MODEL.provider is not None:
             return MODEL.provider
         server = self.base_url or None
@@ -392,6 +403,8 @@ class LiteAgentMagics(Magics, PlanCells):
         return cached[1]
 
     def storage(self) -> Storage:
+        from ..storage import Storage
+
         location = self.location
         storage = Storage.for_notebook(
             location.notebook, folder=location.folder, root=self.storage_root or None
@@ -404,6 +417,8 @@ class LiteAgentMagics(Magics, PlanCells):
     def note_network_fs(self) -> None:
         """Say (once per folder) that the backend's folder is on a network file system;
         raise ``NetworkFilesystemError`` there instead with ``refuse_network_fs``."""
+        from ..storage import Storage
+
         location = self.location
         root = Storage.for_notebook(  # the root only: no namespace record is read
             location.notebook, folder=location.folder, root=self.storage_root or None
@@ -431,6 +446,8 @@ class LiteAgentMagics(Magics, PlanCells):
         self._continued = True
 
     def _approval_policy(self) -> Any:
+        from ..tools import default_tools
+
         value = self.approvals
         if isinstance(value, dict):
             return dict(value)
@@ -491,6 +508,13 @@ class LiteAgentMagics(Magics, PlanCells):
         model: Provider,
         approve: Callable[[ApprovalRequest, AbortSignal], Any],
     ) -> LiteAgent:
+        from ..agent import create_lite_agent
+        from ..checkpoint.url import checkpointer_from_url
+        from ..tools import default_tools
+        from . import budgets
+        from .hook_paths import resolve_hooks
+        from .kernel_tools import kernel_tools
+
         tools: list[Tool] = []
         exposed = self._exposed()
         if exposed and self.shell is not None:
@@ -577,6 +601,9 @@ class LiteAgentMagics(Magics, PlanCells):
           --max-tokens N    stop this turn before its model calls pass N tokens
           --max-cost USD    stop this turn before its model calls cost more than USD dollars
         """
+        from . import approval
+        from .cell import drive
+
         steps = self._cell(line, cell)
         if steps is not None:
             drive(steps, lambda request: approval.ask_in_terminal(self.shell, request))
@@ -585,6 +612,9 @@ class LiteAgentMagics(Magics, PlanCells):
         """``%%agent`` as a coroutine (what the cell runs in a kernel that handles widget
         messages while a cell awaits, see ``approval.py``): approvals are Allow / Deny
         buttons, answered while the turn waits."""
+        from . import approval
+        from .cell import drive_async
+
         steps = self._cell(line, cell)
         if steps is not None:
             await drive_async(steps, lambda request: approval.ask(self.shell, request))
@@ -592,6 +622,11 @@ class LiteAgentMagics(Magics, PlanCells):
     def _cell(self, line: str, cell: str) -> Steps[None] | None:
         """Parse and prepare a ``%%agent`` cell; the turn itself is the returned steps
         (``None``: nothing to run)."""
+        from ..agent.budget import Budget
+        from . import budgets
+        from .cell import NO_KEY_MESSAGE
+        from .kernel_tools import refuse_nested
+
         refuse_nested("%%agent")  # from code the agent runs in this kernel: a turn in a turn
         if not cell.strip():
             line, cell = one_line_prompt(line)
@@ -679,6 +714,8 @@ class LiteAgentMagics(Magics, PlanCells):
         images: int = 0,
         **how: Any,
     ) -> Steps[None]:
+        from .cell import run_turn
+
         result = yield from run_turn(
             self.runner,
             self.background,
@@ -724,6 +761,8 @@ class LiteAgentMagics(Magics, PlanCells):
 
     def _continue_latest(self, agent: LiteAgent) -> list[str]:
         """After a kernel restart: continue the notebook's most recent session."""
+        from . import render
+
         self._continued = True
         if not agent.sessions_enabled:
             return []
@@ -752,7 +791,7 @@ class LiteAgentMagics(Magics, PlanCells):
         if not words or words[0] in ("help", "-h", "--help"):
             print(help_text())
             return
-        sub = SUBCOMMANDS.get(words[0])
+        sub = loaded().get(words[0])
         if sub is None:
             raise UsageError(f"%agent: unknown subcommand {words[0]!r}\n\n{help_text()}")
         try:
@@ -765,6 +804,8 @@ class LiteAgentMagics(Magics, PlanCells):
             print(terminal_safe(f"{type(exc).__name__}: {exc}"))
 
     def require_agent(self) -> LiteAgent:
+        from .cell import NO_KEY_MESSAGE
+
         agent = self.agent()
         if agent is None:
             raise UsageError(NO_KEY_MESSAGE)

@@ -24,6 +24,10 @@ Known limit: a file system may give a deleted file's inode to a new file; a note
 and created again under the same name in that window is taken for the old one.
 
 Knows the storage layout, not IPython.
+
+Loaded by ``%load_ext``: what only a cell, a setting or a subcommand needs is imported in
+the function that needs it (names for annotations under ``TYPE_CHECKING``), so registering
+the magics stays cheap (#32, docs/design.md "Loading on first use").
 """
 
 from __future__ import annotations
@@ -33,14 +37,10 @@ import hashlib
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..storage import (
-    Storage,
-    legacy_notebook_namespace,
-    notebook_namespace,
-    validate_namespace,
-    write_private_file,
-)
+if TYPE_CHECKING:
+    from ..storage import Storage
 
 RECORD = "notebook.json"
 """The file in a namespace folder naming the notebook file that owns it."""
@@ -95,6 +95,8 @@ def _owner(record: dict[str, object] | None) -> FileId | None:
 def namespace_of(root: Path, notebook: Path, identity: FileId | None) -> str:
     """The namespace under ``root`` of the notebook file ``notebook`` with ``identity`` (see
     the module docstring for the rules)."""
+    from ..storage import notebook_namespace, validate_namespace
+
     name = notebook.name
     by_name = _legacy(root, notebook, identity) or notebook_namespace(name)
     if identity is None:
@@ -119,6 +121,8 @@ def _legacy(root: Path, notebook: Path, identity: FileId | None) -> str | None:
     looked up under the old name, never moved (a kernel of the older release may still write
     there). Not when the old name is another notebook's: its record names another file, or
     (no record) another notebook in the folder maps to it."""
+    from ..storage import legacy_notebook_namespace, notebook_namespace
+
     name = notebook.name
     old = legacy_notebook_namespace(name)
     if old == notebook_namespace(name) or not (root / old).is_dir():
@@ -138,6 +142,8 @@ def _legacy(root: Path, notebook: Path, identity: FileId | None) -> str | None:
 
 def notebook_storage(storage: Storage, notebook: Path, identity: FileId | None) -> Storage:
     """``storage`` (from ``Storage.for_notebook``) with the namespace of this notebook file."""
+    from ..storage import Storage
+
     namespace = namespace_of(storage.root, notebook, identity)
     return storage if namespace == storage.namespace else Storage(storage.root, namespace)
 
@@ -145,6 +151,8 @@ def notebook_storage(storage: Storage, notebook: Path, identity: FileId | None) 
 def claim(storage: Storage, notebook: Path, identity: FileId | None) -> None:
     """Record that ``storage``'s namespace belongs to the file ``identity`` (now called
     ``notebook``): written before the notebook's first session, updated after a rename."""
+    from ..storage import write_private_file
+
     if identity is None:
         return
     record = _read_record(storage.base)

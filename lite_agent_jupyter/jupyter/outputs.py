@@ -29,11 +29,14 @@ import traceback
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ToolError
-from ..tools import Tool, tool
-from ..tools.imaging import MODEL_SIDE, CheckedImage, check_image, image_note
+from ..tools.imaging import MODEL_SIDE, check_image, image_note
+
+if TYPE_CHECKING:
+    from ..tools import Tool
+    from ..tools.imaging import CheckedImage
 
 MAX_CELLS = 200
 """Cells whose outputs are kept (the oldest go first)."""
@@ -398,6 +401,7 @@ def expand_cells(
 
 def cell_output_tool(outputs: CellOutputs) -> Tool:
     """The read-only ``cell_output`` tool over ``outputs``."""
+    from ..tools import tool
 
     def cell_output(cell: int | None = None) -> list[dict[str, Any]]:
         """Show an executed notebook cell: its source and what it output (printed text,

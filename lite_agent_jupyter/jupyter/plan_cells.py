@@ -10,18 +10,18 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 
-from ..agent import ApprovalRequest, LiteAgent, LiteAgentResult
-from ..agent.budget import Budget
-from . import approval, budgets, plan, stale
-from .cell import Steps, drive_async
-from .plan import Plan
-from .runner import AgentRunner
-from .sinks import WidgetOutput
-from .stale import Changes
+if TYPE_CHECKING:
+    from ..agent import ApprovalRequest, LiteAgent, LiteAgentResult
+    from ..agent.budget import Budget
+    from . import plan
+    from .cell import Steps
+    from .plan import Plan
+    from .runner import AgentRunner
+    from .stale import Changes
 
 PLAN_FIRST = "Every %%agent cell plans first (read-only tools); %agent go runs the plan."
 """The help of the ``plan_first`` setting (a trait of the magics class)."""
@@ -45,6 +45,8 @@ class PlanCells:
     @functools.cached_property
     def changes(self) -> Changes:
         """Kernel variables the agent's ``run_cell`` changed, for the stale cells."""
+        from .stale import Changes
+
         return Changes()
 
     @property
@@ -56,6 +58,9 @@ class PlanCells:
     ) -> None:
         """After a turn: if it was a planning turn, keep its plan and show it with Run this
         plan (a panel in a notebook, unless the turn itself was drawn in one)."""
+        from . import plan
+        from .plan import Plan
+
         if not read_only:
             return
         rich = self.in_kernel and sink is None
@@ -65,6 +70,8 @@ class PlanCells:
     def stale_line(self) -> Callable[[], str | None]:
         """The cells the running prompt will have left stale, for the person (asked after
         its turn; the prompt is known by its cell's execution count, taken now)."""
+        from . import stale
+
         count = self._count()
 
         def line() -> str | None:
@@ -76,6 +83,8 @@ class PlanCells:
 
     def stale_note(self) -> str | None:
         """The cells left stale since the last prompt, for the model (told once)."""
+        from . import stale
+
         if not self.changes.names:
             return None
         note = stale.model_note(self.changes.stale(self._history()))
@@ -100,6 +109,9 @@ class PlanCells:
 
     def go_steps(self, text: str | None) -> Steps[None]:
         """``%agent go [TEXT]``: the turn that runs the last plan (or ``TEXT`` instead)."""
+        from ..agent.budget import Budget
+        from . import budgets, plan
+
         if not (text or "").strip():
             if self.last_plan is None:
                 raise UsageError("no plan in this kernel yet: run a %%agent --plan cell first")
@@ -112,6 +124,10 @@ class PlanCells:
 
     async def _run_plan(self, text: str, panel: plan.PlanPanel) -> None:
         """Run this plan, clicked: the turn drawn in the panel, its approvals asked there."""
+        from ..agent.budget import Budget
+        from . import approval, plan
+        from .cell import drive_async
+        from .sinks import WidgetOutput
 
         async def ask(request: ApprovalRequest) -> bool:
             shown = await approval.ask_with_buttons(

@@ -7,7 +7,8 @@ sits below all of them, so anything may register into it without an import circl
 
 Adding a subcommand domain is a one-file job: create ``jupyter/commands/<domain>.py`` and
 register its handlers there; ``jupyter/commands/__init__.py`` imports every module of that
-package when the extension loads, so nothing else needs editing::
+package when the first ``%agent`` looks a subcommand up (:func:`loaded`), so nothing else
+needs editing::
 
     # docstring first: what this module owns, what it must not know
     import argparse
@@ -51,7 +52,21 @@ class Subcommand:
 
 
 SUBCOMMANDS: dict[str, Subcommand] = {}
-"""``%agent NAME ...`` handlers, in the order ``%agent help`` lists them."""
+"""``%agent NAME ...`` handlers, in the order ``%agent help`` lists them. Complete once
+:func:`loaded` has run (a subcommand module registers when it is imported)."""
+
+LOADERS: list[Callable[[], object]] = []
+"""What imports the subcommand modules (``jupyter/__init__.py`` adds the loader of
+``commands/``): run by :func:`loaded`, so ``%load_ext`` does not pay for every subcommand
+and its widgets (#32), and this module still imports none of them."""
+
+
+def loaded() -> dict[str, Subcommand]:
+    """:data:`SUBCOMMANDS` with every subcommand module imported."""
+    while LOADERS:
+        LOADERS.pop(0)()
+    return SUBCOMMANDS
+
 
 H = TypeVar("H", bound=Handler)
 
@@ -94,7 +109,7 @@ def parser(sub: Subcommand) -> Parser:
 
 
 def help_text() -> str:
-    width = max(len(n) for n in SUBCOMMANDS)
+    width = max(len(n) for n in loaded())
     lines = ["%agent SUBCOMMAND [options]   (%agent SUBCOMMAND -h for its options)", ""]
     lines += [f"  {name.ljust(width)}  {sub.help}" for name, sub in SUBCOMMANDS.items()]
     lines += [

@@ -22,26 +22,18 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..agent import (
-    ApprovalDecided,
-    Checkpoint,
-    CompactResult,
-    LiteAgentResult,
-    RestorePlan,
-    RestoreResult,
-    TextDelta,
-    ToolCallFinished,
-    ToolCallInput,
-    ToolCallStarted,
-)
-from ..agent.timetravel.participants import StatePlan, StateResult
-from ..checkpoint.protocol import SessionInfo
+from ..agent import ApprovalDecided, TextDelta, ToolCallFinished, ToolCallInput, ToolCallStarted
 from ..controls import terminal_safe
 from ..redact import redact_urls
 from .progress import Progress, checklist_html, checklist_plain, seconds, tasks_from
 from .safe import MarkdownStream, escape
+
+if TYPE_CHECKING:
+    from ..agent import Checkpoint, CompactResult, LiteAgentResult, RestorePlan, RestoreResult
+    from ..agent.timetravel.participants import StatePlan, StateResult
+    from ..checkpoint.protocol import SessionInfo
 
 _now = time.monotonic
 

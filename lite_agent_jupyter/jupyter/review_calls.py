@@ -9,18 +9,20 @@ the runner's lock and the busy check. Must not know magics or widgets.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..agent import (
-    Branch,
-    FileChange,
-    LiteAgent,
-    PromptChanges,
-    RestorePlan,
-    RestoreResult,
-    RewindPoint,
-    SwitchResult,
-)
+if TYPE_CHECKING:
+    from ..agent import (
+        Branch,
+        FileChange,
+        LiteAgent,
+        PromptChanges,
+        RestorePlan,
+        RestoreResult,
+        RewindPoint,
+        SwitchResult,
+    )
+
 
 T = TypeVar("T")
 

@@ -32,31 +32,34 @@ import threading
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..abort import AbortSignal
-from ..agent import (
-    AgentEvent,
-    ApprovalRequest,
-    BackgroundNotice,
-    Checkpoint,
-    CompactProgress,
-    CompactResult,
-    LiteAgent,
-    LiteAgentResult,
-    RestorePlan,
-    RestoreResult,
-)
-from ..agent.approvals import Approval
-from ..agent.budget import Budget
-from ..checkpoint.protocol import SessionInfo
-from ..errors import AgentClosedError, SessionBusyError
+from ..agent.results import TurnFinished
+from ..errors import AgentClosedError, LiteAgentError, SessionBusyError
 from .review_calls import ReviewCalls
+
+if TYPE_CHECKING:
+    from ..agent import (
+        AgentEvent,
+        ApprovalRequest,
+        BackgroundNotice,
+        Checkpoint,
+        CompactProgress,
+        CompactResult,
+        LiteAgent,
+        LiteAgentResult,
+        RestorePlan,
+        RestoreResult,
+    )
+    from ..agent.approvals import Approval
+    from ..agent.budget import Budget
+    from ..checkpoint.protocol import SessionInfo
 
 T = TypeVar("T")
 
 AgentFactory = Callable[
-    [Callable[[ApprovalRequest, AbortSignal], Awaitable[bool | Approval]]], LiteAgent
+    [Callable[["ApprovalRequest", AbortSignal], Awaitable["bool | Approval"]]], "LiteAgent"
 ]
 """Builds the agent; gets the runner's approval handler to pass as ``on_approval``."""
 
@@ -89,6 +92,10 @@ class TurnStream:
         self._future: concurrent.futures.Future[None] | None = None
         self._waker: Callable[[], None] | None = None
         self.finished = False
+        self.checkpoint: Checkpoint | None = None
+        """The checkpoint the turn's prompt made (its number and id, for the footer), found
+        on the agent's loop before :class:`TurnFinished` is queued: the cell need not ask
+        for it in a second round trip between the threads (#32)."""
 
     def put(self, item: Any) -> None:
         """Queue an item (any thread) and wake an awaiting reader."""
@@ -329,6 +336,8 @@ class AgentRunner:
             with self._table:
                 self._asks[sid] = stream.put
         try:
+            from ..agent.budget import Budget
+
             budget = budget or Budget()
             options = {
                 "max_turn_tokens": budget.turn_tokens,
@@ -352,6 +361,8 @@ class AgentRunner:
     ) -> None:
         try:
             async for event in agent.run(prompt, session_id=session_id, **options):
+                if isinstance(event, TurnFinished) and event.result.origin == "user":
+                    stream.checkpoint = await _checkpoint_of(agent, event.result)
                 stream.put(event)
         except asyncio.CancelledError:
             stream.put(TurnError(KeyboardInterrupt("interrupted")))
@@ -382,6 +393,17 @@ class AgentRunner:
     @property
     def stopped(self) -> bool:
         return self._stopped
+
+
+async def _checkpoint_of(agent: LiteAgent, result: LiteAgentResult) -> Checkpoint | None:
+    """The checkpoint a user's finished turn made; ``None`` without sessions (nothing to
+    rewind to) or when it cannot be read."""
+    if not agent.sessions_enabled:
+        return None
+    try:
+        return await agent.checkpoint_at(result.checkpoint_seq, result.session_id)
+    except LiteAgentError:
+        return None
 
 
 class _Facade:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import warnings
 from pathlib import Path
 
-from ..checkpoint.url import local_folder
 from ..storage.netfs import NetworkFilesystemWarning, check_local_locking
 
 __all__ = ["LockingNotes", "backend_folder"]
@@ -20,6 +19,8 @@ __all__ = ["LockingNotes", "backend_folder"]
 
 def backend_folder(sessions: bool, checkpointer_url: str, storage_root: Path) -> Path | None:
     """Where the notebook's backend takes its locks, or ``None`` (memory only, PostgreSQL)."""
+    from ..checkpoint.url import local_folder
+
     if not sessions:
         return None
     if checkpointer_url:

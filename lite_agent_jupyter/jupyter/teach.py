@@ -12,22 +12,28 @@ A teacher records at home (``%agent record lesson.jsonl``, then the lesson's ``%
 cells with the real model) and replays in class (``%agent replay lesson.jsonl``, or
 ``%config LiteAgentMagics.replay = "lesson.jsonl"`` in the first cell): the same cells get the
 same answers and make the same files, with no API key in the room.
+
+Loaded by ``%load_ext``: what only a cell, a setting or a subcommand needs is imported in
+the function that needs it (names for annotations under ``TYPE_CHECKING``), so registering
+the magics stays cheap (#32, docs/design.md "Loading on first use").
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from IPython.core.error import UsageError
 
-from ..agent import LiteAgent, Price, UsageTotals
-from ..providers import RecordingProvider, ReplayProvider, record, replay
-from ..providers.base import Provider
 from . import answering
-from .context import NotebookLocation
-from .runner import AgentRunner
+
+if TYPE_CHECKING:
+    from ..agent import LiteAgent, Price
+    from ..providers import RecordingProvider, ReplayProvider
+    from ..providers.base import Provider
+    from .context import NotebookLocation
+    from .runner import AgentRunner
 
 
 @dataclass
@@ -82,6 +88,8 @@ def cassette_path(magics: TeachSettings, value: str) -> Path:
 def choose_model(magics: TeachSettings, live: Provider | None) -> Provider | None:
     """The provider for the next turn: the replay if ``replay`` is set, else the live model
     (wrapped by a recorder while recording), else ``None`` (no key)."""
+    from ..providers import record, replay
+
     state = magics.teach
     if magics.replay:
         path = cassette_path(magics, magics.replay)
@@ -111,6 +119,8 @@ def choose_model(magics: TeachSettings, live: Provider | None) -> Provider | Non
 
 def top_note(model: Provider) -> str | None:
     """The note shown above a turn's answer, if any."""
+    from ..providers import ReplayProvider
+
     if isinstance(model, ReplayProvider):
         return (
             f"replaying {model.path.name}: answers recorded earlier, no model is called "
@@ -124,6 +134,8 @@ def top_note(model: Provider) -> str | None:
 
 def prices(magics: TeachSettings) -> dict[str, Price] | None:
     """``LiteAgentMagics.prices`` as :class:`Price` objects (``None`` when not set)."""
+    from ..agent import Price
+
     raw: dict[str, Any] = dict(magics.prices or {})
     if not raw:
         return None
@@ -144,6 +156,9 @@ def prices(magics: TeachSettings) -> dict[str, Price] | None:
 def usage_rows(magics: TeachSettings, agent: LiteAgent | None) -> list[tuple[str, object]]:
     """``%agent info`` rows: where answers come from, this session's and this notebook's
     usage (read from the logs, so they include earlier kernels)."""
+    from ..agent import UsageTotals
+    from ..providers import RecordingProvider, ReplayProvider
+
     rows: list[tuple[str, object]] = []
     model = agent.model if agent is not None else None
     if isinstance(model, ReplayProvider):

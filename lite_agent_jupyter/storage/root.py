@@ -13,10 +13,13 @@ import hashlib
 import os
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import InvalidNamespaceError
-from .blobstore import FileBlobStore
 from .private import ensure_private_dir, write_private_file
+
+if TYPE_CHECKING:
+    from .blobstore import FileBlobStore
 
 NAMESPACE_PATTERN = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 
@@ -150,6 +153,8 @@ class Storage:
 
     @property
     def blobs(self) -> FileBlobStore:
+        from .blobstore import FileBlobStore
+
         return FileBlobStore(self.base / "blobs", on_create=self.ensure)
 
     def contains(self, path: str | os.PathLike[str]) -> bool:

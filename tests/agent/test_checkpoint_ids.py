@@ -73,3 +73,39 @@ async def test_an_undone_restore_brings_the_same_ids_back(make_agent: MakeAgent)
         (c.number, c.id, c.prompt) for c in before
     ]
     assert (await agent.find_checkpoint(before[2].id)).prompt == "third"
+
+
+async def test_a_turns_checkpoint_is_found_without_listing_the_session(
+    make_agent: MakeAgent, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A footer's ``checkpoint_at`` gives the same number and id as the full listing, after
+    each turn and across a restore, and builds no full listing (#32: the footer listed every
+    checkpoint with its files after every turn, a cost growing with the session)."""
+    from lite_agent_jupyter.agent.timetravel import listing
+
+    agent = make_agent(model=scripted(["ok"] * 12), on_approval=lambda request, signal: True)
+    full = listing._checkpoints
+    built: list[int] = []
+
+    def counted(marks: object) -> object:
+        built.append(1)
+        return full(marks)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(listing, "_checkpoints", counted)
+    seqs = []
+    for i in range(6):
+        result = await agent.send(f"prompt {i}")
+        seqs.append(result.checkpoint_seq)
+        found = await agent.checkpoint_at(result.checkpoint_seq)
+        assert found is not None and found.number == i + 1 and found.prompt == f"prompt {i}"
+    assert built == []  # no full listing was built for the footers
+    listed = await agent.list_checkpoints()
+    for seq, checkpoint in zip(seqs, listed, strict=True):
+        found = await agent.checkpoint_at(seq)
+        assert found is not None and (found.number, found.id) == (checkpoint.number, checkpoint.id)
+    assert await agent.checkpoint_at(seqs[-1] + 1) is None  # not a prompt's start
+    await agent.restore(agent.session_id, listed[2].seq)  # prompts 3.. are cut
+    result = await agent.send("a new third prompt")
+    found = await agent.checkpoint_at(result.checkpoint_seq)
+    again = await agent.list_checkpoints()
+    assert found is not None and (found.number, found.id) == (3, again[2].id) != listed[2].id

@@ -24,6 +24,11 @@ class _Listing:
 
     marks: list[Event]
     checkpoints: list[Checkpoint] | None = None
+    chain: list[tuple[int, int, str]] | None = None
+    """``(seq, number, id)`` of each prompt in :attr:`marks` so far, extended as marks
+    arrive (ids chain, so a new prompt's id needs only the last one): a turn's footer."""
+    chained: int = 0
+    """How many of :attr:`marks` :attr:`chain` has read."""
 
 
 _LISTED_KINDS = ("checkpoint", "file_snapshot")
@@ -44,6 +49,42 @@ class Listings:
         if listing.checkpoints is None:
             listing.checkpoints = _checkpoints(listing.marks)
         return list(listing.checkpoints)
+
+    async def checkpoint_at(self, session_id: str, seq: int) -> Checkpoint | None:
+        """The checkpoint at ``seq`` (the head before a prompt) with its number and id, or
+        ``None``; its ``files`` are left empty. What a turn's footer needs, at the cost of
+        the marks appended since the last call (#32: the whole listing was built again
+        after every turn, its cost growing with the session)."""
+        listing = await self._listing(session_id)
+        if listing.chain is None:
+            listing.chain, listing.chained = [], 0
+        chain = listing.chain
+        for event in listing.marks[listing.chained :]:
+            if isinstance(event, UserEvent) and is_checkpoint(event):
+                previous = chain[-1][2] if chain else ""
+                number = len(chain) + 1
+                chain.append(
+                    (
+                        event.seq,
+                        number,
+                        checkpoint_id(number, event.seq, prompt_text(event), previous),
+                    )
+                )
+        listing.chained = len(listing.marks)
+        index = bisect.bisect_left(chain, seq + 1, key=lambda entry: entry[0])
+        if index == len(chain) or chain[index][0] != seq + 1:
+            return None
+        event = next(m for m in reversed(listing.marks) if m.seq == seq + 1)
+        assert isinstance(event, UserEvent)
+        _, number, id_ = chain[index]
+        return Checkpoint(
+            seq=seq,
+            prompt=prompt_text(event),
+            ts=datetime.fromisoformat(event.ts),
+            files=(),
+            number=number,
+            id=id_,
+        )
 
     async def _listing(self, session_id: str) -> _Listing:
         """The session's checkpoint and snapshot marks, read incrementally.
@@ -81,6 +122,7 @@ class Listings:
         if listing is not None:
             listing.marks = [m for m in listing.marks if m.seq <= head]
             listing.checkpoints = None
+            listing.chain, listing.chained = None, 0
 
 
 async def newest_checkpoint_id(checkpointer: Checkpointer, session_id: str) -> str | None:

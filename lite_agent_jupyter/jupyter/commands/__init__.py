@@ -1,7 +1,8 @@
 """The ``%agent`` subcommands, one module per domain (as IPython splits ``core/magics/``).
 
 Each module here registers its handlers into :mod:`..registry` with ``@subcommand``; this
-package imports every module in it when the extension loads (``jupyter/__init__.py``), so a
+package imports every module in it when the first ``%agent`` needs the table (a loader
+``jupyter/__init__.py`` gives the registry; #32: not when the extension loads), so a
 new domain is one new file here and nothing else (see the registry's docstring for the
 template). ``%agent help`` lists the built-in domains first in the order of :data:`_FIRST`,
 then any others alphabetically. Modules whose name starts with ``_`` are not imported.
@@ -15,6 +16,8 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
+from ..registry import SUBCOMMANDS
+
 _FIRST = ("sessions", "timetravel", "settings", "teaching", "mcp")
 
 
@@ -26,3 +29,5 @@ def _load_all() -> None:
 
 
 _load_all()
+
+__all__ = ["SUBCOMMANDS"]
