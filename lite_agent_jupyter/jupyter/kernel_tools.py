@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ReentrantCellError, ToolError
 from ..tools import tool
 from ..tools.base import ToolContext  # the tools' annotations are read at run time
-from . import render
 from .kernel_state import DEFAULT_LIMIT, KernelChanges, changes, take_before
 
 if TYPE_CHECKING:
@@ -91,6 +90,7 @@ def kernel_tools(
 
 def propose_cell_tool(shell: Any) -> Tool:
     """The ``propose_cell`` tool over ``shell`` (an IPython shell with ``set_next_input``)."""
+    from . import render
 
     async def propose_cell(ctx: ToolContext, code: str) -> str:
         """Put Python code into a new notebook cell below the current one, for the user to
