@@ -331,3 +331,21 @@ def write_then_change(server: FakeAnthropicServer) -> None:
 def no_widget_errors(page: Any) -> None:
     """No widget on the page failed to render."""
     assert page.get_by_text("Error displaying widget").count() == 0
+
+
+def editor_text(nb: LabNotebook, index: int) -> str:
+    """Cell ``index``'s source as the page shows it."""
+    return str(nb.cell(index).locator(".jp-InputArea-editor").inner_text())
+
+
+def logged_cell_changes(*folders: Path) -> list[dict[str, Any]]:
+    """The data of every ``state_snapshot`` event of the notebook participant in the session
+    logs under ``folders``."""
+    found = []
+    logs = {log.resolve() for folder in folders for log in folder.rglob("*.jsonl")}
+    for log in sorted(logs):
+        for line in log.read_text().splitlines():
+            event = json.loads(line) if '"state_snapshot"' in line else {}
+            if event.get("participant") == "notebook":
+                found.append(event["data"])
+    return found

@@ -17,6 +17,8 @@ from lab_browser import (
     SETUP_ALLOW,
     JupyterLabServer,
     NotebookSevenPage,
+    editor_text,
+    logged_cell_changes,
     no_widget_errors,
     wait_for,
     write_notebook,
@@ -125,3 +127,36 @@ def test_approval_buttons_in_notebook_7(
         assert not (lab_root / "hello.py").exists()
         assert "denied: write_file hello.py" in out
     assert "Answer after the approval." in out
+
+
+def test_the_agent_reads_and_deletes_a_cell_in_notebook_7(
+    notebook7: JupyterLabServer,
+    lab_root: Path,
+    tmp_path: Path,
+    page: Any,
+    fake_anthropic: FakeAnthropicServer,
+) -> None:
+    """The notebook tools through Notebook 7's page: the channel is the same extension's."""
+    fake_anthropic.script(
+        tool_reply("Reading.", "read_notebook"),
+        tool_reply("Deleting.", "delete_cell", cell=1),
+        "Deleted the first assignment.",
+    )
+    setup = SETUP_ALLOW + "%config LiteAgentMagics.notebook_tools = True\n"
+    path = write_notebook(
+        lab_root / "cells7.ipynb", [setup, "a = 1", "b = 2", "%%agent\nDrop a = 1"]
+    )
+    on_disk = path.read_bytes()
+    nb = NotebookSevenPage(page, notebook7, "cells7.ipynb").open()
+    nb.run_cell(0)
+    nb.start_cell(3)
+    wait_for(lambda: editor_text(nb, 1) == "b = 2", "cell 1 gone from the page", 120)
+    nb.wait_finished(nb.cell(2), timeout=120)  # the agent cell, moved up
+    assert "Deleted the first assignment." in nb.output_text(2)
+    no_widget_errors(page)
+    read = fake_anthropic.message_requests[1].body["messages"][-1]["content"][0]["content"]
+    deleted_id = str(read).split("[1] id=")[1].split()[0]
+    [change] = logged_cell_changes(tmp_path, lab_root)
+    assert change["op"] == "delete" and change["cell_id"] == deleted_id
+    assert change["index"] == 1 and change["before"] and change["after"] is None
+    assert path.read_bytes() == on_disk  # the person saves

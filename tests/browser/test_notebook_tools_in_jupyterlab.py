@@ -16,7 +16,15 @@ import lab_browser
 import nbformat
 import pytest
 from fake_anthropic import FakeAnthropicServer, tool_reply
-from lab_browser import JupyterLabServer, LabNotebook, no_widget_errors, wait_for, write_notebook
+from lab_browser import (
+    JupyterLabServer,
+    LabNotebook,
+    editor_text,
+    logged_cell_changes,
+    no_widget_errors,
+    wait_for,
+    write_notebook,
+)
 
 SETUP = "%load_ext lite_agent_jupyter\n%config LiteAgentMagics.notebook_tools = True"
 CELLS = [SETUP, "a = 1", "b = 2", "c = 3", "%%agent\nTidy the notebook"]
@@ -28,10 +36,6 @@ def no_autosave(monkeypatch: pytest.MonkeyPatch) -> None:
     """JupyterLab saves a dirty notebook every 120 s by default: off, so that what is on
     disk is what the person saved."""
     monkeypatch.setitem(lab_browser.LAB_SETTINGS, DOCMANAGER, {"autosave": False})
-
-
-def editor_text(nb: LabNotebook, index: int) -> str:
-    return str(nb.cell(index).locator(".jp-InputArea-editor").inner_text())
 
 
 def tool_result(fake: FakeAnthropicServer, request: int) -> str:
@@ -58,19 +62,6 @@ def saved_cells(path: Path) -> int:
         return len(json.loads(path.read_text())["cells"])
     except ValueError:
         return 0
-
-
-def logged_cell_changes(*folders: Path) -> list[dict[str, Any]]:
-    """The data of every ``state_snapshot`` event of the notebook participant in the session
-    logs under ``folders``."""
-    found = []
-    logs = {log.resolve() for folder in folders for log in folder.rglob("*.jsonl")}
-    for log in sorted(logs):
-        for line in log.read_text().splitlines():
-            event = json.loads(line) if '"state_snapshot"' in line else {}
-            if event.get("participant") == "notebook":
-                found.append(event["data"])
-    return found
 
 
 def test_a_turn_edits_inserts_and_runs_cells_of_the_open_notebook(
