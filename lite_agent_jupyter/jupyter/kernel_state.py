@@ -327,16 +327,21 @@ class KernelChanges:
         return tuple(sorted({*self.created, *self.rebound, *self.deleted, *self.changed}))
 
     def text(self) -> str:
-        """The tool result's lines."""
+        """The tool result's lines: the four groups on one line (the line the cell shows),
+        then what cannot be rewound."""
 
-        def line(label: str, names: Sequence[str]) -> str:
+        def group(label: str, names: Sequence[str]) -> str:
             return f"{label}: " + (", ".join(names) or "none")
 
         lines = [
-            line("variables created", self.created),
-            line("rebound", self.rebound),
-            line("deleted", self.deleted),
-            line("changed in place", self.changed),
+            "; ".join(
+                [
+                    group("variables created", self.created),
+                    group("rebound", self.rebound),
+                    group("deleted", self.deleted),
+                    group("changed in place", self.changed),
+                ]
+            )
         ]
         if self.cannot:
             lines.append(

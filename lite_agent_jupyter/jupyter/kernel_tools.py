@@ -302,7 +302,7 @@ def _run(
     report = changes(before, ns)
     if on_changed is not None and report.touched:
         on_changed(list(report.touched))  # the one seam for "which names changed" (stale.py)
-    text = []
+    text = [report.text()]  # first: the line the cell shows for the call
     if captured.stdout:
         text.append(f"stdout:\n{captured.stdout.rstrip()}")
     if captured.stderr:
@@ -311,7 +311,6 @@ def _run(
         text.append(f"result:\n{render_value(value)}")
     if error:
         text.append(f"error:\n{error}")
-    text.append(report.text())
     blocks = images([o.data for o in captured.outputs])
     summary = "\n".join(text)
     return ([{"type": "text", "text": summary}, *blocks] if blocks else summary), report
