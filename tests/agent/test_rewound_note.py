@@ -223,3 +223,19 @@ async def test_a_new_agent_tells_the_model_what_a_restore_in_another_agent_rever
     fake_anthropic.script("Nothing new.")
     await second.send("and now?")
     assert _last_request(fake_anthropic).count("files reverted") == 1
+
+
+def test_a_note_is_kept_on_disk_without_an_fsync(tmp_path: Path, monkeypatch: Any) -> None:
+    """The note is advice: written atomically (a crashed process keeps it) but not fsynced,
+    two fewer of the fsyncs a one-file restore waits for (#32: 12, from 2 before #20/#21)."""
+    import os
+
+    synced: list[int] = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(fd) or real(fd))
+    notes = RewoundNotes(tmp_path / "notes")
+    notes.put("s1", "files reverted: a.txt")
+    assert synced == []
+    found = notes.pending("s1")
+    assert found is not None and found[0] == "files reverted: a.txt"
+    assert RewoundNotes(tmp_path / "notes").pending("s1") == found  # another process reads it
