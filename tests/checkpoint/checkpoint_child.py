@@ -28,8 +28,8 @@ async def hold_mode(url: str, session: str) -> None:
 
         assert isinstance(store, FileCheckpointer)
         await store.head(session)
-        gate = store._session(session).lock  # the very lock the backend uses
-        store._ensure_dirs()
+        gate = store._folder.session(session).lock  # the very lock the backend uses
+        store._folder.ensure_dirs()
         gate.acquire_until(threading.Event())
         say("locked")
         sys.stdin.readline()

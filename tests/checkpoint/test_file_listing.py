@@ -104,7 +104,7 @@ async def settled_listing(folder: Path) -> list[SessionInfo]:
 
 async def scanned(folder: Path) -> list[SessionInfo]:
     """The listing as a scan of the folder sees it, whatever the snapshot says."""
-    return await file_checkpointer(folder)._scan()
+    return await file_checkpointer(folder)._sessions.scan()
 
 
 async def in_child(folder: Path, action: str, sid: str, times: int = 1) -> None:

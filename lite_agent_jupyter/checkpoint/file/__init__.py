@@ -32,12 +32,18 @@ only downward:
                       the repair of a torn final line, decoding lines
     _recent.py        the recency journal (``.recent``)
     _listing.py       the listing snapshot (``.locks/listing.json``)
-    _folder.py        the folder, its paths and locks (gates), the per-session cache
-    _index.py         the session index (``.index.jsonl``)
-    _marks.py         the mark index (``<id>.marks``)
-    _sessions.py      list(): the snapshot, the scan, pages; the recency stamps
+    _folder.py        _Folder: the folder, its paths and locks (gates), the per-session
+                      cache, whether it is closed
+    _index.py         _SessionIndex(folder): the session index (``.index.jsonl``)
+    _marks.py         _MarkIndex(folder): the mark index (``<id>.marks``)
+    _sessions.py      _Sessions(folder, index, marks): list() (the snapshot, the scan,
+                      pages) and the recency stamps
     _checkpointer.py  FileCheckpointer (the protocol, the work under the locks) and
                       file_checkpointer
+
+``FileCheckpointer`` is composed of these objects, not built from them: it makes the one
+``_Folder`` and hands it (and the indexes, to the listing) to each part it makes, so each
+part's state is what its constructor was given.
 """
 
 from __future__ import annotations

@@ -5,16 +5,23 @@ turn claims) and what each does holding the session's locks: an append checks th
 the batch's marks ahead of it (:mod:`._marks`), repairs a torn final line, writes the batch
 in one call (cut back on failure) and stamps the log's mtime (:mod:`._sessions`); the head of
 an unchanged log, or a read of just its last event, is answered from the cache without the
-lock. The parts it is built of are mixed in from :mod:`._folder`, :mod:`._index`,
-:mod:`._marks` and :mod:`._sessions`.
+lock.
+
+It is composed, not inherited: it makes one :class:`~._folder._Folder` (paths, locks, the
+per-session cache, whether it is closed) and hands it to the parts it makes next, each a
+plain object holding only its collaborators: the session index (:mod:`._index`), the mark
+index (:mod:`._marks`) and the listing (:mod:`._sessions`, which is also handed the two
+indexes). This object keeps only which folder entries it has fsynced.
 """
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import os
 import warnings
 from collections.abc import AsyncIterator, Collection, Sequence
+from pathlib import Path
 
 from ...atomic import atomic_write, fsync_dir
 from ...storage import FILE_MODE
@@ -22,6 +29,7 @@ from .._claims import flock_claim
 from ..events import Event, UserEvent, encode, now_iso
 from ..protocol import (
     MARK_KINDS,
+    SessionInfo,
     check_head,
     check_truncate,
     checkpoint_stats,
@@ -48,21 +56,41 @@ from ._disk import (
     _write_or_undo,
     logger,
 )
-from ._folder import _Known, _matches, _Session
-from ._marks import _decode_marks
+from ._folder import _Folder, _Known, _matches, _Session
+from ._index import _SessionIndex
+from ._marks import _decode_marks, _MarkIndex
 from ._sessions import _Sessions
 
 
-class FileCheckpointer(_Sessions):
+class FileCheckpointer:
     """A Checkpointer keeping each session in ``<directory>/<id>.jsonl``. See the module."""
 
+    def __init__(self, directory: str | os.PathLike[str], *, durable: bool = False) -> None:
+        folder = _Folder(directory, durable=durable)
+        self._folder = folder
+        self._index = _SessionIndex(folder)
+        self._marks = _MarkIndex(folder)
+        self._sessions = _Sessions(folder, self._index, self._marks)
+        self._entries_synced: set[str] = set()
+        """Logs whose folder entry this object has fsynced (a sync needs it only once)."""
+
+    @property
+    def directory(self) -> Path:
+        """The sessions folder (absolute, ``~`` expanded)."""
+        return self._folder.directory
+
+    @property
+    def durable(self) -> bool:
+        """Whether every append is fsynced (see :func:`file_checkpointer`)."""
+        return self._folder.durable
+
     def __repr__(self) -> str:
-        return f"FileCheckpointer({self._dir!r}, durable={self.durable})"
+        return f"FileCheckpointer({self._folder.dir!r}, durable={self.durable})"
 
     @property
     def location(self) -> str:
         """``file:`` and the folder's real path (see ``SupportsLocation``)."""
-        return "file:" + os.path.realpath(self._dir)
+        return "file:" + os.path.realpath(self._folder.dir)
 
     # -- the Checkpointer protocol -------------------------------------------------------------
 
@@ -87,14 +115,15 @@ class FileCheckpointer(_Sessions):
         keep_ts: bool,
     ) -> int:
         validate_session_id(session_id)
-        self._check_open()
+        folder = self._folder
+        folder.check_open()
         events = list(events)
         if any(type(event) is UserEvent and event.checkpoint for event in events):
             title, checkpoints = checkpoint_stats(events)
         else:
             title, checkpoints = None, 0
-        session = self._session(session_id)
-        return await self._locked(
+        session = folder.session(session_id)
+        return await folder.locked(
             session,
             lambda: self._append_locked(
                 session_id, session, events, expected_head, title, checkpoints, keep_ts
@@ -104,13 +133,14 @@ class FileCheckpointer(_Sessions):
 
     async def read(self, session_id: str, *, after: int = 0) -> list[Event]:
         validate_session_id(session_id)
-        self._check_open()
+        folder = self._folder
+        folder.check_open()
         after = max(after, 0)
-        path = self._path(session_id)
+        path = folder.path(session_id)
         st = _stat(path)
         if st is None:
             return []
-        session = self._session(session_id)
+        session = folder.session(session_id)
         known = session.known
         if known is not None and _matches(known, st):
             if after >= known.head:
@@ -118,23 +148,30 @@ class FileCheckpointer(_Sessions):
             if after == known.head - 1 and known.last_line is not None:
                 start = known.size - len(known.last_line)
                 return _decode_lines(path, known.last_line, known.head, start)
-        data, first_seq, offset = await self._locked(
+        data, first_seq, offset = await folder.locked(
             session, lambda: self._read_locked(path, session, after)
         )
         return _decode_lines(path, data, first_seq, offset)
 
     async def head(self, session_id: str) -> int:
         validate_session_id(session_id)
-        self._check_open()
-        path = self._path(session_id)
+        folder = self._folder
+        folder.check_open()
+        path = folder.path(session_id)
         st = _stat(path)
         if st is None:
             return 0
-        session = self._session(session_id)
+        session = folder.session(session_id)
         known = session.known
         if known is not None and _matches(known, st):
             return known.head
-        return await self._locked(session, lambda: self._head_locked(path, session))
+        return await folder.locked(session, lambda: self._head_locked(path, session))
+
+    async def list(
+        self, *, limit: int | None = None, before: SessionInfo | None = None
+    ) -> list[SessionInfo]:
+        """See the protocol; the snapshot, the scan and the pages are :mod:`._sessions`'."""
+        return await self._sessions.list(limit=limit, before=before)
 
     async def read_marks(
         self,
@@ -143,68 +180,73 @@ class FileCheckpointer(_Sessions):
         after: int = 0,
         kinds: Collection[str] | None = None,
         last: int | None = None,
-    ) -> list[Event]:
+    ) -> builtins.list[Event]:
         """The :class:`~..protocol.MarkIndex` capability, from ``<id>.marks`` (see
         :mod:`._marks`): checkpoints, compactions and file snapshots with ``seq > after``;
         with ``last``, the file is read backwards from its end until ``last`` are found."""
         validate_session_id(session_id)
-        self._check_open()
+        folder = self._folder
+        folder.check_open()
         wanted = MARK_KINDS if kinds is None else frozenset(kinds)
-        path = self._path(session_id)
+        path = folder.path(session_id)
         if _stat(path) is None:
             return []
-        session = self._session(session_id)
+        session = folder.session(session_id)
+        index = self._marks
         if last is not None:
-            found = await self._locked(
-                session, lambda: self._last_marks_locked(session_id, after, wanted, last)
+            found = await folder.locked(
+                session, lambda: index.last_locked(session_id, after, wanted, last)
             )
             if found is not None:
                 return found
-        data, head = await self._locked(session, lambda: self._marks_locked(session_id, session))
+        data, head = await folder.locked(session, lambda: index.read_locked(session_id, session))
         marks = _decode_marks(path, data, after, head, wanted)
         return marks if last is None else marks[-last:]
 
     async def delete(self, session_id: str) -> None:
         validate_session_id(session_id)
-        self._check_open()
-        path = self._path(session_id)
-        lock_path = os.path.join(self._locks_dir, session_id + ".lock")
+        folder = self._folder
+        folder.check_open()
+        path = folder.path(session_id)
+        lock_path = folder.lock_path(session_id)
         if not os.path.lexists(path) and not os.path.lexists(lock_path):
             return
-        session = self._session(session_id)
+        session = folder.session(session_id)
         self._entries_synced.discard(path)
-        await self._locked(
+        await folder.locked(
             session, lambda: self._delete_locked(session_id, session, lock_path), index=True
         )
 
     async def deleted(self, session_id: str) -> bool:
         """The :class:`~..protocol.SupportsTombstones` capability: a tombstone and no log."""
         validate_session_id(session_id)
-        self._check_open()
-        return self._was_deleted(session_id)
+        self._folder.check_open()
+        return self._folder.was_deleted(session_id)
 
     @contextlib.asynccontextmanager
     async def claim_turn(self, session_id: str) -> AsyncIterator[None]:
         """The :class:`~..protocol.SupportsTurnClaims` capability: a ``flock`` on
         ``.locks/<id>.turn`` (see :mod:`.._claims`)."""
         validate_session_id(session_id)
-        self._check_open()
-        self._ensure_dirs()
-        async with flock_claim(os.path.join(self._locks_dir, session_id + ".turn"), session_id):
+        folder = self._folder
+        folder.check_open()
+        folder.ensure_dirs()
+        async with flock_claim(folder.turn_path(session_id), session_id):
             yield
 
     async def truncate(
         self, session_id: str, to_seq: int, *, expected_head: int | None = None
     ) -> None:
         validate_session_id(session_id)
-        self._check_open()
-        path = self._path(session_id)
+        folder = self._folder
+        folder.check_open()
+        path = folder.path(session_id)
         if not os.path.lexists(path):  # nothing to lock: the head is 0
-            check_head(session_id, expected_head, 0, lambda: self._was_deleted(session_id))
+            check_head(session_id, expected_head, 0, lambda: folder.was_deleted(session_id))
             check_truncate(session_id, to_seq, 0)
             return
-        session = self._session(session_id)
-        await self._locked(
+        session = folder.session(session_id)
+        await folder.locked(
             session,
             lambda: self._truncate_locked(session_id, session, to_seq, expected_head),
             index=True,
@@ -218,8 +260,8 @@ class FileCheckpointer(_Sessions):
         Runs on the event loop, like the appends (a flush costs less than a thread hop plus
         the flush; see docs/design.md). On a very busy disk the loop waits for the flush."""
         validate_session_id(session_id)
-        self._check_open()
-        self._sync_now(self._path(session_id))
+        self._folder.check_open()
+        self._sync_now(self._folder.path(session_id))
 
     def _sync_now(self, path: str) -> None:
         try:
@@ -231,14 +273,13 @@ class FileCheckpointer(_Sessions):
         finally:
             os.close(fd)
         if path not in self._entries_synced:  # the folder entry once, the data every time
-            fsync_dir(self.directory)
+            fsync_dir(self._folder.directory)
             self._entries_synced.add(path)
 
     async def close(self) -> None:
         """Forget cached state; later calls raise ``CheckpointerUnavailableError``.
         Idempotent. Nothing is held open between calls, so there is nothing to flush."""
-        self._closed = True
-        self._sessions.clear()
+        self._folder.close()
 
     # -- work done under the locks -----------------------------------------------------------
 
@@ -252,17 +293,18 @@ class FileCheckpointer(_Sessions):
         checkpoints: int,
         keep_ts: bool = False,
     ) -> int:
-        path = self._path(session_id)
+        folder = self._folder
+        path = folder.path(session_id)
         fd = _open_existing(path, _OPEN_RDWR_APPEND)
         try:
             if fd < 0:
                 size, tail, ino = 0, _Tail(0, 0), -1
             else:
                 st = os.fstat(fd)
-                size, tail, ino = st.st_size, self._tail(path, session, fd, st), st.st_ino
+                size, tail, ino = st.st_size, folder.tail(path, session, fd, st), st.st_ino
             head = tail.head
             check_head(
-                session_id, expected_head, head, lambda: fd < 0 and self._was_deleted(session_id)
+                session_id, expected_head, head, lambda: fd < 0 and folder.was_deleted(session_id)
             )
             if not events:
                 return head
@@ -272,18 +314,18 @@ class FileCheckpointer(_Sessions):
                 for i, event in enumerate(events, 1)
             ]
             marked = [lines[i] for i, event in enumerate(events) if mark_kind(event) is not None]
-            self._write_marks(session_id, session, head, marked, fresh=fd < 0)
+            self._marks.write(session_id, session, head, marked, fresh=fd < 0)
             lines.append("")
             data = "\n".join(lines).encode("utf-8")
             if fd < 0:
                 fd = _open(path, _OPEN_RDWR_APPEND | os.O_CREAT, FILE_MODE)
                 ino = os.fstat(fd).st_ino
-                if self.durable:
-                    fsync_dir(self.directory)
+                if folder.durable:
+                    fsync_dir(folder.directory)
             elif size != tail.end:
                 _repair(path, fd, tail.end, size)
             _write_or_undo(fd, data, tail.end)
-            if self.durable:
+            if folder.durable:
                 os.fsync(fd)
             stamped: list[int] = []
 
@@ -291,7 +333,7 @@ class FileCheckpointer(_Sessions):
                 os.utime(fd, ns=(ns, ns))
                 stamped.append(ns)
 
-            self._stamp(session_id, set_mtime)
+            self._sessions.stamp(session_id, set_mtime)
         finally:
             if fd >= 0:
                 os.close(fd)
@@ -304,7 +346,7 @@ class FileCheckpointer(_Sessions):
         session.known = _Known(ino, tail.end + len(data), mtime, new_head, last_line)
         if checkpoints:
             try:
-                self._index_append({"id": session_id, "title": title, "turns": checkpoints})
+                self._index.append({"id": session_id, "title": title, "turns": checkpoints})
             except OSError as exc:  # the events are written: report them as such
                 message = f"could not record the title/turns of {path} in the index: {exc}"
                 logger.warning(message)
@@ -317,7 +359,7 @@ class FileCheckpointer(_Sessions):
         except FileNotFoundError:
             return 0
         try:
-            return self._tail(path, session, fd, os.fstat(fd)).head
+            return self._folder.tail(path, session, fd, os.fstat(fd)).head
         finally:
             os.close(fd)
 
@@ -327,7 +369,7 @@ class FileCheckpointer(_Sessions):
         except FileNotFoundError:
             return b"", 1, 0
         try:
-            tail = self._tail(path, session, fd, os.fstat(fd))
+            tail = self._folder.tail(path, session, fd, os.fstat(fd))
             if after >= tail.head:
                 return b"", after + 1, tail.end
             start = 0 if after == 0 else _line_offset(path, fd, after + 1, tail.end)
@@ -338,25 +380,26 @@ class FileCheckpointer(_Sessions):
     def _truncate_locked(
         self, session_id: str, session: _Session, to_seq: int, expected_head: int | None
     ) -> None:
-        path = self._path(session_id)
+        folder, index = self._folder, self._index
+        path = folder.path(session_id)
         fd = _open_existing(path, _OPEN_READ)
         try:
-            tail = _Tail(0, 0) if fd < 0 else self._tail(path, session, fd, os.fstat(fd))
+            tail = _Tail(0, 0) if fd < 0 else folder.tail(path, session, fd, os.fstat(fd))
             check_head(
                 session_id,
                 expected_head,
                 tail.head,
-                lambda: fd < 0 and self._was_deleted(session_id),
+                lambda: fd < 0 and folder.was_deleted(session_id),
             )
             check_truncate(session_id, to_seq, tail.head)
             if to_seq == tail.head:
                 return
             if to_seq == 0:  # a rewind, not a delete: no tombstone (nor one of an old life)
-                self._index_append({"id": session_id, "reset": True, "title": None, "turns": 0})
-                _unlink(self._tombstone(session_id))
+                index.append({"id": session_id, "reset": True, "title": None, "turns": 0})
+                _unlink(folder.tombstone(session_id))
                 _unlink(path)
                 session.known = None
-                self._cut_marks(session_id, session, 0)
+                self._marks.cut(session_id, session, 0)
                 return
             end = _line_offset(path, fd, to_seq + 1, tail.end)
             kept = _pread_all(fd, end, 0)
@@ -364,29 +407,30 @@ class FileCheckpointer(_Sessions):
             if fd >= 0:
                 os.close(fd)
         atomic_write(path, kept, mode=FILE_MODE)
-        self._stamp(session_id, lambda ns: os.utime(path, ns=(ns, ns)))
+        self._sessions.stamp(session_id, lambda ns: os.utime(path, ns=(ns, ns)))
         st = os.stat(path)
         session.known = _Known(st.st_ino, st.st_size, st.st_mtime_ns, to_seq)
-        self._cut_marks(session_id, session, to_seq)
+        self._marks.cut(session_id, session, to_seq)
         try:  # recount from the (small) mark index rather than the kept log
-            marks_path = self._marks_path(session_id)
+            marks_path = folder.marks_path(session_id)
             title, turns = _checkpoints_in(marks_path, _read_bytes(marks_path), numbered=False)
         except FileNotFoundError:
             title, turns = _checkpoints_in(path, kept)
-        self._index_append({"id": session_id, "reset": True, "title": title, "turns": turns})
+        index.append({"id": session_id, "reset": True, "title": title, "turns": turns})
 
     def _delete_locked(self, session_id: str, session: _Session, lock_path: str) -> None:
-        path = self._path(session_id)
+        folder = self._folder
+        path = folder.path(session_id)
         if os.path.lexists(path):
             # The tombstone first: a writer that saw the log never finds it gone without one.
-            _touch(self._tombstone(session_id))
-            if self.durable:
-                fsync_dir(self.directory)
+            _touch(folder.tombstone(session_id))
+            if folder.durable:
+                fsync_dir(folder.directory)
             # The index next: a crash in between leaves a log counted as having no turns,
             # never a deleted session's turns credited to a later one of the same id.
-            self._index_append({"id": session_id, "reset": True, "title": None, "turns": 0})
+            self._index.append({"id": session_id, "reset": True, "title": None, "turns": 0})
             _remove(path)  # whatever is there: a log, or a folder or symlink put in its place
-        _remove(self._marks_path(session_id))
+        _remove(folder.marks_path(session_id))
         session.known = None
         session.marks_known = None
         # Last, while we still hold it: a waiter on the old lock file sees it unlinked and

@@ -4,9 +4,11 @@ Owns the names of the folder's files (the layout is in the package docstring), t
 and session-index locks (a :class:`~.._blocking.ThreadGate` for this process, then a file lock
 for the others, taken in that order and only through :func:`~.._blocking.run_gated`, so no
 call blocks the event loop waiting for another process), the creation of the folders (0700,
-on the first locked call, not before) and the per-session cache of a log's identity, size and
-head as last seen under its lock. :class:`_Folder` is the state every part of the
-checkpointer reads; the parts are mixed into :class:`~._checkpointer.FileCheckpointer`.
+on the first locked call, not before), whether the checkpointer is closed, and the
+per-session cache of a log's identity, size and head as last seen under its lock. One
+:class:`_Folder` is made by :class:`~._checkpointer.FileCheckpointer` and handed to each of
+its other parts (the session index, the mark index, the listing) when they are made: it is
+the only state they share.
 """
 
 from __future__ import annotations
@@ -117,88 +119,112 @@ class _Session:
 
 
 class _Folder:
-    """The state of a file checkpointer: its folder, paths, locks and per-session cache."""
+    """A sessions folder: its paths, locks and per-session cache, and whether it is closed.
+
+    Every other part of a :class:`~._checkpointer.FileCheckpointer` receives this object
+    when it is made and reads the folder through it; none of them keeps a path or a lock of
+    its own.
+    """
 
     def __init__(self, directory: str | os.PathLike[str], *, durable: bool = False) -> None:
         self.directory = Path(directory).expanduser().absolute()
         self.durable = durable
-        self._dir = str(self.directory)
+        """fsync every write (see ``file_checkpointer``); read by every part that writes."""
+        self.dir = str(self.directory)
+        self.locks_dir = os.path.join(self.dir, LOCKS_DIR)
+        self.index_path = os.path.join(self.dir, INDEX_NAME)
+        self.recent_path = os.path.join(self.dir, _recent.RECENT_NAME)
+        self.listing_path = os.path.join(self.locks_dir, _listing.NAME)
+        self.closed = False
+        self._prefix = self.dir + os.sep
         self._swept = False
-        self._prefix = self._dir + os.sep
-        self._locks_dir = os.path.join(self._dir, LOCKS_DIR)
-        self._index_path = os.path.join(self._dir, INDEX_NAME)
-        self._recent_path = os.path.join(self._dir, _recent.RECENT_NAME)
-        self._listing_path = os.path.join(self._locks_dir, _listing.NAME)
         self._sessions: dict[str, _Session] = {}
-        self._entries_synced: set[str] = set()
-        """Logs whose folder entry this object has fsynced (a sync needs it only once)."""
         self._sessions_lock = threading.Lock()
         self._index_gates: tuple[ThreadGate, _FileGate] | None = None
-        self._closed = False
 
-    # -- plumbing ----------------------------------------------------------------------------
+    def check_open(self) -> None:
+        if self.closed:
+            raise CheckpointerUnavailableError(f"the file checkpointer for {self.dir} is closed")
 
-    def _check_open(self) -> None:
-        if self._closed:
-            raise CheckpointerUnavailableError(f"the file checkpointer for {self._dir} is closed")
+    def close(self) -> None:
+        """Refuse later calls and forget the per-session cache."""
+        self.closed = True
+        self._sessions.clear()
 
-    def _path(self, session_id: str) -> str:
+    # -- paths -------------------------------------------------------------------------------
+
+    def path(self, session_id: str) -> str:
+        """The log of a (valid) session id."""
         # A valid id has no separator or dot: plain concatenation is safe (and hot).
         return self._prefix + session_id + LOG_SUFFIX
 
-    def _tombstone(self, session_id: str) -> str:
+    def tombstone(self, session_id: str) -> str:
         return self._prefix + session_id + TOMBSTONE_SUFFIX
 
-    def _session(self, session_id: str) -> _Session:
+    def marks_path(self, session_id: str) -> str:
+        return self._prefix + session_id + MARKS_SUFFIX
+
+    def lock_path(self, session_id: str) -> str:
+        return os.path.join(self.locks_dir, session_id + ".lock")
+
+    def turn_path(self, session_id: str) -> str:
+        return os.path.join(self.locks_dir, session_id + ".turn")
+
+    def was_deleted(self, session_id: str) -> bool:
+        """A tombstone and no log (see ``SupportsTombstones``)."""
+        return not os.path.lexists(self.path(session_id)) and os.path.lexists(
+            self.tombstone(session_id)
+        )
+
+    # -- locks and the cache -----------------------------------------------------------------
+
+    def session(self, session_id: str) -> _Session:
+        """The session's gates and cache, made on first use."""
         session = self._sessions.get(session_id)
         if session is None:
             with self._sessions_lock:
                 session = self._sessions.get(session_id)
                 if session is None:
-                    lock_path = os.path.join(self._locks_dir, session_id + ".lock")
-                    session = _Session(ThreadGate(), _FileGate(lock_path))
+                    lock = _FileGate(self.lock_path(session_id))
+                    session = _Session(ThreadGate(), lock)
                     self._sessions[session_id] = session
         return session
 
-    def _index(self) -> tuple[ThreadGate, _FileGate]:
+    def _index_locks(self) -> tuple[ThreadGate, _FileGate]:
         if self._index_gates is None:
             with self._sessions_lock:
                 if self._index_gates is None:
-                    path = os.path.join(self._locks_dir, ".index.lock")
+                    path = os.path.join(self.locks_dir, ".index.lock")
                     self._index_gates = (ThreadGate(), _FileGate(path))
         return self._index_gates
 
-    def _ensure_dirs(self) -> None:
+    def ensure_dirs(self) -> None:
+        """Create the folder and its ``.locks`` (0700) if missing; sweep stale temp files."""
         # Checked on every locked call (a stat): if the folder was removed meanwhile, it is
         # created again with private modes before a lock file is opened in it.
-        if not os.path.isdir(self._locks_dir):
+        if not os.path.isdir(self.locks_dir):
             ensure_private_dir(self.directory)
-            ensure_private_dir(Path(self._locks_dir))
+            ensure_private_dir(Path(self.locks_dir))
         if not self._swept:  # temp files of a truncation killed mid-write, once per object
             self._swept = True
-            sweep_stale(self._dir)
+            sweep_stale(self.dir)
 
-    async def _locked(
+    async def locked(
         self, session: _Session | None, fn: Callable[[], T], *, index: bool = False
     ) -> T:
         """Run ``fn`` holding the session's locks (and the index's), creating folders first."""
-        self._ensure_dirs()
+        self.ensure_dirs()
         gates: list[Gate] = [session.guard, session.lock] if session is not None else []
         if index:
-            gates.extend(self._index())
+            gates.extend(self._index_locks())
 
         def checked() -> T:
-            self._check_open()
+            self.check_open()
             return fn()
 
         return await run_gated(gates, checked)
 
-    def _was_deleted(self, session_id: str) -> bool:
-        return not os.path.lexists(self._path(session_id)) and os.path.lexists(
-            self._tombstone(session_id)
-        )
-
-    def _tail(self, path: str, session: _Session, fd: int, st: os.stat_result) -> _Tail:
+    def tail(self, path: str, session: _Session, fd: int, st: os.stat_result) -> _Tail:
         """The clean end and head of an open log, from the cache or from its last line."""
         known = session.known
         if known is not None and _matches(known, st):
@@ -207,6 +233,3 @@ class _Folder:
         if tail.end == st.st_size:
             session.known = _Known(st.st_ino, st.st_size, st.st_mtime_ns, tail.head)
         return tail
-
-    def _marks_path(self, session_id: str) -> str:
-        return self._prefix + session_id + MARKS_SUFFIX

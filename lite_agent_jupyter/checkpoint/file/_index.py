@@ -7,7 +7,8 @@ a plain one) into ``{id: (title, turns)}``. A torn final record (a crash mid-app
 and glued to nothing (the next append starts a new line); an index that cannot be decoded is
 rebuilt from the logs with a :class:`~._disk.LogRepairedWarning`; one grown past twice its
 sessions (plus 1024 records) is compacted to one record per live session. Writes happen under
-the index's locks (:meth:`~._folder._Folder._locked` with ``index=True``).
+the index's locks (:meth:`~._folder._Folder.locked` with ``index=True``). The folder is handed
+in; the index keeps no other state.
 """
 
 from __future__ import annotations
@@ -41,13 +42,18 @@ from ._folder import LOG_SUFFIX, _Folder
 _INDEX_FIELDS = operator.itemgetter("id", "title", "turns")
 
 
-class _SessionIndex(_Folder):
-    """The session index's reads and writes, mixed into the checkpointer."""
+class _SessionIndex:
+    """The session index of one folder: its records' writes, reads, compaction and rebuild."""
 
-    def _index_append(self, record: dict[str, Any]) -> None:
+    __slots__ = ("_folder",)
+
+    def __init__(self, folder: _Folder) -> None:
+        self._folder = folder
+
+    def append(self, record: dict[str, Any]) -> None:
         """Append one record to ``.index.jsonl`` (the caller holds the index locks)."""
         line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
-        fd = _open(self._index_path, _OPEN_RDWR_APPEND | os.O_CREAT, FILE_MODE)
+        fd = _open(self._folder.index_path, _OPEN_RDWR_APPEND | os.O_CREAT, FILE_MODE)
         try:
             size = os.fstat(fd).st_size
             if size:  # a torn line left by a crash would glue itself to this record
@@ -55,26 +61,25 @@ class _SessionIndex(_Folder):
                 if last != b"\n":
                     line = "\n" + line
             _write_or_undo(fd, line.encode("utf-8"), size)
-            if self.durable:
+            if self._folder.durable:
                 os.fsync(fd)
         finally:
             os.close(fd)
 
-    async def _read_index(
-        self, only: Sequence[str] | None = None
-    ) -> dict[str, tuple[str | None, int]]:
+    async def read(self, only: Sequence[str] | None = None) -> dict[str, tuple[str | None, int]]:
         """``{id: (title, turns)}`` from the session index; with ``only``, for those ids
         (their records picked out of the index's bytes by one regular-expression pass, so
         a page of 15 does not decode the records of 10,000 sessions)."""
-        return (await self._read_index_marked(only))[0]
+        return (await self.read_marked(only))[0]
 
-    async def _read_index_marked(
+    async def read_marked(
         self, only: Sequence[str] | None = None
     ) -> tuple[dict[str, tuple[str | None, int]], _listing.IndexMark]:
-        """:meth:`_read_index`, and the index's ``(dev, ino, offset)`` that the table is the
+        """:meth:`read`, and the index's ``(dev, ino, offset)`` that the table is the
         fold of up to (``None``: no index; ``REWRITTEN``: compacted or rebuilt meanwhile)."""
+        folder = self._folder
         try:
-            fd = _open(self._index_path, _OPEN_READ)
+            fd = _open(folder.index_path, _OPEN_READ)
         except FileNotFoundError:
             return {}, None
         try:
@@ -92,44 +97,45 @@ class _SessionIndex(_Folder):
         try:
             table, records = _fold_index(data)
         except ValueError as exc:
-            message = f"session index {self._index_path} is damaged ({exc}); rebuilding it"
+            message = f"session index {folder.index_path} is damaged ({exc}); rebuilding it"
             logger.warning(message)
             warnings.warn(message, LogRepairedWarning, stacklevel=3)
-            table = await self._locked(None, self._rebuild_index, index=True)
+            table = await folder.locked(None, self.rebuild, index=True)
             if only is not None:
                 table = {sid: table[sid] for sid in only if sid in table}
             return table, _listing.REWRITTEN
         if only is None and records > 2 * len(table) + 1024:
-            return await self._locked(None, self._compact_index, index=True), _listing.REWRITTEN
+            return await folder.locked(None, self.compact, index=True), _listing.REWRITTEN
         return table, mark
 
-    def _compact_index(self) -> dict[str, tuple[str | None, int]]:
+    def compact(self) -> dict[str, tuple[str | None, int]]:
         """Rewrite the index with one record per live session (the caller holds its locks)."""
         try:
-            table, _ = _fold_index(_read_bytes(self._index_path))
+            table, _ = _fold_index(_read_bytes(self._folder.index_path))
         except FileNotFoundError:
             return {}
         except ValueError:
-            return self._rebuild_index()
-        live = {sid: entry for sid, entry in table.items() if os.path.lexists(self._path(sid))}
-        self._write_index(live)
+            return self.rebuild()
+        path = self._folder.path
+        live = {sid: entry for sid, entry in table.items() if os.path.lexists(path(sid))}
+        self._write(live)
         return live
 
-    def _rebuild_index(self) -> dict[str, tuple[str | None, int]]:
+    def rebuild(self) -> dict[str, tuple[str | None, int]]:
         """Recount every log's checkpoints and rewrite the index (the caller holds its locks)."""
         table: dict[str, tuple[str | None, int]] = {}
         for session_id in self._log_ids():
-            path = self._path(session_id)
+            path = self._folder.path(session_id)
             try:
                 data = _read_bytes(path)
             except (FileNotFoundError, CorruptLogError):  # an odd entry: not a log to count
                 continue
             end = data.rfind(b"\n") + 1
             table[session_id] = _checkpoints_in(path, data[:end])
-        self._write_index(table)
+        self._write(table)
         return table
 
-    def _write_index(self, table: dict[str, tuple[str | None, int]]) -> None:
+    def _write(self, table: dict[str, tuple[str | None, int]]) -> None:
         lines = [
             json.dumps(
                 {"id": sid, "reset": True, "title": title, "turns": turns},
@@ -140,10 +146,11 @@ class _SessionIndex(_Folder):
             for sid, (title, turns) in table.items()
         ]
         data = "".join(lines).encode("utf-8")
-        atomic_write(self._index_path, data, mode=FILE_MODE, durable=self.durable)
+        folder = self._folder
+        atomic_write(folder.index_path, data, mode=FILE_MODE, durable=folder.durable)
 
     def _log_ids(self) -> Iterator[str]:
-        with os.scandir(self._dir) as entries:
+        with os.scandir(self._folder.dir) as entries:
             for entry in entries:
                 name = entry.name
                 if name.endswith(LOG_SUFFIX) and not name.startswith("."):

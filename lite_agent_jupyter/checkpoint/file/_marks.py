@@ -8,7 +8,9 @@ truncate that crashed before cutting them), then adds its own, then goes to the 
 a log without a ``.marks`` file (older releases, or one removed) gets it rebuilt from the log
 on the first ``read_marks``. Most batches have no mark and, when the file is as this object
 left it, cost one ``lstat`` here. A page of sessions also takes each session's title and turns
-from its (small) ``.marks`` file rather than from the index of every session.
+from its (small) ``.marks`` file rather than from the index of every session. The folder is
+handed in; what this object last saw of a ``.marks`` file is kept in the folder's
+per-session cache (``_Session.marks_known``), beside the log's.
 """
 
 from __future__ import annotations
@@ -47,24 +49,30 @@ _KIND_OF_TYPE = {
 }
 
 
-class _MarkIndex(_Folder):
-    """The mark index's reads and writes, mixed into the checkpointer."""
+class _MarkIndex:
+    """The mark index of one folder's sessions: its writes, cuts, reads and rebuilds."""
 
-    def _last_marks_locked(
+    __slots__ = ("_folder",)
+
+    def __init__(self, folder: _Folder) -> None:
+        self._folder = folder
+
+    def last_locked(
         self, session_id: str, after: int, wanted: frozenset[str], last: int
     ) -> list[Event] | None:
         """The newest ``last`` marks of ``wanted`` with ``seq > after``, reading ``.marks``
         backwards in chunks; ``None`` when there is no ``.marks`` file (the caller rebuilds)."""
-        path = self._path(session_id)
+        folder = self._folder
+        path = folder.path(session_id)
         try:
             fd = _open(path, _OPEN_READ)
         except FileNotFoundError:
             return []
         try:
-            head = self._tail(path, self._session(session_id), fd, os.fstat(fd)).head
+            head = folder.tail(path, folder.session(session_id), fd, os.fstat(fd)).head
         finally:
             os.close(fd)
-        marks_path = self._marks_path(session_id)
+        marks_path = folder.marks_path(session_id)
         try:
             marks_fd = _open(marks_path, _OPEN_READ)
         except FileNotFoundError:
@@ -103,7 +111,7 @@ class _MarkIndex(_Folder):
             os.close(marks_fd)
         return found[::-1]
 
-    def _write_marks(
+    def write(
         self, session_id: str, session: _Session, head: int, lines: Sequence[str], *, fresh: bool
     ) -> None:
         """Before a batch goes to the log: cut marks beyond ``head``, then add the batch's.
@@ -111,7 +119,7 @@ class _MarkIndex(_Folder):
         ``fresh`` (the log does not exist yet) starts a new ``.marks`` file. A log whose
         ``.marks`` file is missing gets none here: ``read_marks`` rebuilds it from the log.
         """
-        path = self._marks_path(session_id)
+        path = self._folder.marks_path(session_id)
         known = session.marks_known
         if not lines and not fresh and known is not None and known[3] <= head:
             # Most batches have no mark: if the file is as this object left it, with no mark
@@ -147,17 +155,17 @@ class _MarkIndex(_Folder):
                 _write_or_undo(fd, data, size)
                 last = head + len(lines)  # an upper bound is enough: only "> head" matters
             if changed:
-                if self.durable:
+                if self._folder.durable:
                     os.fsync(fd)
                 st = os.fstat(fd)
             session.marks_known = (st.st_ino, st.st_size, st.st_mtime_ns, last)
         finally:
             os.close(fd)
 
-    def _cut_marks(self, session_id: str, session: _Session, to_seq: int) -> None:
+    def cut(self, session_id: str, session: _Session, to_seq: int) -> None:
         """After a truncate: drop the marks beyond ``to_seq`` (a crash before this is
         harmless, see the module docstring)."""
-        path = self._marks_path(session_id)
+        path = self._folder.marks_path(session_id)
         session.marks_known = None
         if to_seq == 0:
             _unlink(path)
@@ -171,21 +179,23 @@ class _MarkIndex(_Folder):
             end = _marks_end(fd, size, to_seq)
             if end != size:
                 os.ftruncate(fd, end)
-                if self.durable:
+                if self._folder.durable:
                     os.fsync(fd)
         finally:
             os.close(fd)
 
-    def _marks_locked(self, session_id: str, session: _Session) -> tuple[bytes, int]:
-        """``(the .marks file's bytes, the log's head)``, rebuilding a missing file."""
-        path = self._path(session_id)
+    def read_locked(self, session_id: str, session: _Session) -> tuple[bytes, int]:
+        """``(the .marks file's bytes, the log's head)``, rebuilding a missing file (the
+        caller holds the session's locks)."""
+        folder = self._folder
+        path = folder.path(session_id)
         try:
             fd = _open(path, _OPEN_READ)
         except FileNotFoundError:
             return b"", 0
         try:
-            tail = self._tail(path, session, fd, os.fstat(fd))
-            marks_path = self._marks_path(session_id)
+            tail = folder.tail(path, session, fd, os.fstat(fd))
+            marks_path = folder.marks_path(session_id)
             try:
                 return _read_bytes(marks_path), tail.head
             except FileNotFoundError:
@@ -194,18 +204,18 @@ class _MarkIndex(_Folder):
         finally:
             os.close(fd)
         rebuilt = _mark_lines(path, data)
-        atomic_write(marks_path, rebuilt, mode=FILE_MODE, durable=self.durable)
+        atomic_write(marks_path, rebuilt, mode=FILE_MODE, durable=folder.durable)
         session.marks_known = None
         return rebuilt, tail.head
 
-    def _marks_stats(self, session_id: str) -> tuple[str | None, int] | None:
+    def stats(self, session_id: str) -> tuple[str | None, int] | None:
         """A session's title and turns from its small mark index (its checkpoint lines up
         to the log's head), without a lock: a page of 15 then reads 15 small files rather
         than the session index of every session. ``None`` (ask the session index) when the
         ``.marks`` file is missing, large (a session of many prompts or file snapshots:
         decoding it would cost more than the index) or odd."""
-        path = self._path(session_id)
-        marks_path = self._marks_path(session_id)
+        path = self._folder.path(session_id)
+        marks_path = self._folder.marks_path(session_id)
         try:
             fd = _open(path, _OPEN_READ)
             try:
