@@ -150,3 +150,15 @@ def test_a_turn_edits_inserts_and_runs_cells_of_the_open_notebook(
     assert "cell changed since you read it: read it again" in json.dumps(block["content"])
     assert editor_text(nb, 2) == "b = 201"  # the person's edit stands
     assert len(logged_cell_changes(tmp_path, lab_root)) == 3
+
+    # the agent's edit is the editor's own history: Ctrl-Z in the cell takes the person's
+    # keystroke back, then the agent's edit
+    editor.click()
+    seen = []
+    for _ in range(6):
+        page.keyboard.press("Control+z")
+        page.wait_for_timeout(200)
+        seen.append(editor_text(nb, 2))
+        if seen[-1] == "b = 2":
+            break
+    assert seen[-1] == "b = 2", seen

@@ -5,8 +5,12 @@ side is tested in tests/browser/test_notebook_tools_in_jupyterlab.py."""
 
 from __future__ import annotations
 
+import pytest
 from fake_anthropic import FakeAnthropicServer
 from nbkernel import Kernel
+
+from lite_agent_jupyter.errors import ToolError
+from lite_agent_jupyter.jupyter.notebook_cells import NotebookChannel
 
 NOTEBOOK_TOOLS = {"read_notebook", "edit_cell", "insert_cell", "delete_cell", "execute_cell"}
 
@@ -38,3 +42,14 @@ def test_without_a_page_the_tools_are_not_offered_and_info_says_why(
 
     agent_kernel.run("%%agent\nand now?").check()  # asked again at every cell: still none
     assert not offered(fake_anthropic) & NOTEBOOK_TOOLS
+
+
+async def test_terminal_ipython_has_no_channel_and_says_so() -> None:
+    """No kernel (terminal IPython): nothing to open, a reason, and a request is a clear
+    tool error instead of a hang."""
+    channel = NotebookChannel(None)
+    channel.probe()
+    assert not channel.connected
+    assert channel.why_not() == "no Jupyter front end here (terminal IPython): use propose_cell"
+    with pytest.raises(ToolError, match="not reachable: no Jupyter front end"):
+        await channel.request("read")
