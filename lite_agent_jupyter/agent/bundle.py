@@ -59,6 +59,7 @@ from typing import Any, Final
 from ..checkpoint.events import (
     Event,
     FileSnapshotEvent,
+    StateSnapshotEvent,
     UnknownEvent,
     decode,
     decode_rows,
@@ -151,6 +152,20 @@ def _record_header_blobs(event: Event) -> Iterable[str | None]:
 
 BLOB_REFERRERS: list[BlobReferrer] = [_snapshot_blobs, _record_header_blobs, event_images]
 """Every kind of blob reference an event can hold; a new kind appends its function."""
+
+
+def state_blobs(events: Iterable[Event]) -> set[str]:
+    """The blobs ``state_snapshot`` events name (the kernel's pickled variables): carried by
+    a bundle only on request (``with_kernel``), since loading a pickle runs code."""
+    found: set[str] = set()
+    for event in events:
+        if not isinstance(event, StateSnapshotEvent):
+            continue
+        for group in event.data.get("groups") or []:
+            digest = group.get("blob") if isinstance(group, dict) else None
+            if isinstance(digest, str) and _HASH.fullmatch(digest):
+                found.add(digest)
+    return found
 
 
 def referenced_blobs(events: Iterable[Event]) -> set[str]:

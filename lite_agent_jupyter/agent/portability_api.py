@@ -36,6 +36,7 @@ class PortabilityMixin(SessionsMixin):
         session_id: str | None = None,
         cassette: str | os.PathLike[str] | None = None,
         notebook: str | None = None,
+        with_kernel: bool = False,
     ) -> BundleInfo:
         """Write the session (default: the current one) to the bundle file ``path``
         (replaced atomically, mode 0600: it holds the conversation). ``cassette``: a
@@ -44,7 +45,8 @@ class PortabilityMixin(SessionsMixin):
         back first. The agent's secrets are taken out of the file snapshots the bundle
         carries (``BundleInfo.redacted`` names the files); a secret in a binary file refuses
         the export with a :class:`~.errors.BundleError` naming it (see
-        :mod:`.bundle_secrets`)."""
+        :mod:`.bundle_secrets`). ``with_kernel``: carry the kernel variables' snapshots
+        (pickles) too; left out by default (docs/security.md)."""
         sid = self._time_travel("export_session", session_id)
         cassette_data = Path(cassette).read_bytes() if cassette is not None else None
         async with self._runner.idle(sid):
@@ -55,6 +57,8 @@ class PortabilityMixin(SessionsMixin):
             records = bundle.archive_records(self.storage.archive_dir, sid)
             branches = bundle.archive_branches(self.storage.archive_dir, sid)
             needed = set(bundle.needed_blobs(events, records))
+            if with_kernel:  # only those still in the store (a collected one is not needed)
+                needed |= {d for d in bundle.state_blobs(events) if await self.blobs.has(d)}
             for name, data in branches:
                 needed |= await self._branch_blobs(sid, name, data)
             blobs = [(d, await self.blobs.get(d)) for d in sorted(needed)]
@@ -92,6 +96,7 @@ class PortabilityMixin(SessionsMixin):
         replace: bool = False,
         cassette_to: str | os.PathLike[str] | None = None,
         max_size: int = DEFAULT_MAX_SIZE,
+        with_kernel: bool = False,
     ) -> ImportResult:
         """Import the bundle at ``path`` into this agent's checkpointer, blob store and
         storage and make it the current session. The bundle's session id is kept unless a
@@ -100,9 +105,16 @@ class PortabilityMixin(SessionsMixin):
         (a failure while writing, a full disk, leaves the old session as it was).
         ``cassette_to``: where to write the bundle's cassette, if it has one. Raises a
         :class:`~.errors.BundleError` subclass, having written nothing, for anything the
-        bundle gets wrong."""
+        bundle gets wrong. ``with_kernel``: keep the kernel variables' snapshots the bundle
+        carries (pickles: loading one runs code, so only from a bundle you trust); by
+        default they are left out, and a restore names those variables "cannot be
+        rewound"."""
         self._time_travel("import_session", None)
         checked = bundle.read_bundle(path, max_size)
+        if not with_kernel:
+            pickles = bundle.state_blobs(checked.events) - bundle.referenced_blobs(checked.events)
+            kept = {d: data for d, data in checked.blobs.items() if d not in pickles}
+            checked = dataclasses.replace(checked, blobs=kept)
         sid = original = checked.manifest["session_id"]
         renamed: str | None = None
         archive = self.storage.archive_dir

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
-from nbkernel import SETUP, Kernel
+from nbkernel import SETUP, Kernel, StartKernel
 
 FRAME = """\
 import pandas as pd
@@ -169,3 +169,32 @@ def test_a_branch_switch_brings_each_branch_its_variables(
     back = agent_kernel.run("%agent switch b2").check().stream_text  # the future left
     assert "Kernel variables restored: other, total" in back, back
     assert _value(agent_kernel, "total, other, 'made' in globals()") == "[0, 2] second False"
+
+
+def test_a_bundle_carries_kernel_snapshots_only_when_asked(
+    agent_kernel: Kernel,
+    fake_anthropic: FakeAnthropicServer,
+    start_kernel: StartKernel,
+    fake_env: dict[str, str | None],
+    tmp_path: Path,
+) -> None:
+    """A pickle is code when loaded: an import without ``--with-kernel`` keeps none, and the
+    restore names the variable "cannot be rewound" instead of unpickling anything."""
+    _setup(agent_kernel, FRAME)
+    fake_anthropic.script(*_run_cell('df.drop(columns=["b"], inplace=True)'))
+    agent_kernel.run("%%agent\ndrop b").check()
+    plain, full = tmp_path / "plain.zip", tmp_path / "full.zip"
+    agent_kernel.run(f"%agent export {plain}").check()
+    agent_kernel.run(f"%agent export {full} --with-kernel").check()
+
+    other = start_kernel(tmp_path / "elsewhere", fake_env)  # its own storage
+    other.run(SETUP).check()
+    other.run(f"%agent import {plain}").check()
+    restored = other.run("%agent restore 1").check().stream_text
+    assert "Cannot be rewound: df (its snapshot is not in this session's store)" in restored
+    assert _value(other, "'df' in globals()") == "False"
+
+    other.run(f"%agent import {full} --with-kernel").check()  # a new id: the session exists
+    restored = other.run("%agent restore 1").check().stream_text
+    assert "df rebuilt from a snapshot" in restored, restored
+    assert _value(other, "list(df.columns)") == "['a', 'b', 'c']"

@@ -100,6 +100,11 @@ def _cassette_of(magics: LiteAgentMagics) -> Path | None:
         action="store_true",
         help="carry the cassette being recorded or replayed, for an offline replay elsewhere",
     ),
+    arg(
+        "--with-kernel",
+        action="store_true",
+        help="carry the snapshots of kernel variables (pickles) too, for restores elsewhere",
+    ),
 )
 def _export(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
     path = _path(magics, args.path)
@@ -124,6 +129,7 @@ def _export(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
             session_id=session_id,
             cassette=cassette,
             notebook=Path(notebook).name if notebook else None,
+            with_kernel=args.with_kernel,
         )
 
     info = _with_agent(magics, export)
@@ -147,6 +153,12 @@ def _export(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
     "its checkpoints can be restored here.",
     arg("path", help="the bundle file, relative to the notebook's folder"),
     arg("--replace", action="store_true", help="replace a session with the same id"),
+    arg(
+        "--with-kernel",
+        action="store_true",
+        help="keep the bundle's kernel variable snapshots: pickles run code when a restore "
+        "loads them, so only for a bundle you trust",
+    ),
 )
 def _import(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
     path = _path(magics, args.path)
@@ -154,7 +166,9 @@ def _import(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
     kernel_agent = magics.agent() is not None
     result = _with_agent(
         magics,
-        lambda agent: agent.import_session(path, replace=args.replace, cassette_to=cassette_to),
+        lambda agent: agent.import_session(
+            path, replace=args.replace, cassette_to=cassette_to, with_kernel=args.with_kernel
+        ),
     )
     if kernel_agent:  # the agent made it current; without one, the next %%agent continues
         magics.session_chosen()  # the notebook's most recent session: this one
