@@ -13,6 +13,7 @@ Usable outside pytest (``benchmarks/widgets_bench.py``).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -30,7 +31,7 @@ from typing import Any
 import nbformat
 from fake_anthropic import FakeAnthropicServer, tool_reply
 from nbclient import NotebookClient
-from process_helpers import kernel_env
+from process_helpers import end_process, kernel_env
 
 CHROMIUM = os.environ.get("LITE_AGENT_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -140,8 +141,14 @@ class JupyterLabServer:
         if self.app == "jupyterlab":
             cmd.append("--LabApp.news_url=")
         log = self.log_path.open("wb")
+        # its own process group: a server that will not stop is killed with its kernels
         self.process = subprocess.Popen(
-            cmd, cwd=self.root, env=env, stdout=log, stderr=subprocess.STDOUT
+            cmd,
+            cwd=self.root,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         log.close()
         deadline = time.monotonic() + timeout
@@ -170,12 +177,10 @@ class JupyterLabServer:
     def stop(self) -> None:
         if self.process is None:
             return
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=15)
+        self.process.terminate()  # the server shuts its kernels down
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=60)
+        end_process(self.process)  # the group, if anything of it is left
         self.process = None
 
     def __enter__(self) -> JupyterLabServer:

@@ -5,9 +5,6 @@ switch killed halfway (SIGKILL of a real process) is recovered exactly; conflict
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -15,6 +12,7 @@ from typing import Any
 
 import pytest
 from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
+from process_helpers import kill_once_stopped
 from test_restore import (
     RESTORE_CHILD,
     MakeAgent,
@@ -137,11 +135,7 @@ async def test_a_switch_killed_halfway_is_recovered_exactly(
         "branch": "b1",
         "stop_after": stop_after,
     }
-    child = subprocess.Popen([sys.executable, str(RESTORE_CHILD), json.dumps(config)])
-    _, status = os.waitpid(child.pid, os.WUNTRACED)
-    assert os.WIFSTOPPED(status), "the child finished instead of stopping mid-switch"
-    os.kill(child.pid, signal.SIGKILL)
-    child.wait(timeout=30)
+    kill_once_stopped([sys.executable, str(RESTORE_CHILD), json.dumps(config)], "switch")
     assert (storage.base / "archive" / f"{sid}.journal.json").exists()
 
     fresh = make_agent(model=claude(), approvals="allow")
@@ -180,11 +174,7 @@ async def test_a_revert_killed_after_writing_the_file_is_rolled_back(
         "revert": "b.txt",
         "stop_after": "file",
     }
-    child = subprocess.Popen([sys.executable, str(RESTORE_CHILD), json.dumps(config)])
-    _, status = os.waitpid(child.pid, os.WUNTRACED)
-    assert os.WIFSTOPPED(status), "the child finished instead of stopping mid-revert"
-    os.kill(child.pid, signal.SIGKILL)
-    child.wait(timeout=30)
+    kill_once_stopped([sys.executable, str(RESTORE_CHILD), json.dumps(config)], "revert")
     assert (project / "b.txt").read_bytes() == b"bee\n"  # written, the log not yet told
 
     fresh = make_agent(model=claude(), approvals="allow")

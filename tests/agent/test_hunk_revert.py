@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import difflib
 import json
-import os
 import random
-import signal
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -20,6 +17,7 @@ from typing import Any
 
 import pytest
 from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
+from process_helpers import kill_once_stopped
 from test_restore import RESTORE_CHILD, next_messages
 
 from lite_agent_jupyter import LiteAgent, RestoreConflictError, Storage
@@ -189,11 +187,7 @@ async def test_a_hunk_revert_killed_after_writing_the_file_is_rolled_back(
         "hunks": [1],
         "stop_after": "file",
     }
-    child = subprocess.Popen([sys.executable, str(RESTORE_CHILD), json.dumps(config)])
-    _, status = os.waitpid(child.pid, os.WUNTRACED)
-    assert os.WIFSTOPPED(status), "the child finished instead of stopping mid-revert"
-    os.kill(child.pid, signal.SIGKILL)
-    child.wait(timeout=30)
+    kill_once_stopped([sys.executable, str(RESTORE_CHILD), json.dumps(config)], "revert")
     assert (workdir / "data.txt").read_text() == lines(l18="agent eighteen\n")  # written
 
     fresh = make_agent(model=claude(), approvals="allow")

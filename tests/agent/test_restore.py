@@ -9,7 +9,6 @@ import base64
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 from collections import Counter
@@ -20,6 +19,7 @@ from typing import Any
 
 import pytest
 from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
+from process_helpers import PROCESS_WAIT, child_process, kill_once_stopped
 from workdir_helpers import files_in
 
 from lite_agent_jupyter import (
@@ -442,12 +442,7 @@ async def run_killed_child(
         "seq": seq,
         "stop_after": stop_after,
     }
-    child = subprocess.Popen([sys.executable, str(RESTORE_CHILD), json.dumps(config)])
-    _, status = os.waitpid(child.pid, os.WUNTRACED)
-    assert os.WIFSTOPPED(status), "the child finished instead of stopping mid-restore"
-    os.kill(child.pid, signal.SIGKILL)
-    child.wait(timeout=30)
-    assert child.returncode == -signal.SIGKILL
+    kill_once_stopped([sys.executable, str(RESTORE_CHILD), json.dumps(config)], "restore")
 
 
 @pytest.mark.parametrize("stop_after", ["file", "log"])
@@ -889,25 +884,29 @@ async def test_restores_racing_a_folder_swapping_process_never_touch_outside(
     after = state(workdir)
     outside = state(elsewhere)
     stop = tmp_path / "stop"
-    racer = subprocess.Popen(
+    outcomes: Counter[str] = Counter()
+    with child_process(
         [sys.executable, "-c", RACER, str(workdir), str(elsewhere), str(stop)],
         stdout=subprocess.PIPE,
         text=True,
-    )
-    outcomes: Counter[str] = Counter()
-    try:
-        for _ in range(40):
-            try:
-                await agent.restore(sid, 0)
-                outcomes["restored"] += 1
-                await agent.undo_restore(sid)
-                outcomes["undone"] += 1
-            except (PathOutsideWorkdirError, RestoreConflictError, UnknownCheckpointError) as exc:
-                outcomes[type(exc).__name__] += 1
-            assert state(elsewhere) == outside
-    finally:
-        stop.touch()
-        swaps = int(racer.communicate(timeout=60)[0])
+    ) as racer:
+        try:
+            for _ in range(40):
+                try:
+                    await agent.restore(sid, 0)
+                    outcomes["restored"] += 1
+                    await agent.undo_restore(sid)
+                    outcomes["undone"] += 1
+                except (
+                    PathOutsideWorkdirError,
+                    RestoreConflictError,
+                    UnknownCheckpointError,
+                ) as exc:
+                    outcomes[type(exc).__name__] += 1
+                assert state(elsewhere) == outside
+        finally:
+            stop.touch()
+        swaps = int(racer.communicate(timeout=PROCESS_WAIT)[0])
     assert swaps > 0 and racer.returncode == 0
     assert state(elsewhere) == outside
     await agent.list_checkpoints(sid)  # recovers whatever a refusal left

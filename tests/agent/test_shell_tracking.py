@@ -156,7 +156,7 @@ async def test_a_background_command_is_scanned_when_it_ends(
     await agent.send("run it in the background")
     assert await snapshots(agent) == []
     (workdir / "go").write_text("")  # created by hand, removed by the job: no net change
-    await asyncio.wait_for(agent.wait_background(), 30)
+    await asyncio.wait_for(agent.wait_background(), 100)
     assert finished
     [snap] = await snapshots(agent)
     assert (snap.path, snap.tool_use_id, snapshot_source(snap)) == ("late.txt", "toolu_bg", "bash")

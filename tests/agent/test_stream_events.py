@@ -219,7 +219,7 @@ async def test_background_turns_reach_subscribers(
                 if isinstance(notice, BackgroundTurnFinished):
                     return
 
-        await asyncio.wait_for(collect(), 30)
+        await asyncio.wait_for(collect(), 100)
     started, *inner, finished = notices
     assert isinstance(started, BackgroundTurnStarted)
     assert started.session_id == agent.session_id and started.exit_code == 0
@@ -242,4 +242,4 @@ async def test_a_subscription_ends_when_the_agent_closes(
     await asyncio.sleep(0)
     assert not reader.done()
     await agent.close()
-    assert await asyncio.wait_for(reader, 10) == "ended"
+    assert await asyncio.wait_for(reader, 60) == "ended"

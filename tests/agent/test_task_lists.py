@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
+from process_helpers import PROCESS_TIMEOUT, PROCESS_WAIT, async_child
 
 from lite_agent_jupyter import LiteAgent, Storage, checkpointer_from_url, create_lite_agent
 from lite_agent_jupyter.checkpoint import SupportsTaskLists
@@ -74,6 +75,7 @@ async def test_bad_names_are_refused_before_anything_runs(
     assert await agent.checkpointer.read(agent.session_id) == []
 
 
+@pytest.mark.timeout(PROCESS_TIMEOUT)
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 async def test_lists_live_in_the_database_and_another_process_sees_them(
     backend: str,
@@ -115,8 +117,8 @@ async def test_lists_live_in_the_database_and_another_process_sees_them(
             task_list="release",
         )
         fake_anthropic.script(call("todo_read"), "I see it")
-        child = await asyncio.create_subprocess_exec(*argv)
-        assert await asyncio.wait_for(child.wait(), 120) == 0
+        async with async_child(*argv) as child:
+            assert await asyncio.wait_for(child.wait(), PROCESS_WAIT) == 0
         assert json.loads(out.read_text())["text"] == "I see it"
         assert "Shared task list 'release' (0/1 completed)" in last_result(fake_anthropic)
         assert "[ ] tag the release" in last_result(fake_anthropic)

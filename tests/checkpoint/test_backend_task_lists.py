@@ -14,6 +14,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from pg_helpers import PG_DSN, schema_of
+from process_helpers import PROCESS_WAIT, async_child
 
 from lite_agent_jupyter.checkpoint import SupportsTaskLists
 from lite_agent_jupyter.checkpoint.protocol import Checkpointer
@@ -58,8 +59,8 @@ async def test_another_process_sees_the_same_lists(
         "    await store.close()\n"
         "asyncio.run(main())\n"
     )
-    child = await asyncio.create_subprocess_exec(sys.executable, "-c", code, backend_url)
-    assert await asyncio.wait_for(child.wait(), 120) == 0
+    async with async_child(sys.executable, "-c", code, backend_url) as child:
+        assert await asyncio.wait_for(child.wait(), PROCESS_WAIT) == 0
     expected = [*PLAN, {"content": "done", "status": "completed"}]
     assert await store.task_lists().get("shared/release") == expected
 

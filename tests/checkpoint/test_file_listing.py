@@ -7,14 +7,15 @@ another OS process, by hand - is in the next listing, and one that the tails can
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from process_helpers import PROCESS_WAIT, async_child
 
 from lite_agent_jupyter.checkpoint.file import (
     FileCheckpointer,
@@ -108,10 +109,10 @@ async def scanned(folder: Path) -> list[SessionInfo]:
 
 
 async def in_child(folder: Path, action: str, sid: str, times: int = 1) -> None:
-    child = await asyncio.create_subprocess_exec(
+    async with async_child(
         sys.executable, "-c", CHILD, str(folder), action, sid, str(times)
-    )
-    assert await child.wait() == 0
+    ) as child:
+        assert await asyncio.wait_for(child.wait(), PROCESS_WAIT) == 0
 
 
 def snapshot_header(folder: Path) -> dict[str, object]:
@@ -262,16 +263,20 @@ async def test_listings_while_other_processes_write(tmp_path: Path, write_back: 
     following the tails and writing the snapshot back: the last listing is the scan's."""
     await fill(file_checkpointer(tmp_path), 8)
     await settled_listing(tmp_path)
-    writers = [
-        await asyncio.create_subprocess_exec(sys.executable, "-c", WRITER, str(tmp_path), first)
-        for first in ("0", "3", "5")
-    ]
-    listings = 0
-    while any(writer.returncode is None for writer in writers):
-        assert len(await file_checkpointer(tmp_path).list()) == 8
-        listings += 1
-        await asyncio.sleep(0.005)
-    assert [await writer.wait() for writer in writers] == [0, 0, 0]
+    async with contextlib.AsyncExitStack() as children:
+        writers = [
+            await children.enter_async_context(
+                async_child(sys.executable, "-c", WRITER, str(tmp_path), first)
+            )
+            for first in ("0", "3", "5")
+        ]
+        listings = 0
+        while any(writer.returncode is None for writer in writers):
+            assert len(await file_checkpointer(tmp_path).list()) == 8
+            listings += 1
+            await asyncio.sleep(0.005)
+        codes = [await asyncio.wait_for(writer.wait(), PROCESS_WAIT) for writer in writers]
+    assert codes == [0, 0, 0]
     final = await file_checkpointer(tmp_path).list()
     assert final == await scanned(tmp_path)
     assert sum(info.turns or 0 for info in final) == 8 + 3 * 14
@@ -462,9 +467,11 @@ async def test_settled_means_the_folder_times_are_old_enough(tmp_path: Path) -> 
     await fill(file_checkpointer(tmp_path), 1)
     key = _listing.folder_key(str(tmp_path))
     assert key is not None
-    now = time.time_ns()
-    assert not _listing.settled(key, now)
-    assert _listing.settled(key, now + _listing.SETTLED_NS + 1)
+    # measured from the folder's own last change, not from the clock of a loaded machine
+    changed = max(key[3], key[4])
+    assert not _listing.settled(key, changed)
+    assert not _listing.settled(key, changed + _listing.SETTLED_NS)
+    assert _listing.settled(key, changed + _listing.SETTLED_NS + 1)
     assert _listing.folder_key(str(tmp_path / "missing")) is None
 
 

@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from process_helpers import PROCESS_WAIT, async_child
 
 from lite_agent_jupyter.checkpoint.file import (
     FileCheckpointer,
@@ -135,11 +137,14 @@ asyncio.run(main(sys.argv[1], sys.argv[2]))
 async def test_pages_across_processes(tmp_path: Path) -> None:
     """Three processes write while each also pages (the first page builds the journal
     under their feet): afterwards every page equals the whole listing's slice."""
-    procs = [
-        await asyncio.create_subprocess_exec(sys.executable, "-c", WRITER, str(tmp_path), tag)
-        for tag in ("a", "b", "c")
-    ]
-    codes = [await proc.wait() for proc in procs]
+    async with contextlib.AsyncExitStack() as children:
+        procs = [
+            await children.enter_async_context(
+                async_child(sys.executable, "-c", WRITER, str(tmp_path), tag)
+            )
+            for tag in ("a", "b", "c")
+        ]
+        codes = [await asyncio.wait_for(proc.wait(), PROCESS_WAIT) for proc in procs]
     assert codes == [0, 0, 0]
     store = file_checkpointer(tmp_path)
     whole = await store.list()

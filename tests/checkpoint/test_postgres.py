@@ -23,6 +23,7 @@ from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 import psycopg
 import pytest
+from process_helpers import PROCESS_TIMEOUT, PROCESS_WAIT, async_child
 from psycopg_pool import AsyncConnectionPool
 
 from lite_agent_jupyter.checkpoint import postgres as pg
@@ -135,28 +136,32 @@ _WRITER = textwrap.dedent(
 )
 
 
+@pytest.mark.timeout(PROCESS_TIMEOUT)
 async def test_eight_processes_append_to_one_session(pg_url: str) -> None:
     """No loss, no duplicate, no gap, each writer's order kept; the schema is created by
     eight first openers at once."""
     workers, count = 8, 60
     start = time.time() + 3.0
-    procs = [
-        await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-c",
-            _WRITER,
-            pg_url,
-            "shared",
-            str(w),
-            str(count),
-            str(start),
-            stderr=asyncio.subprocess.PIPE,
-        )
-        for w in range(workers)
-    ]
-    for proc in procs:
-        _, err = await asyncio.wait_for(proc.communicate(), 90)
-        assert proc.returncode == 0, err.decode()
+    async with contextlib.AsyncExitStack() as children:
+        procs = [
+            await children.enter_async_context(
+                async_child(
+                    sys.executable,
+                    "-c",
+                    _WRITER,
+                    pg_url,
+                    "shared",
+                    str(w),
+                    str(count),
+                    str(start),
+                    stderr=asyncio.subprocess.PIPE,
+                )
+            )
+            for w in range(workers)
+        ]
+        for proc in procs:
+            _, err = await asyncio.wait_for(proc.communicate(), PROCESS_WAIT)
+            assert proc.returncode == 0, err.decode()
 
     store = checkpointer_from_url(pg_url)
     try:

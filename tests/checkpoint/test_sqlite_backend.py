@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from checkpoint_kit import spawn_holder
+from process_helpers import PROCESS_WAIT, async_child
 
 from lite_agent_jupyter.checkpoint.events import (
     CompactionEvent,
@@ -427,8 +428,8 @@ async def test_another_process_appending_is_seen_by_the_next_listing(db: Path) -
         "    await store.close()\n"
         "asyncio.run(main())\n"
     )
-    child = await asyncio.create_subprocess_exec(sys.executable, "-c", code, str(db))
-    assert await child.wait() == 0
+    async with async_child(sys.executable, "-c", code, str(db)) as child:
+        assert await asyncio.wait_for(child.wait(), PROCESS_WAIT) == 0
     conn = raw(db)
     unfolded = conn.execute(
         "SELECT count(*) FROM events WHERE id > (SELECT upto FROM listing_mark)"

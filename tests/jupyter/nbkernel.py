@@ -120,8 +120,13 @@ class Kernel:
         self.km.start_kernel(cwd=str(self.cwd), env=self.env)
         self.kc = self.km.client()
         self.kc.start_channels()
-        self.kc.wait_for_ready(timeout=LAUNCH_TIMEOUT)
-        self._drain_iopub()
+        try:
+            self.kc.wait_for_ready(timeout=LAUNCH_TIMEOUT)
+            self._drain_iopub()
+        except BaseException:  # no caller holds the kernel yet: it must not outlive this
+            self.kc.stop_channels()
+            self.km.shutdown_kernel(now=True)
+            raise
 
     def _drain_iopub(self) -> None:
         while True:

@@ -191,7 +191,7 @@ def test_a_click_while_a_turn_runs_is_busy_and_changes_nothing(
         assert (workdir / "notes.txt").read_text() == "version two\n"
         slider.undo_button.click()
         assert "busy" in slider.report.status.value
-    turn.result(timeout=30)
+    turn.result(timeout=100)
     assert len(logged_prompts(storage, three_prompts)) == 4
     slider.restore_button.click()
     assert not (workdir / "notes.txt").exists()

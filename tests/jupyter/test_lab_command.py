@@ -3,6 +3,7 @@ open, and that URL opens ``quickstart.ipynb`` (not the Launcher) in a real brows
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from lab_browser import launch_chromium
+from process_helpers import end_process
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -74,7 +76,9 @@ def test_scripts_lab_starts_jupyterlab_on_the_quickstart(tmp_path: Path) -> None
             _shut_down_kernels(f"http://127.0.0.1:{port}", token)
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=60)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=60)
+        end_process(proc)  # killed (its group too) if SIGTERM was not enough, and reaped
 
 
 def _shut_down_kernels(server: str, token: str) -> None:

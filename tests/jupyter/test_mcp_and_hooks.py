@@ -81,7 +81,7 @@ def test_mcp_tools_in_a_kernel_rewound_by_restore_and_undo(
 
     assert _alive(pid)
     agent_kernel.shutdown()
-    assert wait_until(lambda: not _alive(pid), timeout=30), "the MCP server outlived its kernel"
+    assert wait_until(lambda: not _alive(pid), timeout=90), "the MCP server outlived its kernel"
 
 
 def test_interrupting_a_cell_stops_the_server_of_the_call_in_flight(
@@ -100,7 +100,7 @@ def test_interrupting_a_cell_stops_the_server_of_the_call_in_flight(
     agent_kernel.interrupt()
     (cell,) = agent_kernel.collect([msg_id], timeout=60)
     assert cell.status == "error"
-    assert wait_until(lambda: not _alive(pid), timeout=30), (
+    assert wait_until(lambda: not _alive(pid), timeout=90), (
         "the server of the interrupted call still runs"
     )
     after = agent_kernel.run("%%agent\ngo on").check()

@@ -36,7 +36,7 @@ def test_a_turn_ending_on_the_loop_while_a_facade_call_holds_the_lock(
     with runner.lock:  # a facade call in a widget callback, waiting for the loop
         future = runner.submit(turn_ends())
         try:
-            busy = future.result(timeout=10)
+            busy = future.result(timeout=60)
         except concurrent.futures.TimeoutError:
             pytest.fail("the agent's loop waited for the lock a facade call held")
     assert busy is False

@@ -175,7 +175,7 @@ def test_a_click_while_a_turn_runs_on_that_session_is_busy_and_changes_nothing(
         browser.delete_button.click()
         assert "busy" in browser.report.status.value
         assert log_path(storage, running).exists()
-    assert turn.result(timeout=30).text == "slow answer"
+    assert turn.result(timeout=100).text == "slow answer"
     assert logged_prompts(storage, running) == ["running", "a long question"]
     browser.select(other)
     browser.resume_button.click()

@@ -22,7 +22,7 @@ def post(
     headers: dict[str, str] | None = None,
     connection: http.client.HTTPConnection | None = None,
 ) -> tuple[int, dict[str, Any]]:
-    conn = connection or http.client.HTTPConnection(server.url.removeprefix("http://"), timeout=5)
+    conn = connection or http.client.HTTPConnection(server.url.removeprefix("http://"), timeout=60)
     default = {
         "x-api-key": server.api_key,
         "anthropic-version": "2023-06-01",
@@ -141,7 +141,7 @@ def test_callable_script_items(fake_anthropic: FakeAnthropicServer) -> None:
 def test_keep_alive_requests_do_not_stall(fake_anthropic: FakeAnthropicServer) -> None:
     """TCP_NODELAY: without it each answer waits ~40 ms for a delayed ACK."""
     fake_anthropic.default = "pong"
-    conn = http.client.HTTPConnection(fake_anthropic.url.removeprefix("http://"), timeout=5)
+    conn = http.client.HTTPConnection(fake_anthropic.url.removeprefix("http://"), timeout=60)
     body = {"model": "m", "max_tokens": 5, "messages": HELLO}
     for _ in range(3):
         assert post(fake_anthropic, "/v1/messages", body, connection=conn)[0] == 200
