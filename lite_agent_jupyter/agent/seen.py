@@ -14,6 +14,12 @@ scan came first: its own call's or the job's when it ended) is taken as seen, no
 hand edit is recorded by the tracker as ``outside`` (or not at all), breaks that chain, and is
 still named. While a background job of the session runs, a change is named with the job, not
 as "outside the agent": nothing can tell its work from a hand edit before it ends.
+
+Time travel (a restore, an undo, a revert, a branch switch) changes the conversation and the
+files together: :func:`after_time_travel` rebuilds the table from the timeline now live, so
+the next prompt names what a person changed afterwards, and not what the agent's own time
+travel did (its note names that). Emptying the table instead forgot every file the model
+knew, and keeping it named a file the switch itself removed (#30).
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from ..checkpoint.events import Event, FileSnapshotEvent, UserEvent
@@ -182,3 +188,48 @@ def rewound_note(
         f"[The user {done}; {'; '.join(sentences)}. "
         "Read them again before relying on their content.]"
     )
+
+
+async def after_time_travel(
+    seen: dict[str, str] | None,
+    events: Sequence[Event],
+    workdir: Path,
+    moved: Iterable[str],
+) -> dict[str, str]:
+    """The table once a restore, an undo, a revert or a switch has left the session's live
+    timeline as ``events``, having written back or removed the files ``moved`` (relative to
+    ``workdir``; the move's note tells the model about them).
+
+    A file the live timeline's tools wrote is known as their last write left it, or as it is
+    on disk now when the move put it back. A file only read stays as ``seen`` had it (its
+    content is not in the log), unless the move put it back. A file the move removed, or the
+    live timeline never touched nor read, is not known: a later hand edit of it is no news
+    to a conversation that never saw it."""
+    return await asyncio.to_thread(_after_time_travel, dict(seen or {}), events, workdir, moved)
+
+
+def _after_time_travel(
+    seen: dict[str, str], events: Sequence[Event], workdir: Path, moved: Iterable[str]
+) -> dict[str, str]:
+    moved_paths = {str(workdir / path) for path in moved}
+    written: dict[str, str | None] = {}
+    for event in events:
+        if isinstance(event, FileSnapshotEvent) and event.extra.get("tool") != OUTSIDE:
+            written[str(workdir / event.path)] = event.after
+    table: dict[str, str] = {}
+
+    def keep(path: str, digest: str | None) -> None:
+        if digest is None:
+            return
+        table[path] = digest
+        told = seen.get(TOLD + path)
+        if told is not None and seen.get(path) == digest:  # the same news: told already
+            table[TOLD + path] = told
+
+    for path, after in written.items():
+        keep(path, _hash(path) if path in moved_paths else after)
+    for path, digest in seen.items():
+        if path.startswith(TOLD) or path in written:
+            continue
+        keep(path, _hash(path) if path in moved_paths else digest)
+    return table

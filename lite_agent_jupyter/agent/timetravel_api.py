@@ -13,7 +13,7 @@ import contextlib
 from collections.abc import AsyncIterator, Sequence
 
 from .base import AgentBase
-from .seen import rewound_note
+from .seen import after_time_travel, rewound_note
 from .timetravel import (
     Branch,
     Checkpoint,
@@ -96,7 +96,7 @@ class TimeTravelMixin(AgentBase):
             result = await self._restorer.restore(
                 sid, seq, files=files, conversation=conversation, force=force, state=state
             )
-        self._forget_seen(sid)
+            await self._reseen(sid, result)
         if conversation or result.state:  # a files-only restore notes its files in the log
             self._note_rewound(sid, "restored an earlier checkpoint", result, files=conversation)
         self._session_id = sid
@@ -112,7 +112,7 @@ class TimeTravelMixin(AgentBase):
         jobs of the session refuse it as they refuse :meth:`restore`."""
         async with self._rewinding("undo_restore", session_id, stop_jobs) as sid:
             result = await self._restorer.undo(sid, force=force)
-        self._forget_seen(sid)
+            await self._reseen(sid, result)
         self._note_rewound(sid, f"undid {result.undid or 'a restore'}", result)
         self._session_id = sid
         return result
@@ -134,11 +134,19 @@ class TimeTravelMixin(AgentBase):
         restored, deleted = (result.restored, result.deleted) if files else ((), ())
         self._settings.rewound.put(session_id, rewound_note(done, restored, deleted, result.state))
 
-    def _forget_seen(self, session_id: str) -> None:
-        """After time travel the model's picture of the files is what the (rewound)
-        conversation and the restore's own notice say: the file tools' compare-and-swap
-        table starts again (``seen.py``), so a restore is not taken for a hand edit."""
-        self._settings.seen_files.pop(session_id, None)
+    async def _reseen(self, session_id: str, result: RestoreResult) -> None:
+        """After time travel, what the model has seen of the files is what the timeline now
+        live says, with the files the move put back as they are now (its note tells the
+        model): the file tools' compare-and-swap table is rebuilt from it (``seen.py``), so
+        the move is not taken for a hand edit and a hand edit after it is still named.
+        Called while the session is held idle: no turn reads the table meanwhile."""
+        settings = self._settings
+        settings.seen_files[session_id] = await after_time_travel(
+            settings.seen_files.get(session_id),
+            await self.checkpointer.read(session_id),
+            settings.workdir,
+            (*result.restored, *result.deleted),
+        )
 
     async def changes(
         self, session_id: str | None = None, checkpoint: int | None = None, *, diffs: bool = True
@@ -179,7 +187,7 @@ class TimeTravelMixin(AgentBase):
         else it is a conflict that ``force`` does not override (revert the whole file)."""
         async with self._rewinding("revert_file", session_id, stop_jobs) as sid:
             result = await self._restorer.revert(sid, path, checkpoint, force=force, hunks=hunks)
-        self._forget_seen(sid)
+            await self._reseen(sid, result)
         return result
 
     async def preview_revert(
@@ -224,6 +232,7 @@ class TimeTravelMixin(AgentBase):
         the session run (``stop_jobs=True`` stops them). Makes the session current."""
         async with self._rewinding("switch_branch", session_id, stop_jobs) as sid:
             result = await self._restorer.switch(sid, name, force=force)
+            await self._reseen(sid, result.result)
         self._note_rewound(sid, f"switched to branch {name}", result.result)
         self._session_id = sid
         return result

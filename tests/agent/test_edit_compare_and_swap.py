@@ -141,3 +141,61 @@ async def test_a_change_while_the_session_s_job_runs_is_not_called_outside(
     assert "how is it going?" in asked and "Changed outside the agent" not in asked
     assert "while your background job bg-" in asked and "notes.txt" in asked
     await agent.wait_background()
+
+
+def _outside_note(fake: FakeAnthropicServer, index: int) -> str:
+    """The hand-edit notice of request ``index``'s prompt, or ``""``."""
+    for block in fake.message_requests[index].messages[-1]["content"]:
+        text = block.get("text", "") if isinstance(block, dict) else ""
+        if "outside the agent" in text:
+            return str(text)
+    return ""
+
+
+@pytest.mark.parametrize("move", ["switch", "restore", "undo"])
+async def test_time_travel_updates_what_the_model_has_seen(
+    move: str,
+    make_agent: Callable[..., LiteAgent],
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    workdir: Path,
+) -> None:
+    """#30: restore to before prompt 3, the agent writes other.txt, a switch back to the
+    branch (or a restore) removes it, then a hand edit of report.txt: the next prompt names
+    report.txt as changed outside the agent, and not other.txt, which the agent's own time
+    travel removed. An undo of the restore (no prompt between) likewise."""
+    report = workdir / "report.txt"
+    agent = make_agent(model=claude(), approvals="allow")
+    sid = agent.session_id
+    for n in (1, 2, 3):
+        fake_anthropic.script(
+            tool_reply("Writing.", "write_file", path="report.txt", content=f"v{n}\n"),
+            f"Wrote v{n}.",
+        )
+        await agent.send(f"write report v{n}")
+    seqs = [c.seq for c in await agent.list_checkpoints(sid)]
+    await agent.restore(sid, seqs[2])
+    assert report.read_text() == "v2\n"
+    if move != "undo":  # an undo refuses once a later prompt moved the log on
+        fake_anthropic.script(
+            tool_reply("Writing.", "write_file", path="other.txt", content="other\n"),
+            "Wrote other.",
+        )
+        await agent.send("write other.txt instead")
+    if move == "switch":
+        await agent.switch_branch(sid, "b1")
+        assert report.read_text() == "v3\n"
+    elif move == "restore":
+        await agent.restore(sid, seqs[2])
+        assert report.read_text() == "v2\n"
+    else:
+        await agent.undo_restore(sid)
+        assert report.read_text() == "v3\n"
+    assert not (workdir / "other.txt").exists()
+
+    report.write_text("edited by hand\n")
+    fake_anthropic.script("Noted.")
+    await agent.send("what changed?")
+    note = _outside_note(fake_anthropic, len(fake_anthropic.message_requests) - 1)
+    assert note.startswith("[Changed outside the agent since you last read or wrote them:")
+    assert "report.txt" in note and "other.txt" not in note
