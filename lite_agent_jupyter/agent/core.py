@@ -238,13 +238,15 @@ class LiteAgent(PortabilityMixin, TimeTravelMixin):
         max_turn_cost: float | None = None,
         max_session_cost: float | None = None,
         read_only: bool = False,
+        notes: Sequence[str] = (),
     ) -> LiteAgentResult:
         """Run one full turn and return its result. ``task_list``: the name of a shared task
         list for this prompt (default: the agent's ``task_list`` option, else the session's
         private list). ``max_turn_tokens``, ``max_turn_cost``, ``max_session_cost``: this
         turn's budgets (default: the options'; see ``agent/budget.py``). ``read_only``: a
         planning turn, offered and allowed only tools that change nothing
-        (``agent/planning.py``)."""
+        (``agent/planning.py``). ``notes``: context for the model sent with this prompt (see
+        :meth:`run`)."""
         result: LiteAgentResult | None = None
         async for event in self.run(
             input,
@@ -254,6 +256,7 @@ class LiteAgent(PortabilityMixin, TimeTravelMixin):
             max_turn_cost=max_turn_cost,
             max_session_cost=max_session_cost,
             read_only=read_only,
+            notes=notes,
         ):
             if isinstance(event, TurnFinished):
                 result = event.result
@@ -270,13 +273,17 @@ class LiteAgent(PortabilityMixin, TimeTravelMixin):
         max_turn_cost: float | None = None,
         max_session_cost: float | None = None,
         read_only: bool = False,
+        notes: Sequence[str] = (),
     ) -> AsyncIterator[AgentEvent]:
         """Run one full turn, yielding stream events; the last is :class:`TurnFinished`.
 
         Stopping the iteration early (or cancelling the task iterating) aborts the turn and
         leaves the log valid. ``max_turn_tokens``, ``max_turn_cost`` and ``max_session_cost``
         cap this turn instead of the options' caps. ``read_only``: a planning turn (see
-        :meth:`send`).
+        :meth:`send`). ``notes``: context for the model sent with this prompt (the notebook's
+        "these variables changed"), logged after it as events of their own (``origin:
+        internal``): the model reads them with the prompt, while checkpoint lists, branches
+        and titles show the person's words only (#30).
         """
         self._check_open()
         check_max_turn_tokens(max_turn_tokens)
@@ -297,9 +304,12 @@ class LiteAgent(PortabilityMixin, TimeTravelMixin):
         content = _prompt_content(input)
         shared = self.options.task_list if task_list is None else validate_task_list(task_list)
         prompt = UserEvent(content=content, origin="user", checkpoint=True, by=self.user())
+        if isinstance(notes, str):
+            raise TypeError("notes is a list of strings, not one string")
+        context = [_note_event(note) for note in notes]
         # aclosing: leaving this loop early closes the stream now, which aborts the turn
         events = self._runner.stream(
-            sid, [prompt], task_list=shared, budget=budget, read_only=bool(read_only)
+            sid, [prompt, *context], task_list=shared, budget=budget, read_only=bool(read_only)
         )
         async with contextlib.aclosing(events):
             async for event in events:
@@ -466,6 +476,14 @@ class LiteAgent(PortabilityMixin, TimeTravelMixin):
 
     def _is_closed(self) -> bool:
         return self._closed
+
+
+def _note_event(note: object) -> UserEvent:
+    """A context note sent after the prompt: checked as a prompt is (non-empty text, valid
+    Unicode), never a checkpoint."""
+    if not isinstance(note, str):
+        raise TypeError("a note is a str")
+    return UserEvent(content=_prompt_content(note), origin="internal", checkpoint=False)
 
 
 def _prompt_content(input: object) -> str | list[dict[str, Any]]:

@@ -160,15 +160,15 @@ async def run_turn(
     budget: Budget | None = None,
     read_only: bool = False,
 ) -> LiteAgentResult:
-    """Run one turn in ``session``; ``prompt`` ends with the :class:`UserEvent` to answer.
+    """Run one turn in ``session``; ``prompt`` ends with the :class:`UserEvent` to answer,
+    then the context notes sent with it, if any (``origin: internal``).
     ``task_list``: the shared task list the todo tools use (``None``: the session's own).
     ``budget``: this turn's caps (see ``budget.py``), default the settings'. ``read_only``:
     a planning turn (``planning.py``)."""
     if read_only and not settings.read_only:
         system = planning.system_prompt(settings.system_prompt)
         settings = dataclasses.replace(settings, read_only=True, system_prompt=system)
-    user = prompt[-1]
-    assert isinstance(user, UserEvent)
+    user = next(e for e in reversed(prompt) if isinstance(e, UserEvent) and e.origin != "internal")
     if budget is None:
         budget = Budget(settings.max_turn_tokens, settings.max_turn_cost, settings.max_session_cost)
     await session.load()

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
         from_dict,
         is_checkpoint,
         prompt_text,
+        shown_prompt,
         to_dict,
     )
     from .file import FileCheckpointer, LogRepairedWarning, file_checkpointer
@@ -87,6 +88,7 @@ _LAZY = {
         "from_dict",
         "is_checkpoint",
         "prompt_text",
+        "shown_prompt",
         "to_dict",
     ),
     ".file": (
@@ -175,6 +177,7 @@ __all__ = [
     "postgres_checkpointer",
     "prompt_text",
     "read_marks",
+    "shown_prompt",
     "sqlite_checkpointer",
     "to_dict",
     "validate_session_id",

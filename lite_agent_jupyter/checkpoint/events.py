@@ -498,9 +498,41 @@ def is_checkpoint(event: Event) -> bool:
 
 
 def prompt_text(event: UserEvent) -> str:
-    """The plain text of a user event's content (text blocks joined), for titles and lists."""
+    """The plain text of a user event's content (text blocks joined), as logged: what a
+    checkpoint id hashes (ids never change). People see :func:`shown_prompt`."""
     if isinstance(event.content, str):
         return event.content
     return "\n".join(
         str(block.get("text", "")) for block in event.content if block.get("type") == "text"
     )
+
+
+LEGACY_NOTE_PREFIX = "[Notebook note: "
+"""How a context note began when releases before #30 wrote it into the prompt event itself
+(a paragraph, or a text block, before the person's words). Notes are now events of their own
+(``origin: internal``), never part of a prompt."""
+
+
+def shown_prompt(event: UserEvent) -> str:
+    """The person's prompt, for titles and lists: :func:`prompt_text` without a context note
+    an older release put before it (logs stay readable; see :data:`LEGACY_NOTE_PREFIX`)."""
+    if isinstance(event.content, str):
+        return _without_legacy_note(event.content)
+    return "\n".join(
+        str(block.get("text", ""))
+        for block in event.content
+        if block.get("type") == "text" and not _is_legacy_note(str(block.get("text", "")))
+    )
+
+
+def _is_legacy_note(text: str) -> bool:
+    return text.startswith(LEGACY_NOTE_PREFIX) and text.endswith("]") and "\n\n" not in text
+
+
+def _without_legacy_note(text: str) -> str:
+    while text.startswith(LEGACY_NOTE_PREFIX):  # a drift note, a stale-cells note...
+        end = text.find("]\n\n")
+        if end < 0:
+            break
+        text = text[end + 3 :]
+    return text

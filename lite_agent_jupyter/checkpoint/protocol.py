@@ -380,7 +380,7 @@ def checkpoint_stats(events: Sequence[Event]) -> tuple[str | None, int]:
     Backends that keep ``SessionInfo.title``/``turns`` update them from each appended batch
     with this, so ``list()`` never has to read a log.
     """
-    from .events import UserEvent, is_checkpoint, prompt_text
+    from .events import UserEvent, is_checkpoint, shown_prompt
 
     title: str | None = None
     count = 0
@@ -389,7 +389,7 @@ def checkpoint_stats(events: Sequence[Event]) -> tuple[str | None, int]:
             count += 1
             if title is None:
                 assert isinstance(event, UserEvent)
-                title = prompt_text(event)[:SESSION_TITLE_CHARS]
+                title = shown_prompt(event)[:SESSION_TITLE_CHARS]
     return title, count
 
 

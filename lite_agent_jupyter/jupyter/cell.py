@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import queue
 import time
-from collections.abc import Awaitable, Callable, Generator
+from collections.abc import Awaitable, Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
@@ -159,6 +159,7 @@ def run_turn(
     budget: Budget | None = None,
     images: int = 0,
     read_only: bool = False,
+    context: Sequence[str] = (),
     sink: Callable[[render.TurnView], Any] | None = None,
     stale: Callable[[], str | None] | None = None,
 ) -> Steps[LiteAgentResult | None]:
@@ -178,7 +179,7 @@ def run_turn(
     last = 0.0
     stream: TurnStream | None = None
     try:
-        stream = runner.start_turn(agent, prompt, budget=budget, read_only=read_only)
+        stream = runner.start_turn(agent, prompt, budget=budget, read_only=read_only, notes=context)
         progress = view.progress
         while True:
             wait = 0.25

@@ -124,12 +124,3 @@ def used_in_log(events: Iterable[object]) -> set[str]:
             ):
                 names.add(block["input"]["name"])
     return names
-
-
-def with_note(prompt: str | list[dict[str, Any]], note: str | None) -> str | list[dict[str, Any]]:
-    """``prompt`` with ``note`` before it (a text block before a prompt of blocks)."""
-    if note is None:
-        return prompt
-    if isinstance(prompt, str):
-        return f"{note}\n\n{prompt}"
-    return [{"type": "text", "text": note}, *prompt]

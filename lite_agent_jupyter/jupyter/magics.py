@@ -32,7 +32,7 @@ import os
 import re
 import shlex
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -56,7 +56,7 @@ from .context import (
     locate_notebook,
     variable_tools,
 )
-from .drift import VariableWatch, used_in_log, with_note
+from .drift import VariableWatch, used_in_log
 from .kernel_state import DEFAULT_LIMIT, DEFAULT_VALUE_LIMIT, KernelParticipant
 from .notebook_cells import NotebookChannel, notebook_tools
 from .notebook_file import NotebookIdentity, claim, notebook_storage
@@ -677,8 +677,8 @@ class LiteAgentMagics(Magics, PlanCells):
         elif not self._continued:
             notes += self._continue_latest(agent)
             self._remember_used(agent)
-        prompt = with_note(prompt, self.watch.note(user_ns, self._exposed()))
-        prompt = with_note(prompt, self.stale_note())  # cells the last prompts left stale
+        drift = self.watch.note(user_ns, self._exposed())
+        stale = self.stale_note()  # cells the last prompts left stale
         replaying = teach.top_note(agent.model)
         if replaying is not None:
             notes.append(replaying)
@@ -699,8 +699,16 @@ class LiteAgentMagics(Magics, PlanCells):
             notes.append(f"warning: {unpriced}")
         self.background.show(agent, rich=self.in_kernel)
         plan = args.plan or self.plan_first
+        context = tuple(note for note in (drift, stale) if note is not None)
         return self._cell_turn(
-            agent, prompt, notes, quiet=args.quiet, budget=caps, images=images, read_only=plan
+            agent,
+            prompt,
+            notes,
+            quiet=args.quiet,
+            budget=caps,
+            images=images,
+            context=context,
+            read_only=plan,
         )
 
     def _cell_turn(
@@ -712,8 +720,11 @@ class LiteAgentMagics(Magics, PlanCells):
         quiet: bool,
         budget: Budget,
         images: int = 0,
+        context: Sequence[str] = (),
         **how: Any,
     ) -> Steps[None]:
+        """``notes`` are shown to the person; ``context`` goes to the model with the prompt,
+        as notes of their own (``LiteAgent.run(notes=...)``), never in the prompt's text."""
         from .cell import run_turn
 
         result = yield from run_turn(
@@ -727,6 +738,7 @@ class LiteAgentMagics(Magics, PlanCells):
             quiet=quiet,
             budget=budget,
             images=images,
+            context=context,
             **how,
             stale=self.stale_line(),
         )

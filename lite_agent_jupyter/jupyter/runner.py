@@ -325,10 +325,11 @@ class AgentRunner:
         session_id: str | None = None,
         budget: Budget | None = None,
         read_only: bool = False,
+        notes: Sequence[str] = (),
     ) -> TurnStream:
         """Start a turn; its events (and approval asks) arrive in the returned stream.
         ``budget``: this turn's caps (``None`` in one: the agent's option); ``read_only``: a
-        planning turn."""
+        planning turn; ``notes``: context for the model (``LiteAgent.run``)."""
         with self.lock:
             sid = session_id or agent.session_id
             self.claim(sid)
@@ -344,6 +345,7 @@ class AgentRunner:
                 "max_turn_cost": budget.turn_cost,
                 "max_session_cost": budget.session_cost,
                 "read_only": read_only,
+                "notes": tuple(notes),
             }
             stream._future = self.submit(self._pump(agent, prompt, session_id, stream, options))
         except BaseException:

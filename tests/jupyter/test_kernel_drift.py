@@ -4,6 +4,7 @@ edited since its last turn, or gone after a kernel restart. A real kernel, the r
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
@@ -44,3 +45,12 @@ def test_changed_and_missing_exposed_variables_are_named(
     note = _prompt_text(fake_anthropic.last_request.messages[-1]["content"])
     assert "no longer defined in the kernel (restarted, or deleted): rows" in note
     assert "sum rows again" in note
+
+    # #30: the notes went with the prompts, not into them: the lists show the person's words
+    listed = agent_kernel.run("%agent checkpoints").check()
+    shown = json.dumps([m["content"] for m in listed.messages])  # the slider's labels too
+    assert "and now?" in shown and "sum rows again" in shown
+    assert "Notebook note" not in shown
+    agent_kernel.run("%agent restore 2").check()  # the two prompts with notes: a branch
+    branches = agent_kernel.run("%agent branches").check().stream_text
+    assert "and now?" in branches and "Notebook note" not in branches

@@ -24,11 +24,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
 from ...checkpoint.events import (
+    LEGACY_NOTE_PREFIX,
     Event,
     FileSnapshotEvent,
     UserEvent,
@@ -36,7 +37,7 @@ from ...checkpoint.events import (
     encode,
     is_checkpoint,
     now_iso,
-    prompt_text,
+    shown_prompt,
 )
 from ...checkpoint.protocol import Checkpointer, validate_session_id
 from ...errors import RestoreConflictError, UnknownBranchError
@@ -130,6 +131,30 @@ class Branches:
             )
         return sorted(found, key=lambda b: (b.created, b.name))
 
+    async def listed(self, session_id: str) -> list[Branch]:
+        """:meth:`kept`, with the first prompt of a branch an older release kept with a
+        context note in place of the person's words read again from its events (#30)."""
+        branches = self.kept(session_id)
+        for i, branch in enumerate(branches):
+            if branch.first_prompt.startswith(LEGACY_NOTE_PREFIX):
+                first = await self._first_prompt(self._read(session_id, branch.name))
+                if first is not None:
+                    branches[i] = replace(branch, first_prompt=first)
+        return branches
+
+    async def _first_prompt(self, data: dict[str, Any]) -> str | None:
+        """The first prompt of a kept branch's events, as listed; ``None`` if unreadable."""
+        try:
+            events_data = await self.blobs.get(data["events"])
+        except KeyError:
+            return None
+        for line in events_data.splitlines():
+            if line.strip():
+                event = decode(line)
+                if isinstance(event, UserEvent) and is_checkpoint(event):
+                    return shown_prompt(event)[:80]
+        return None
+
     def _free_name(self, session_id: str) -> str:
         taken = {b.name for b in self.kept(session_id)}
         number = len(taken) + 1
@@ -157,7 +182,7 @@ class Branches:
         events = ("\n".join(encode(e) for e in tail) + "\n").encode("utf-8")
         mapping = json.dumps(contents, sort_keys=True, separators=(",", ":")).encode()
         prompts = [e for e in tail if isinstance(e, UserEvent) and is_checkpoint(e)]
-        first = prompt_text(prompts[0]) if prompts else ""
+        first = shown_prompt(prompts[0]) if prompts else ""
         if fork_mark is None:
             fork_event = await self.checkpointer.read(session_id, after=fork - 1) if fork else []
             fork_mark = tail_digest(fork_event[:1])

@@ -12,7 +12,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from ...checkpoint.events import Event, FileSnapshotEvent, UserEvent, is_checkpoint, prompt_text
+from ...checkpoint.events import (
+    Event,
+    FileSnapshotEvent,
+    UserEvent,
+    is_checkpoint,
+    prompt_text,
+    shown_prompt,
+)
 from ...checkpoint.protocol import Checkpointer, read_marks
 from .checkpoint_ids import checkpoint_id
 from .model import Checkpoint
@@ -155,12 +162,13 @@ def _checkpoints(marks: Sequence[Event]) -> list[Checkpoint]:
     out: list[Checkpoint] = []
     previous = ""
     for number, (event, files, approvals) in enumerate(found, 1):
-        prompt = prompt_text(event)
-        previous = checkpoint_id(number, event.seq, prompt, previous)
+        # the id hashes the prompt as logged (an old log's note included: ids never
+        # change); people see their own words
+        previous = checkpoint_id(number, event.seq, prompt_text(event), previous)
         out.append(
             Checkpoint(
                 seq=event.seq - 1,
-                prompt=prompt,
+                prompt=shown_prompt(event),
                 ts=datetime.fromisoformat(event.ts),
                 files=files,
                 number=number,

@@ -160,7 +160,7 @@ class Restorer:
 
     async def list_branches(self, session_id: str) -> list[Branch]:
         await self.recover(session_id)
-        return self.branches.kept(session_id)
+        return await self.branches.listed(session_id)
 
     async def preview_switch(self, session_id: str, name: str) -> RestorePlan:
         await self.recover(session_id)

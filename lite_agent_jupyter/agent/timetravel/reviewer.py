@@ -31,7 +31,7 @@ from ...checkpoint.events import (
     encode,
     is_checkpoint,
     now_iso,
-    prompt_text,
+    shown_prompt,
 )
 from ...checkpoint.protocol import Checkpointer, read_marks, validate_session_id
 from ...errors import RestoreConflictError, UnknownCheckpointError
@@ -158,7 +158,7 @@ async def changes(
         if after is not None and not (planner.diffable(old) and planner.diffable(new)):
             summary += ", binary or too large for a diff"
         files.append(FileChange(path, before, after, tuple(tools), diff, summary, people))
-    return PromptChanges(session_id, seq, number, prompt_text(prompt), tuple(files), by=prompt.by)
+    return PromptChanges(session_id, seq, number, shown_prompt(prompt), tuple(files), by=prompt.by)
 
 
 def _diff(path: str, after: str | None, old: bytes | None, new: bytes | None) -> str | None:
