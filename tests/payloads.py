@@ -79,7 +79,7 @@ INVISIBLE = {
 SAFE_TAGS = {
     "p", "em", "strong", "code", "pre", "a", "ul", "ol", "li", "blockquote", "hr", "br",
     "h1", "h2", "h3", "h4", "h5", "h6", "table", "thead", "tbody", "tr", "th", "td", "s",
-    "div", "details", "summary", "sub", "b", "small",
+    "div", "details", "summary", "sub", "b", "small", "span",
 }  # fmt: skip
 SAFE_ATTRIBUTES = {"href", "rel", "target", "class", "style", "start", "title"}
 
@@ -118,3 +118,14 @@ def assert_inert(html_text: str) -> str:
             if name == "style":
                 assert "url(" not in (value or "") and "expression" not in (value or "")
     return "".join(parsed.text)
+
+
+def math_runs(html_text: str) -> list[str]:
+    """The text nodes of ``html_text`` in which a TeX typesetter (MathJax, KaTeX: each looks
+    for both delimiters of a formula in one text node) could find maths: those holding a
+    ``$``, ``\\(`` or ``\\[`` other than one ``$`` (or backslash) standing alone (#30)."""
+    return [
+        text
+        for text in elements(html_text).text
+        if text not in ("$", "\\") and ("$" in text or "\\(" in text or "\\[" in text)
+    ]

@@ -41,6 +41,7 @@ from typing import Any
 
 import pytest
 from fake_anthropic import FakeAnthropicServer
+from payloads import elements
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -184,6 +185,47 @@ def test_readme_example_runs(tmp_path: Path) -> None:
     assert "Done: hello.py prints hi. | You asked for hello.py, and I wrote it." in run.stdout
     assert (tmp_path / "hello.py").read_text() == "print('hi')\n"
     assert "TurnFinished" in run.stdout
+
+
+def _shape(footer: str) -> str:
+    """A footer with its numbers, session id and checkpoint id as placeholders."""
+    footer = re.sub(r"session [0-9a-f]{8}", "session ID", footer)
+    footer = re.sub(r"restore \d+-[a-z2-7]{4}", "restore ID", footer)
+    return re.sub(r"\d[\d,]*(\.\d+)?", "N", footer)
+
+
+def test_the_readme_footer_is_a_real_footer(
+    fake_anthropic: FakeAnthropicServer, tmp_path: Path
+) -> None:
+    """#30: the README showed ``$0.0107 this cell`` while a real footer said ``USD``: the
+    example has the shape of the footer a real turn gets (the real client, the fake API)."""
+    from lite_agent_jupyter import create_lite_agent
+    from lite_agent_jupyter.jupyter import render
+    from lite_agent_jupyter.providers import anthropic
+
+    (example,) = [
+        b.code.strip() for b in blocks(README) if b.lang == "text" and "tokens in" in b.code
+    ]
+    fake_anthropic.script("Hello.")
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+
+    async def footer() -> str:
+        model = anthropic(api_key=fake_anthropic.api_key, base_url=fake_anthropic.url)
+        async with create_lite_agent(
+            model=model,
+            model_name="claude-sonnet-4-6",
+            workdir=workdir,
+            storage=tmp_path / "store",
+        ) as agent:
+            result = await agent.send("Create hello.py")
+            (checkpoint,) = await agent.list_checkpoints()
+            view = render.TurnView()
+            view.finish(result, "claude-sonnet-4-6", checkpoint=checkpoint)
+            return "".join(elements(view.html().rsplit("<sub>", 1)[1]).text)  # as shown
+
+    real = asyncio.run(footer())
+    assert _shape(example) == _shape(real), (example, real)
 
 
 @pytest.mark.parametrize("block", of("python", "agent"))

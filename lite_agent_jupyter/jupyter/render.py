@@ -17,7 +17,6 @@ Pure string building: no IPython, no agent; the magic decides where the strings 
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -259,7 +258,7 @@ class TurnView:
         if self.stale:
             out.append(f'<p class="lite-agent-stale"><b>{escape(self.stale)}</b></p>')
         if self.footer:
-            out.append(f"<hr><p><sub>{_no_math(escape(self.footer))}</sub></p>")
+            out.append(f"<hr><p><sub>{escape(self.footer)}</sub></p>")
         out.append("</div>")
         return "".join(out)
 
@@ -285,17 +284,6 @@ class TurnView:
         if self.footer:
             out.append(f"\n-- {self.footer}")
         return "".join(out)
-
-
-def _no_math(text: str) -> str:
-    """Dollar amounts as ``0.0120 USD``: two ``$`` in one Markdown line (``$0.01 this cell,
-    $0.02 this session``) are typeset as LaTeX by the notebook, which finds them in the source
-    (so ``<code>`` around them is shown literally) and again in the rendered text (so an HTML
-    entity does not help either)."""
-    return _DOLLARS.sub(r"\1 USD", text).replace("$", "USD ")
-
-
-_DOLLARS = re.compile(r"\$(\d[\d,]*(?:\.\d+)?)")
 
 
 def static_html(text: str) -> str:

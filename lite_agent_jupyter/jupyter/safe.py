@@ -23,11 +23,20 @@ only escaped text and the parser's own tags is safe in every front end that show
 
 Control characters are shown as escapes (``\\x1b``, ``\\u202e``) here too: a bidi override in
 a file name or a command would otherwise show it backwards in the approval box.
+
+Dollar signs are text, never maths. JupyterLab and Notebook 7 typeset TeX in ``text/html``
+outputs (MathJax; KaTeX with its extension) wherever ``$…$``, ``\\(…\\)`` or ``\\[…\\]``
+stands in one run of text, so "stopped at $0.18 of its $0.25" showed as italic maths (#30).
+Each ``$`` (and each backslash before ``(`` or ``[``) that this module writes into a page
+stands alone in its own ``<span>``: a typesetter looks for both delimiters in one text node,
+so nothing is typeset, in every front end, whatever its math settings; the text reads and
+copies the same. A model's ``$x^2$`` shows as its TeX source (docs/notebook.md says why).
 """
 
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -36,7 +45,15 @@ from markdown_it.token import Token
 
 from ..controls import terminal_safe
 
-__all__ = ["LINK_SCHEMES", "MarkdownStream", "bundle", "escape", "markdown_html", "safe_link"]
+__all__ = [
+    "LINK_SCHEMES",
+    "MarkdownStream",
+    "bundle",
+    "escape",
+    "markdown_html",
+    "no_math",
+    "safe_link",
+]
 
 LINK_SCHEMES = ("http://", "https://")
 """The only link targets rendered as links."""
@@ -45,8 +62,33 @@ LINK_SCHEMES = ("http://", "https://")
 def escape(text: object, *, invisible: bool = False) -> str:
     """``text`` as HTML text: ``< > & " '`` escaped, control characters shown as escapes;
     with ``invisible=True`` (an approval) every character a reader cannot see as well
-    (``terminal_safe``'s ``invisible``: tag characters, zero-width ones...)."""
-    return html.escape(terminal_safe(str(text), invisible=invisible), quote=True)
+    (``terminal_safe``'s ``invisible``: tag characters, zero-width ones...); math
+    delimiters kept from a typesetter (see the module's docstring)."""
+    shown = html.escape(terminal_safe(str(text), invisible=invisible), quote=True)
+    return _MATH.sub(_alone, shown)
+
+
+_MATH = re.compile(r"\$|\\(?=[(\[])")
+"""What opens or closes TeX in a page: ``$`` (``$$``), ``\\(`` and ``\\[``."""
+_TAG = re.compile(r"(<[^>]*>)")
+"""A tag in HTML this module made: text never holds a raw ``<`` (it is escaped)."""
+
+
+def _alone(match: re.Match[str]) -> str:
+    return f"<span>{match.group()}</span>"
+
+
+def no_math(html_text: str) -> str:
+    """``html_text`` (made here: escaped text and our own tags) with every math delimiter in
+    its text alone in a ``<span>`` (those already alone are left as they are)."""
+    if "$" not in html_text and "\\" not in html_text:
+        return html_text
+    parts = _TAG.split(html_text)
+    for i in range(0, len(parts), 2):  # text between tags
+        alone = 0 < i < len(parts) - 1 and parts[i - 1] == "<span>" and parts[i + 1] == "</span>"
+        if not (alone and _MATH.fullmatch(parts[i])):
+            parts[i] = _MATH.sub(_alone, parts[i])
+    return "".join(parts)
 
 
 def safe_link(url: str) -> bool:
@@ -100,7 +142,7 @@ def markdown_html(text: str, env: dict[str, Any] | None = None) -> str:
     the parser's state shared between pieces of one text (link reference definitions)."""
     if not text:
         return ""
-    return str(_MD.render(terminal_safe(text), {} if env is None else env))
+    return no_math(str(_MD.render(terminal_safe(text), {} if env is None else env)))
 
 
 class MarkdownStream:
@@ -176,4 +218,4 @@ class MarkdownStream:
 def bundle(html_text: str, plain: str) -> dict[str, str]:
     """The MIME bundle of one display: ``html_text`` (built from :func:`escape` and
     :func:`markdown_html` and our own literal tags, nothing else) and the plain twin."""
-    return {"text/html": html_text, "text/plain": terminal_safe(plain)}
+    return {"text/html": no_math(html_text), "text/plain": terminal_safe(plain)}

@@ -10,6 +10,7 @@ JupyterLab's default), against the fake Messages API server of this test process
 from __future__ import annotations
 
 import json
+import re
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -53,7 +54,8 @@ def test_reopened_notebook_shows_the_summary_and_rebuilds_live_widgets(
     assert "VBox(" not in text  # the widget's output shows its static twin, not its repr
     no_widget_errors(page)
     footer = nb.cell(1).locator(".jp-OutputArea").inner_text()
-    assert " USD this cell" in footer and "prompt 1: %agent restore 1-" in footer
+    assert re.search(r"\$\d+\.\d{4} this cell", footer), footer
+    assert "prompt 1: %agent restore 1-" in footer
     assert page.locator("mjx-container").count() == 0  # no dollar amount typeset as LaTeX
     page.screenshot(path=str(artifacts / "reopened-before-rerun.png"), full_page=True)
 

@@ -28,7 +28,7 @@ def test_the_footer_shows_the_cells_cost_and_the_sessions(
                 cache_read_input_tokens=usage.cache_read_input_tokens,
             )
         )
-    one = agent_kernel.run("%%agent\nfirst").check().plain  # the Markdown says USD (no $: math)
+    one = agent_kernel.run("%%agent\nfirst").check().plain
     cost = SONNET.cost(first)
     assert f"{cost:.4f}" == "0.0537"  # 3.00 in, 15.00 out, 0.30 cache read, 3.75 write / MTok
     assert f"${cost:.4f} this cell, ${cost:.4f} this session" in one

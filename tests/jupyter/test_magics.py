@@ -11,6 +11,7 @@ from pathlib import Path
 
 from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall, tool_reply
 from nbkernel import SETUP, Cell, Kernel, StartKernel
+from payloads import math_runs
 
 
 def test_streams_tool_calls_and_footer(
@@ -36,7 +37,9 @@ def test_streams_tool_calls_and_footer(
     assert "<details>" in md
     assert re.search(r"prompt 1: %agent restore 1-[a-z2-7]{4}", md)
     footer = md.rsplit("<sub>", 1)[1]
-    assert "USD this cell" in footer and "$" not in footer  # "$a ... $b" would be LaTeX
+    # "$a ... $b" in one text node would be LaTeX: each $ stands alone (safe.py, #30)
+    assert "<span>$</span>" in footer and " this cell, <span>$</span>" in footer
+    assert math_runs(md) == []
     assert "claude-sonnet-4-6" in md
     assert "cache read 7" in md
     # the plain-text twin says the same

@@ -19,6 +19,7 @@ from payloads import (
     TERMINAL_SPOOF,
     assert_inert,
     elements,
+    math_runs,
 )
 
 from lite_agent_jupyter.agent import (
@@ -314,3 +315,32 @@ def test_run_cell_code_shows_as_lines() -> None:
     )
     assert "\\n" not in html and "warning" not in html
     assert_inert(html)
+
+
+# -- a $ is text, never maths (#30) ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "It costs $5 and $10.",
+        "stopped: a cost budget (this turn spent $0.1800 of its $0.25)",
+        "$$x^2$$ and \\(y\\) and \\[z\\]",
+        "`$a$` in code, ```\n$b$\n``` in a fence, [$c$](https://example.com/$d)",
+    ],
+)
+def test_dollars_are_text_on_every_surface(text: str) -> None:
+    """#30: a pair of ``$`` in one text node is typeset as maths by JupyterLab; every ``$``
+    stands alone, in an answer, in escaped text and in a display's bundle, and still reads
+    the same."""
+    answer = safe.markdown_html(text)
+    shown = safe.escape(text)
+    html = safe.bundle(f"<p>{shown}</p>{answer}", text)["text/html"]
+    for made in (answer, shown, html):
+        assert math_runs(made) == [], made
+        assert_inert(made)
+    assert "".join(elements(shown).text) == text
+    assert html == f"<p>{shown}</p>{answer}"  # a bundle leaves what is made alone as it is
+    stream = safe.MarkdownStream()
+    assert math_runs(stream.render(text[: len(text) // 2])) == []
+    assert math_runs(stream.render(text)) == []
