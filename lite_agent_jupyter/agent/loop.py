@@ -286,8 +286,14 @@ async def run_turn(
                 # call's input and output) would pass a cap: stop now, between two calls,
                 # answering the pending tool calls without running them
                 await session.append(_budget_stop(tool_uses, why))
-                for block in tool_uses:
+                for block in tool_uses:  # shown with its argument, as a call that ran is
                     tool_id, name = str(block.get("id", "")), str(block.get("name", ""))
+                    arguments = block.get("input")
+                    emit(
+                        ToolCallInput(
+                            tool_id, name, arguments if isinstance(arguments, dict) else {}
+                        )
+                    )
                     emit(ToolCallFinished(tool_id, name, BUDGET_NOT_RUN, True))
                 stop_reason = "budget"
                 break

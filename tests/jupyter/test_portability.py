@@ -5,11 +5,13 @@ a cap set in ``ipython_config.py`` that ``%config`` and ``--max-cost`` cannot ra
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
 from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall, tool_reply
 from nbkernel import SETUP, Kernel, StartKernel
+from payloads import elements, math_runs
 from workdir_helpers import files_in
 
 STORE = ".lite_agent"
@@ -101,7 +103,7 @@ def test_max_cost_stops_between_requests_and_a_higher_cap_continues(
     fake_anthropic.script(
         FakeReply(
             "Reading.",
-            tool_calls=[FakeToolCall("list_files", {"path": "."})],
+            tool_calls=[FakeToolCall("read_file", {"path": "data.csv"})],
             input_tokens=20_000,
             output_tokens=1_000,
         ),
@@ -109,11 +111,20 @@ def test_max_cost_stops_between_requests_and_a_higher_cap_continues(
     )
     stopped = agent_kernel.run("%%agent --max-cost 0.10\nlook around").check()
     assert "stopped: a cost budget (this turn spent $0.0750 of its $0.10)" in stopped.plain
+    # #30: the call not run names its path and why, not a bare "✗ read_file"
+    not_run = r"✗ read_file data.csv\]? failed( \([\d.]+ s\))?: Not run: the turn's budget"
+    assert re.search(not_run, stopped.plain), stopped.plain
+    summary = text_of(stopped.html.split("<summary>", 1)[1].split("</summary>", 1)[0])
+    assert re.match(not_run, summary), summary
+    assert math_runs(stopped.html) == [] and "$0.0750 of its $0.10" in text_of(stopped.html)
     assert len(fake_anthropic.message_requests) == 1 and fake_anthropic.pending == 1
     fake_anthropic.reset()
-    fake_anthropic.script(FakeReply("Carried on.", input_tokens=100, output_tokens=10))
+    fake_anthropic.script(
+        FakeReply("Carried on: $5 and $10 stay text.", input_tokens=100, output_tokens=10)
+    )
     follow = agent_kernel.run("%%agent --max-cost 1\ngo on").check()
-    assert "Carried on." in follow.markdown
+    assert "Carried on: $5 and $10 stay text." in text_of(follow.html)
+    assert math_runs(follow.html) == []  # #30: no $ pair a typesetter could read as maths
     assert fake_anthropic.message_requests[-1].status == 200  # the log the API got was valid
 
 
@@ -207,3 +218,8 @@ def test_hand_the_session_to_the_class_with_no_key(
     assert (
         "Done." in replayed.markdown and "replayed from lesson.cassette.jsonl" in replayed.markdown
     )
+
+
+def text_of(html: str) -> str:
+    """The text a page shows of ``html``."""
+    return "".join(elements(html).text)
