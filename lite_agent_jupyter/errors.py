@@ -170,10 +170,22 @@ class AgentClosedError(LiteAgentError):
 class RestoreConflictError(LiteAgentError):
     """A restore (or its undo) would overwrite changes made outside the agent, or the log
     moved meanwhile; nothing was changed. ``paths`` lists every conflicting file (empty when
-    the conflict is the log's)."""
+    the conflict is the log's). ``forceable``: the same call with ``force=True`` would go
+    through, overwriting ``paths``. ``moved_on``: an undo refused because prompts ran after
+    the restore it would take back. A front end says these in its own words (the
+    notebook: ``%agent revert PATH --force``), not the SDK's."""
 
-    def __init__(self, message: str, *, paths: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        paths: tuple[str, ...] = (),
+        forceable: bool = False,
+        moved_on: bool = False,
+    ) -> None:
         self.paths = paths
+        self.forceable = forceable
+        self.moved_on = moved_on
         super().__init__(message)
 
 

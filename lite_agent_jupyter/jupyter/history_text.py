@@ -200,3 +200,24 @@ def numbered_hunks(diff: str) -> list[str]:
             line = f"{line}  hunk {count}"
         lines.append(line)
     return lines
+
+
+SDK_FORCE = " (force=True overwrites)"
+"""How the SDK's refusals end; the notebook says its own command instead."""
+
+
+def refusal_text(error: Exception, command: str | None) -> str:
+    """A refused restore, undo, revert or switch in the notebook's words (#30): not the
+    SDK's ``force=True`` nor the log's seq numbers. ``command``: the ``%agent`` command that
+    overwrites the conflicting files (``%agent revert data.csv --force``); ``None`` where
+    there is none to offer (a widget offers its button instead)."""
+    if getattr(error, "moved_on", False):
+        return (
+            "Nothing was undone: prompts ran after the restore (or revert) it would take "
+            "back, and undoing it now would lose them. What a restore cut is kept as a "
+            "branch: `%agent branches` lists it, `%agent switch NAME` goes back to it."
+        )
+    text = printable(str(error)).removesuffix(SDK_FORCE)
+    if getattr(error, "forceable", False) and command is not None:
+        text += f". `{printable(command)}` overwrites them"
+    return text if text.endswith(".") else text + "."

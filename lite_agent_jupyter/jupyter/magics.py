@@ -43,7 +43,12 @@ from traitlets import Bool, Dict, Float, Int, List, TraitError, Unicode, Union, 
 
 from .._lazy import attach
 from ..controls import terminal_safe
-from ..errors import BudgetError, LiteAgentError, NetworkFilesystemError
+from ..errors import (
+    BudgetError,
+    LiteAgentError,
+    NetworkFilesystemError,
+    RestoreConflictError,
+)
 from ..providers.base import DEFAULT_MODEL_NAME, Usage
 from ..providers.servers import is_anthropic, resolve_base_url
 from . import teach
@@ -812,6 +817,11 @@ class LiteAgentMagics(Magics, PlanCells):
             return
         try:
             sub.handler(self, args)
+        except RestoreConflictError as exc:  # the notebook's words, not force=True or seqs
+            from . import history_text
+
+            force = None if "--force" in words else shlex.join(["%agent", *words, "--force"])
+            print(history_text.refusal_text(exc, force))
         except LiteAgentError as exc:
             print(terminal_safe(f"{type(exc).__name__}: {exc}"))
 

@@ -69,6 +69,9 @@ def test_review_then_revert_one_file_undo_and_conflict(
     assert "-hand,edit" in preview and "+x,y" in preview
     refused = agent_kernel.run("%agent revert b.csv --prompt 2")
     assert "changed after prompt 2" in refused.text
+    # #30: the notebook's command, not the SDK's force=True nor the error's class name
+    assert "`%agent revert b.csv --prompt 2 --force` overwrites them." in refused.text
+    assert "force=True" not in refused.text and "RestoreConflictError" not in refused.text
     assert (work / "b.csv").read_bytes() == b"hand,edit\n"
     assert (work / "a.py").read_text() == "A = 1\n"
 
@@ -78,6 +81,13 @@ def test_review_then_revert_one_file_undo_and_conflict(
     agent_kernel.run("%%agent\nwhat changed?").check()
     sent = json.dumps(fake_anthropic.message_requests[-1].messages)
     assert "reverted b.csv to its content before prompt 2" in sent
+    assert (work / "b.csv").read_bytes() == BEFORE_CSV
+
+    # #30: an undo after later prompts says why in words, not the log's seq numbers
+    later = agent_kernel.run("%agent undo")
+    assert "Nothing was undone: prompts ran after the restore (or revert)" in later.text
+    assert "`%agent branches`" in later.text
+    assert "head" not in later.text and "RestoreConflictError" not in later.text
     assert (work / "b.csv").read_bytes() == BEFORE_CSV
 
 
@@ -131,7 +141,8 @@ def test_revert_one_hunk_preview_undo_and_conflict(
     # an edit to hunk 1's lines since: refused, even with --force; nothing changed
     data.write_text(agent.replace("agent two", "hand two"))
     refused = agent_kernel.run("%agent revert data.txt --hunk 1 --force").check().stream_text
-    assert "RestoreConflictError: hunk 1 of data.txt cannot be reverted" in refused
+    assert refused.startswith("hunk 1 of data.txt cannot be reverted"), refused
+    assert "--force` overwrites" not in refused  # forcing would not do: not offered
     assert "hunk 1 no longer matches" in refused
     assert data.read_text() == agent.replace("agent two", "hand two")
     preview = agent_kernel.run("%agent revert data.txt --hunk 1 --preview").check().stream_text

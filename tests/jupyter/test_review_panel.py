@@ -146,8 +146,18 @@ def test_a_revert_over_a_hand_edit_is_refused_in_the_row(
     assert "b.csv not reverted" in panel.report.status.value
     assert "changed after prompt 2" in panel.report.status.value
     assert _row(panel, "b.csv").startswith("! b.csv") and "· not reverted" in _row(panel, "b.csv")
-    panel.select("b.csv")
+    # #30: in the notebook's words, with the button that forces it
+    assert "force=True" not in panel.report.status.value
+    assert "“Revert anyway” overwrites it" in panel.report.status.value
+    assert panel.selected == "b.csv" and panel.force_button in panel.actions.children
     assert not panel.revert_button.disabled  # still to decide
+    panel.force_button.click()
+    assert (workdir / "b.csv").read_bytes() == BEFORE_CSV  # the hand edit overwritten
+    assert "Reverted b.csv to before prompt 2" in panel.report.status.value
+    assert "· reverted" in _row(panel, "b.csv")
+    assert panel.force_button not in panel.actions.children  # decided: nothing to force
+    facade.undo_restore(turn)  # %agent undo takes the forced revert back
+    assert (workdir / "b.csv").read_bytes() == b"hand,edit\n"
 
 
 def test_keep_marks_the_file_and_changes_nothing(

@@ -175,6 +175,7 @@ def settle(plans: Sequence[FilePlan], *, force: bool) -> list[FilePlan]:
             f"{len(conflicts)} file(s) changed outside the agent since it last wrote "
             f"them: {', '.join(conflicts)}; nothing was changed (force=True overwrites)",
             paths=tuple(conflicts),
+            forceable=True,
         )
     for plan in plans:
         if plan.action == "conflict":

@@ -368,6 +368,7 @@ class Restorer:
                     f"restore left {header['head_after']}); undoing it would lose the newer "
                     "events, so nothing was changed",
                     paths=(),
+                    moved_on=True,
                 )
             todo: list[FilePlan] = []
             for snap in snapshots:  # before = content before the restore, after = restored
@@ -395,6 +396,7 @@ class Restorer:
                     f"{len(conflicts)} file(s) changed since the restore: "
                     f"{', '.join(conflicts)}; nothing was changed (force=True overwrites)",
                     paths=tuple(conflicts),
+                    forceable=True,
                 )
             if header.get("conversation"):
                 log_op = "reappend"

@@ -356,6 +356,7 @@ async def revert_file(
                     "later prompt): reverting it would lose that; nothing was changed "
                     "(force=True overwrites)",
                     paths=(path,),
+                    forceable=True,
                 )
             plan.forced = True
             plan.action = planner.action_for(plan.new, plan.disk)

@@ -104,6 +104,7 @@ def _restore(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
 @subcommand(
     "undo",
     "Undo the last restore of the current session (files and conversation).",
+    arg("--force", action="store_true", help="overwrite files changed since the restore"),
     arg(
         "--stop-jobs",
         action="store_true",
@@ -113,7 +114,7 @@ def _restore(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
 def _undo(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
     magics.require_agent()
     facade = magics.runner.facade
-    result = facade.undo_restore(facade.session_id, stop_jobs=args.stop_jobs)
+    result = facade.undo_restore(facade.session_id, force=args.force, stop_jobs=args.stop_jobs)
     print(render.restore_text(result, None))
 
 

@@ -22,7 +22,7 @@ from typing import Protocol
 import ipywidgets as w
 
 from ...agent import FileChange, PromptChanges, RestoreResult
-from ...errors import LiteAgentError, SessionBusyError
+from ...errors import LiteAgentError, RestoreConflictError, SessionBusyError
 from .. import history_text, render
 from ..safe import escape
 from .parts import Look, Reporter, batched, shorten
@@ -144,6 +144,10 @@ class ReviewPanel:
             disabled=True,
             tooltip="put the selected file back to before this prompt (%agent undo takes it back)",
         )
+        self._look = look
+        self._force_button: w.Button | None = None
+        self.forceable: set[str] = set()
+        """Files whose revert was refused for changes a forced revert overwrites."""
         self.hunk_pick = w.Dropdown(
             options=[], layout=look.auto, _dom_classes=("lite-agent-review-hunk",)
         )
@@ -158,12 +162,27 @@ class ReviewPanel:
         self.revert_button.on_click(lambda _b: self.revert(self.selected))
         self.hunk_button.on_click(lambda _b: self.revert_hunk(self.selected, self.hunk_pick.value))
         self.rows.observe(self._selection_changed, names="value")
-        self.actions = look.hbox(self._actions(False))
+        self.actions = look.hbox(self._actions(False, False))
         self.widget = w.VBox(
             [self.head, self.rows, self.actions, self.diff],
             layout=look.full,
             _dom_classes=("lite-agent-review",),
         )
+
+    @property
+    def force_button(self) -> w.Button:
+        """ "Revert anyway": made the first time a revert is refused (most panels never
+        need it: the panel stays the same few widgets)."""
+        if self._force_button is None:
+            self._force_button = self._look.button(
+                "Revert anyway",
+                "revert-anyway",
+                button_style="danger",
+                tooltip="revert the selected file, overwriting what changed in it after this "
+                "prompt (%agent undo takes it back)",
+            )
+            self._force_button.on_click(lambda _b: self.revert(self.selected, force=True))
+        return self._force_button
 
     @property
     def selected(self) -> str | None:
@@ -185,10 +204,12 @@ class ReviewPanel:
         if not self._drawing:
             self.report.run("Showing the diff", self._show_selected)
 
-    def _actions(self, hunks: bool) -> list[w.Widget]:
-        """The action row; the hunk controls only for a file with hunks left to revert."""
+    def _actions(self, hunks: bool, force: bool) -> list[w.Widget]:
+        """The action row; the hunk controls only for a file with hunks left to revert,
+        "Revert anyway" only for a file whose revert was refused for later changes."""
         hunk_parts = [self.hunk_pick, self.hunk_button] if hunks else []
-        return [self.keep_button, self.revert_button, *hunk_parts, self.report.status]
+        force_part = [self.force_button] if force else []
+        return [self.keep_button, self.revert_button, *force_part, *hunk_parts, self.report.status]
 
     def _show_selected(self) -> None:
         path = self.selected
@@ -199,7 +220,8 @@ class ReviewPanel:
             self.diff.value = "" if path is None else self._diff_of(path)
             left = [] if path is None or decided else self._hunks_left(path)
             self.hunk_pick.options = [(f"hunk {n}", n) for n in left]
-        children = self._actions(bool(left))
+        force = path is not None and not decided and path in self.forceable
+        children = self._actions(bool(left), force)
         if list(self.actions.children) != children:
             self.actions.children = children
 
@@ -250,21 +272,30 @@ class ReviewPanel:
 
         self.report.run("Keep", action)
 
-    def revert(self, path: str | None) -> None:
+    def revert(self, path: str | None, *, force: bool = False) -> None:
+        """Revert ``path``; ``force`` ("Revert anyway") overwrites what changed in it after
+        the prompt. A refusal stays on the file, saying why in the notebook's words, with
+        "Revert anyway" when forcing would do."""
+
         def action() -> None:
             if path is None:
                 self.report.ok("Select a file first.")
                 return
             try:
                 result = self.controls.revert_file(
-                    self.changes.session_id, path, checkpoint=self.changes.checkpoint
+                    self.changes.session_id, path, checkpoint=self.changes.checkpoint, force=force
                 )
             except SessionBusyError:
                 raise  # said by the reporter; the row stays as it was
             except LiteAgentError as exc:  # a conflict: said, nothing changed
-                self._decided(path, "not reverted")
-                self.report.ok(f"{shorten(path, 200)} not reverted: {exc}")
+                why = history_text.refusal_text(exc, None)
+                if isinstance(exc, RestoreConflictError) and exc.forceable:
+                    self.forceable.add(path)
+                    why += " “Revert anyway” overwrites it; `%agent undo` takes that back."
+                self._decided(path, "not reverted", stay=path in self.forceable)
+                self.report.ok(f"{shorten(path, 200)} not reverted: {why}")
                 return
+            self.forceable.discard(path)
             self._decided(path, "reverted")
             text = " ".join(
                 history_text.revert_text(result, path, self.changes.number).splitlines()
