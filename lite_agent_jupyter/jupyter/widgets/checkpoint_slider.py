@@ -446,7 +446,8 @@ def _result_html(what: str, result: RestoreResult, *, undo: bool = False) -> str
 
 
 def _forks_title(checkpoints: Sequence[Checkpoint], forks: dict[int, list[Branch]]) -> str:
-    """The title's note of where branches fork (``⑂ before prompt 2: b1``)."""
+    """The title's note of where branches fork (``branches fork before prompt 2: b1``): in
+    words, as no branch glyph is in the fonts most notebooks use (``⑂`` drew a box, #30)."""
     if not forks:
         return ""
     spots = [
@@ -454,7 +455,7 @@ def _forks_title(checkpoints: Sequence[Checkpoint], forks: dict[int, list[Branch
         + ", ".join(escape(b.name) for b in branches)
         for seq, branches in sorted(forks.items())
     ]
-    return " · ⑂ branches fork " + "; ".join(spots)
+    return " · branches fork " + "; ".join(spots)
 
 
 def _fork_html(branches: Sequence[Branch]) -> str:
@@ -467,4 +468,4 @@ def _fork_html(branches: Sequence[Branch]) -> str:
         f"<code>%agent switch {escape(b.name)}</code></li>"
         for b in branches
     )
-    return f"<div class='lite-agent-forks'>⑂ Branches fork here:<ul>{items}</ul></div>"
+    return f"<div class='lite-agent-forks'>Branches fork here:<ul>{items}</ul></div>"
