@@ -103,6 +103,21 @@ def test_notebook_runs_offline_and_again_alike(source: Path, tmp_path: Path) -> 
     assert len(before) == len(after)
     for index, (one, two) in enumerate(zip(before, after, strict=True)):
         assert one == two, f"cell {index} differs on the second run"
+    _says_what_it_does(second, shown)
+
+
+def _says_what_it_does(notebook: Any, shown: str) -> None:
+    """What a notebook's text claims is what its run shows (#30): the teaching notebook said
+    there was "no built-in table" of prices while its own `%agent info` printed one; the
+    data-science notebook said the agent "never runs code in your kernel", untrue with
+    ``kernel_tools`` on."""
+    prose = "\n".join(c.source for c in notebook.cells if c.cell_type == "markdown")
+    prose = " ".join(prose.split())
+    if "%agent info" in "\n".join(c.source for c in notebook.cells if c.cell_type == "code"):
+        assert "Anthropic's, in US dollars, checked" in shown  # the table, as info prints it
+        assert "no built-in table" not in prose
+    if "never runs code in your kernel" in prose:
+        assert "never runs code in your kernel unless `kernel_tools` is on" in prose
 
 
 def test_quickstart_continues_its_session_after_a_kernel_restart(tmp_path: Path) -> None:
