@@ -115,3 +115,23 @@ def _opens_the_notebook(url: str) -> None:
             page.get_by_text("Python 3 (ipykernel) | Idle").wait_for(timeout=120_000)
         finally:
             browser.close()
+
+
+def test_the_lab_setup_provides_notebook_7_and_matplotlib() -> None:
+    """#30: ``./scripts/lab`` installed neither Notebook 7, which the docs describe, nor
+    matplotlib, which the data-science notebook's plot needs. The command installs the
+    ``lab`` extra; the extra names both; the environment it made has them."""
+    import importlib.metadata
+    import sys
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    assert 'bash scripts/setup.sh "lab"' in (ROOT / "scripts" / "lab").read_text()
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    lab = {r.name: r for r in map(Requirement, project["optional-dependencies"]["lab"])}
+    assert "matplotlib" in lab
+    assert "notebook" in lab and not lab["notebook"].specifier.contains("6.5.7")
+    assert int(importlib.metadata.version("notebook").split(".")[0]) >= 7
+    assert importlib.metadata.version("matplotlib")
+    assert (Path(sys.executable).parent / "jupyter-notebook").is_file()
