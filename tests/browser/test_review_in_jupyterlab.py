@@ -1,7 +1,7 @@
 """``%agent review``'s widget in a real JupyterLab, clicked in Debian's Chromium: Revert puts
-one file back to before the prompt (the file on disk says so), Keep leaves the other, a
-diff is shown (made in the kernel) only once its row is selected, and ``%agent undo`` takes
-the revert back."""
+one file back to before the prompt (the file on disk says so; edited by hand since, it is
+refused and "Revert anyway" forces it), Keep leaves the other, a diff is shown (made in the
+kernel) only once its row is selected, and ``%agent undo`` takes the revert back."""
 
 from __future__ import annotations
 
@@ -57,7 +57,13 @@ def test_revert_clicked_in_the_review_widget(
     rows.select_option(index=_row_index(rows, "b.csv"))
     wait_for(lambda: "+3,4" in diff.inner_text(), "b.csv's diff, made on demand")
     page.screenshot(path=str(artifacts / "review-diff.png"))
+    # #30: edited by hand since the prompt: refused in the notebook's words, then forced
+    (lab_root / "b.csv").write_text("x,y\n1,2\n3,4\nby hand\n")
     panel.locator(".lite-agent-revert").click()
+    wait_for(lambda: "b.csv not reverted" in status.inner_text(), "the refusal")
+    assert "force=True" not in status.inner_text()
+    assert "“Revert anyway” overwrites it" in status.inner_text()
+    panel.locator(".lite-agent-revert-anyway").click()
     wait_for(lambda: (lab_root / "b.csv").read_text() == "x,y\n1,2\n", "b.csv reverted")
     wait_for(lambda: "Reverted b.csv" in status.inner_text(), "the revert's result")
     wait_for(lambda: "reverted" in _row_text(rows, "b.csv"), "b.csv's row marked")
@@ -70,7 +76,7 @@ def test_revert_clicked_in_the_review_widget(
     page.screenshot(path=str(artifacts / "review-widget.png"))
 
     nb.run_cell(3)
-    wait_for(lambda: (lab_root / "b.csv").read_text() == "x,y\n1,2\n3,4\n", "the undo")
+    wait_for(lambda: (lab_root / "b.csv").read_text() == "x,y\n1,2\n3,4\nby hand\n", "the undo")
 
 
 def _row_text(rows: Any, path: str) -> str:
