@@ -306,6 +306,42 @@ def take_before(
     return before
 
 
+def foreseen_cannot(
+    ns: Mapping[str, Any], code: str, *, limit: int = DEFAULT_LIMIT, value_limit: int | None = None
+) -> dict[str, str]:
+    """For the approval, before anything runs: the names ``code`` touches that a snapshot
+    will not hold (by type and estimated size; nothing is pickled, so a value pickle refuses
+    for another reason is only named in the result)."""
+    cap = min(limit, value_limit if value_limit is not None else DEFAULT_VALUE_LIMIT)
+    found: dict[str, str] = {}
+    total = 0
+    for name in sorted(code_names(code)):
+        if name not in ns or not is_user_name(name) or is_code(ns[name]):
+            continue
+        value = ns[name]
+        why = _unserializable(value)
+        if why is not None:
+            found[name] = f"{name} is {why}"
+            continue
+        size = estimate(value, cap)
+        if size > cap:
+            found[name] = f"over the per-value cap of {_mb(cap)} (~{_mb(size)})"
+        elif total + size > limit:
+            found[name] = f"over the per-call snapshot limit of {_mb(limit)}"
+        else:
+            total += size
+    return found
+
+
+def approval_preview(code: str, cannot: Mapping[str, str]) -> str | None:
+    """The code as an approval shows it, with the names a restore could not put back
+    (``None`` when there are none: the approval shows the code as usual)."""
+    if not cannot:
+        return None
+    named = "; ".join(f"{n} ({w})" for n, w in sorted(cannot.items()))
+    return f"{code.rstrip()}\n# cannot be rewound by a restore: {named}"
+
+
 @dataclass(frozen=True, slots=True)
 class KernelChanges:
     """What one ``run_cell`` did to the user namespace: the four groups, and the names that

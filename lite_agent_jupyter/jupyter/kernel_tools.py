@@ -34,7 +34,14 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ReentrantCellError, ToolError
 from ..tools import tool
 from ..tools.base import ToolContext  # the tools' annotations are read at run time
-from .kernel_state import DEFAULT_LIMIT, KernelChanges, changes, take_before
+from .kernel_state import (
+    DEFAULT_LIMIT,
+    KernelChanges,
+    approval_preview,
+    changes,
+    foreseen_cannot,
+    take_before,
+)
 
 if TYPE_CHECKING:
     from ..tools import Tool
@@ -150,8 +157,19 @@ def run_cell_tool(
             await report.record(put, record)
         return result  # type: ignore[no-any-return]
 
+    async def preview(arguments: dict[str, Any]) -> str | None:
+        """The approval names what a restore could not put back (read while the
+        ``%%agent`` cell waits: nothing else runs in the namespace then)."""
+        code = arguments.get("code")
+        if not isinstance(code, str):
+            return None
+        limit, value_limit = limits() if limits is not None else (DEFAULT_LIMIT, None)
+        found = foreseen_cannot(shell.user_ns, code, limit=limit, value_limit=value_limit)
+        return approval_preview(code, found)
+
     made = tool(run_cell, kind="shell")
     made.code_argument = "code"  # its approval shows the code as code
+    made.preview = preview
     return made
 
 

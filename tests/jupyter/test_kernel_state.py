@@ -15,7 +15,9 @@ from lite_agent_jupyter.agent.timetravel.participants import StateContext
 from lite_agent_jupyter.checkpoint.events import StateSnapshotEvent
 from lite_agent_jupyter.jupyter.kernel_state import (
     KernelParticipant,
+    approval_preview,
     changes,
+    foreseen_cannot,
     take_before,
 )
 from lite_agent_jupyter.storage import BlobRef
@@ -109,3 +111,30 @@ def test_the_participant_rewinds_refuses_hand_changes_and_reports_missing_snapsh
         KernelParticipant(lambda: {}).plan_rewind(StateContext("s", elsewhere, ref), [event])
     )
     assert set(plan.cannot) == {"a", "b", "df"}
+
+
+def test_the_approval_names_what_cannot_be_rewound_before_anything_runs() -> None:
+    ns: dict[str, Any] = {"gen": (i for i in range(3)), "big": np.ones(2**18), "ok": [1]}
+    code = "next(gen)\nbig[0] = 1\nok.append(2)"
+    found = foreseen_cannot(ns, code, value_limit=1 << 20)
+    assert found == {"gen": "gen is a generator", "big": "over the per-value cap of 1 MB (~2 MB)"}
+    assert approval_preview(code, found) == (
+        code + "\n# cannot be rewound by a restore: big (over the per-value cap of 1 MB (~2 MB)); "
+        "gen (gen is a generator)"
+    )
+    assert approval_preview("ok.append(2)", foreseen_cannot(ns, "ok.append(2)")) is None
+
+
+def test_run_cell_gives_its_approval_that_preview() -> None:
+    """The approval (``ApprovalRequest.preview``, what buttons and the terminal show) of a
+    ``run_cell`` touching a generator names it; plain code keeps the plain code display."""
+    from types import SimpleNamespace
+
+    from lite_agent_jupyter.jupyter.kernel_tools import run_cell_tool
+
+    shell = SimpleNamespace(user_ns={"g": (i for i in range(2)), "ok": [1]})
+    made = run_cell_tool(shell, None, None)
+    assert made.preview is not None
+    shown = asyncio.run(made.preview({"code": "next(g)"}))
+    assert shown == "next(g)\n# cannot be rewound by a restore: g (g is a generator)"
+    assert asyncio.run(made.preview({"code": "ok.append(2)"})) is None
