@@ -56,7 +56,7 @@ from typing import Any
 from ..checkpoint.events import Event, ToolResultEvent, UserEvent
 from ..errors import CorruptLogError
 from ..storage import BlobRef, Blobs
-from ..tools.imaging import check_image, image_note
+from ..tools.imaging import CheckedImage, check_image, image_note
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +102,22 @@ def _decode(data: Any) -> tuple[bytes, bool] | None:
         return base64.b64decode("".join(data.split()), validate=True), False
     except (binascii.Error, ValueError):
         return None
+
+
+async def _check_inline(source: dict[str, Any]) -> tuple[bytes, bool, CheckedImage] | str:
+    """An inline image's ``(bytes, strict, checked)`` (``strict`` as :func:`_decode` says),
+    or the reason it may not be sent. One place, so that storing an image and repairing one
+    in an old log refuse and re-label it alike."""
+    media_type = source.get("media_type")
+    label = media_type if isinstance(media_type, str) else None
+    decoded = _decode(source.get("data"))
+    if decoded is None:
+        return f"its data is not base64 (labelled {label})"
+    raw, strict = decoded
+    checked = await asyncio.to_thread(check_image, raw, label)
+    if isinstance(checked, str):
+        return checked
+    return raw, strict, checked
 
 
 def _note(block: Block, reason: str) -> Block:
@@ -236,14 +252,10 @@ class ImageStore:
         inline and re-labelled when it would not come back the same, or a note."""
         source = block["source"]
         media_type, data = source.get("media_type"), source.get("data")
-        label = media_type if isinstance(media_type, str) else None
-        decoded = _decode(data)
-        if decoded is None:
-            return self._refuse(block, f"its data is not base64 (labelled {label})")
-        raw, strict = decoded
-        checked = await asyncio.to_thread(check_image, raw, label)
-        if isinstance(checked, str):
-            return self._refuse(block, checked)
+        found = await _check_inline(source)
+        if isinstance(found, str):
+            return self._refuse(block, found)
+        raw, strict, checked = found
         exact = (
             strict
             and not checked.changed
@@ -345,15 +357,11 @@ class ImageStore:
         """An inline image of a log written before images were checked, as a request may
         carry it (the log is left as it is)."""
         source = block["source"]
-        media_type, data = source.get("media_type"), source.get("data")
-        label = media_type if isinstance(media_type, str) else None
-        decoded = _decode(data)
-        if decoded is None:
-            return self._refuse(block, f"its data is not base64 (labelled {label})")
-        raw, strict = decoded
-        checked = await asyncio.to_thread(check_image, raw, label)
-        if isinstance(checked, str):
-            return self._refuse(block, checked)
+        media_type = source.get("media_type")
+        found = await _check_inline(source)
+        if isinstance(found, str):
+            return self._refuse(block, found)
+        _, strict, checked = found
         if checked.changed or not strict:
             new_source = {**source, "media_type": checked.media_type, "data": _encode(checked.data)}
         elif checked.media_type != media_type:
