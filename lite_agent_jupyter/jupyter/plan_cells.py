@@ -16,7 +16,6 @@ from IPython.core.error import UsageError
 
 if TYPE_CHECKING:
     from ..agent import ApprovalRequest, LiteAgent, LiteAgentResult
-    from ..agent.budget import Budget
     from . import plan
     from .cell import Steps
     from .plan import Plan
@@ -94,18 +93,9 @@ class PlanCells:
     def require_agent(self) -> LiteAgent:
         raise NotImplementedError
 
-    def _cell_turn(
-        self,
-        agent: LiteAgent,
-        prompt: str | list[dict[str, Any]],
-        notes: list[str],
-        *,
-        quiet: bool,
-        budget: Budget,
-        images: int = 0,
-        **how: Any,
-    ) -> Steps[None]:
-        raise NotImplementedError
+    _cell_turn: Callable[..., Steps[None]]
+    """The magics' turn of a cell (``agent, prompt, notes, *, quiet, budget``): declared, not
+    written again, so its signature has one home (``magics.py``)."""
 
     def go_steps(self, text: str | None) -> Steps[None]:
         """``%agent go [TEXT]``: the turn that runs the last plan (or ``TEXT`` instead)."""
