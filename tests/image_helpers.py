@@ -10,6 +10,7 @@ import io
 import random
 import struct
 import zlib
+from collections.abc import Iterable
 from typing import Any
 
 from PIL import Image as PILImage
@@ -59,50 +60,60 @@ def image_block(data: bytes, media_type: str = "image/png") -> dict[str, Any]:
     }
 
 
+def content_blocks(content: Any) -> list[dict[str, Any]]:
+    """Every content block of one message's (or event's) ``content``, the blocks inside its
+    tool results included, in order; text given as a plain string counts as a text block
+    (the API's shorthand). The one walk the image helpers below share."""
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    found: list[dict[str, Any]] = []
+    for block in content if isinstance(content, list) else []:
+        found.append(block)
+        if block.get("type") == "tool_result":
+            found += content_blocks(block.get("content"))
+    return found
+
+
+def image_sources(contents: Iterable[Any]) -> list[dict[str, Any]]:
+    """The ``source`` of every image block of these contents, in order."""
+    return [
+        block["source"]
+        for content in contents
+        for block in content_blocks(content)
+        if block.get("type") == "image"
+    ]
+
+
 def sent_images(messages: list[dict[str, Any]]) -> list[bytes]:
     """The bytes of every image block of a request, tool results included, in order; fails
     on an image that is not inline base64 (a reference must never reach a model)."""
-
-    def walk(content: Any) -> list[bytes]:
-        found: list[bytes] = []
-        for block in content if isinstance(content, list) else []:
-            if block.get("type") == "image":
-                assert block["source"]["type"] == "base64", block
-                found.append(base64.b64decode(block["source"]["data"]))
-            elif block.get("type") == "tool_result":
-                found += walk(block.get("content"))
-        return found
-
-    return [data for message in messages for data in walk(message["content"])]
+    found: list[bytes] = []
+    for source in image_sources(message["content"] for message in messages):
+        assert source["type"] == "base64", source
+        found.append(base64.b64decode(source["data"]))
+    return found
 
 
 def sent_media_types(messages: list[dict[str, Any]]) -> list[str]:
     """The ``media_type`` of every image block of a request, in :func:`sent_images`' order."""
-
-    def walk(content: Any) -> list[str]:
-        found: list[str] = []
-        for block in content if isinstance(content, list) else []:
-            if block.get("type") == "image":
-                found.append(block["source"]["media_type"])
-            elif block.get("type") == "tool_result":
-                found += walk(block.get("content"))
-        return found
-
-    return [kind for message in messages for kind in walk(message["content"])]
+    return [source["media_type"] for source in image_sources(m["content"] for m in messages)]
 
 
 def request_text(messages: list[dict[str, Any]]) -> str:
     """Every text of a request (tool results included), one block a line."""
+    return "\n".join(
+        block["text"]
+        for message in messages
+        for block in content_blocks(message["content"])
+        if block.get("type") == "text"
+    )
 
-    def walk(content: Any) -> list[str]:
-        if isinstance(content, str):
-            return [content]
-        found: list[str] = []
-        for block in content if isinstance(content, list) else []:
-            if block.get("type") == "text":
-                found.append(block["text"])
-            elif block.get("type") == "tool_result":
-                found += walk(block.get("content"))
-        return found
 
-    return "\n".join(text for message in messages for text in walk(message["content"]))
+def accepted_text(request: Any, images: list[bytes], media_types: list[str]) -> str:
+    """The text of a request the fake API accepted (status 200) that carried exactly
+    ``images``, labelled ``media_types``: what the tests of image checks assert of every
+    request, before they look for the notes that stand for the images not sent."""
+    assert request.status == 200, request.status
+    assert sent_images(request.messages) == images
+    assert sent_media_types(request.messages) == media_types
+    return request_text(request.messages)

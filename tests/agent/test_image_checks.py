@@ -16,8 +16,10 @@ from typing import Any
 
 from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
 from image_helpers import (
+    accepted_text,
     bomb_png,
     image_block,
+    image_sources,
     jpeg,
     noise_png,
     request_text,
@@ -43,19 +45,7 @@ MakeAgent = Callable[..., LiteAgent]
 
 def _sources(events: list[Event]) -> list[dict[str, Any]]:
     """The ``source`` of every image block the events hold, tool results included."""
-
-    def walk(content: Any) -> list[dict[str, Any]]:
-        found: list[dict[str, Any]] = []
-        for block in content if isinstance(content, list) else []:
-            if block.get("type") == "image":
-                found.append(block["source"])
-            elif block.get("type") == "tool_result":
-                found += walk(block.get("content"))
-        return found
-
-    return [
-        s for e in events if isinstance(e, UserEvent | ToolResultEvent) for s in walk(e.content)
-    ]
+    return image_sources(e.content for e in events if isinstance(e, UserEvent | ToolResultEvent))
 
 
 async def test_a_png_declaring_13000_px_a_side_is_described_not_decoded_nor_sent(
@@ -136,10 +126,7 @@ async def test_broken_and_mislabelled_images_are_noted_and_relabelled(
     )
     await agent.send("and again?")  # the log's version: stored checked
     for request in fake_anthropic.message_requests:
-        assert request.status == 200
-        assert sent_images(request.messages) == [photo]
-        assert sent_media_types(request.messages) == ["image/jpeg"]
-        text = request_text(request.messages)
+        text = accepted_text(request, [photo], ["image/jpeg"])
         assert "[image not sent: a truncated PNG" in text
         assert "[image not sent: its data is not base64 (labelled image/png)]" in text
         assert (
@@ -167,10 +154,7 @@ async def test_an_mcp_servers_bad_images_never_break_the_session(
     assert (await agent.send("show me the pictures")).text == "Two could not be read."
     assert (await agent.send("and now?")).text == "Still here."  # the session goes on
     for request in fake_anthropic.message_requests[1:]:
-        assert request.status == 200
-        assert sent_images(request.messages) == [JPEG]
-        assert sent_media_types(request.messages) == ["image/jpeg"]
-        text = request_text(request.messages)
+        text = accepted_text(request, [JPEG], ["image/jpeg"])
         assert "[image not sent: its data is not base64 (labelled image/png)]" in text
         assert "[image not sent: a truncated PNG" in text
     log = "".join(encode(e) for e in await agent.checkpointer.read(agent.session_id))
@@ -229,10 +213,7 @@ async def test_a_log_holding_bad_images_is_repaired_when_read(
     fake_anthropic.script("Two of them are broken.")
     assert (await fresh.send("what do you see?")).text == "Two of them are broken."
     request = fake_anthropic.last_request
-    assert request.status == 200
-    assert sent_images(request.messages) == [photo]
-    assert sent_media_types(request.messages) == ["image/jpeg"]
-    text = request_text(request.messages)
+    text = accepted_text(request, [photo], ["image/jpeg"])
     assert "[image not sent: its data is not base64 (labelled image/png)]" in text
     assert "[image not sent: a truncated PNG" in text
     assert "[image not sent: image too large: 13,000 × 13,000 px" in text

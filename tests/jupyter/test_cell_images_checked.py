@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 
 from fake_anthropic import FakeAnthropicServer
-from image_helpers import jpeg, noise_png, request_text, sent_images, sent_media_types
+from image_helpers import accepted_text, jpeg, noise_png, sent_images
 from nbkernel import Kernel
 
 PHOTO = jpeg((90, 60))
@@ -44,11 +44,7 @@ def test_cell_images_are_checked_before_they_reach_the_model(
     fake_anthropic.script("One picture is readable.")
     cell = agent_kernel.run("%%agent\nwhat did I draw? {Cell[2]}").check()
     assert "One picture is readable." in cell.markdown
-    request = fake_anthropic.last_request
-    assert request.status == 200
-    assert sent_images(request.messages) == [PHOTO]
-    assert sent_media_types(request.messages) == ["image/jpeg"]
-    text = request_text(request.messages)
+    text = accepted_text(fake_anthropic.last_request, [PHOTO], ["image/jpeg"])
     assert "[image not sent: image too large: 13,000 × 13,000 px" in text
     assert "[image 1: image/jpeg]" in text
     assert "[image not sent: a truncated PNG" in text
