@@ -43,6 +43,18 @@ def _redeclare(png: bytes, width: int, height: int) -> bytes:
     return png[:12] + body + struct.pack(">I", zlib.crc32(body)) + png[33:]
 
 
+def _grey_png_of(width: int, height: int, stream: bytes, interlace: int = 0) -> bytes:
+    """An 8-bit grey PNG whose pixel stream (each row's filter byte included) is ``stream``,
+    as given: the PNGs below are wrong or unusual on purpose, which Pillow will not write."""
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, interlace)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + _chunk(b"IHDR", header)
+        + _chunk(b"IDAT", zlib.compress(stream))
+        + _chunk(b"IEND", b"")
+    )
+
+
 def _interlaced_png(width: int, height: int) -> bytes:
     """An Adam7-interlaced 8-bit grey PNG (Pillow writes none), its passes' rows all zero."""
     passes = ((0, 0, 8, 8), (4, 0, 8, 8), (0, 4, 4, 8), (2, 0, 4, 4), (0, 2, 2, 4))
@@ -52,13 +64,7 @@ def _interlaced_png(width: int, height: int) -> bytes:
         cols, rows = -(-(width - x0) // dx), -(-(height - y0) // dy)
         if cols > 0 and rows > 0:
             stream += bytes(1 + cols) * rows
-    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 1)
-    return (
-        b"\x89PNG\r\n\x1a\n"
-        + _chunk(b"IHDR", header)
-        + _chunk(b"IDAT", zlib.compress(stream))
-        + _chunk(b"IEND", b"")
-    )
+    return _grey_png_of(width, height, stream, interlace=1)
 
 
 @pytest.mark.parametrize(
@@ -99,13 +105,7 @@ def test_an_interlaced_png_is_counted_pass_by_pass() -> None:
 def _grey_png(width: int, height: int, filters: dict[int, int]) -> bytes:
     """An 8-bit grey PNG of zero rows, row ``i`` starting with filter byte ``filters[i]``."""
     stream = b"".join(bytes([filters.get(i, 0)]) + bytes(width) for i in range(height))
-    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
-    return (
-        b"\x89PNG\r\n\x1a\n"
-        + _chunk(b"IHDR", header)
-        + _chunk(b"IDAT", zlib.compress(stream))
-        + _chunk(b"IEND", b"")
-    )
+    return _grey_png_of(width, height, stream)
 
 
 def test_every_rows_filter_byte_is_checked_across_inflated_pieces() -> None:
