@@ -57,6 +57,13 @@ LAB_SETTINGS: dict[str, dict[str, Any]] = {
 }
 
 
+WIDGET_STATE_SETTING = (
+    Path(__file__).resolve().parents[1] / "scripts/jupyterlab/overrides.json",
+    "@jupyter-widgets/jupyterlab-manager:plugin",
+)
+"""Where the widget-state setting of docs/widgets.md is kept, and the plugin it sets."""
+
+
 SETUP_ALLOW = """\
 %load_ext lite_agent_jupyter
 %config LiteAgentMagics.approvals = "allow"
@@ -189,6 +196,26 @@ class JupyterLabServer:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    def keep_widget_state(self) -> None:
+        """Turn on the setting of docs/widgets.md (``scripts/jupyterlab/overrides.json``) as
+        a user setting: a notebook saved from now on keeps its widgets' state."""
+        overrides, plugin = WIDGET_STATE_SETTING
+        package, name = plugin.split(":")
+        setting = self.state / "lab-settings" / package / f"{name}.jupyterlab-settings"
+        setting.parent.mkdir(parents=True, exist_ok=True)
+        setting.write_text(json.dumps(json.loads(overrides.read_text())[plugin]))
+
+    def shut_down(self, name: str) -> None:
+        """Shut down the kernel of the open notebook ``name`` (its session deleted through the
+        REST API), as a user closing it with its kernel does: its page keeps dead widgets."""
+        with urllib.request.urlopen(f"{self.url}/api/sessions?token={self.token}") as response:
+            (session,) = [s for s in json.loads(response.read()) if s["path"].endswith(name)]
+        request = urllib.request.Request(
+            f"{self.url}/api/sessions/{session['id']}?token={self.token}", method="DELETE"
+        )
+        with urllib.request.urlopen(request) as response:
+            assert response.status == 204  # the kernel is gone
+
     def notebook_url(self, name: str) -> str:
         """The notebook in a fresh workspace (else JupyterLab re-opens the last one); Notebook 7
         opens one notebook per page."""
@@ -287,6 +314,14 @@ class LabNotebook:
 
     def output_text(self, index: int) -> str:
         return str(self.cell(index).locator(".jp-OutputArea").inner_text())
+
+    def save_with_widgets(self, index: int) -> None:
+        """Save the notebook (Ctrl+S, cell ``index`` selected) and wait until the file holds
+        the widgets' state (:meth:`JupyterLabServer.keep_widget_state` must be on)."""
+        path = self.server.root / self.name
+        self.select_cell(index)
+        self.page.keyboard.press("Control+s")
+        wait_for(lambda: "widget-state" in path.read_text(), "the save with the widget state")
 
 
 class NotebookSevenPage(LabNotebook):

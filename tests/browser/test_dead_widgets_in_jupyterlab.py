@@ -11,33 +11,16 @@ no error text, and a click on a dead control says why nothing happened.
 
 from __future__ import annotations
 
-import json
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 from fake_anthropic import FakeAnthropicServer
 from lab_browser import SETUP_ALLOW, JupyterLabServer, LabNotebook, wait_for, write_notebook
 
-OVERRIDES = Path(__file__).resolve().parents[2] / "scripts/jupyterlab/overrides.json"
-WIDGETS_PLUGIN = "@jupyter-widgets/jupyterlab-manager:plugin"
-
 ICONS = """() => Array.from(document.querySelectorAll('.jupyter-widgets-disconnected'))
     .map(e => getComputedStyle(e, '::before').content)
     .filter(c => c && c !== 'none' && c !== 'normal')"""
 """The ``::before`` contents on the page's dead views: ipywidgets' broken-link icons."""
-
-
-def _api(lab: JupyterLabServer, path: str, method: str = "GET") -> Any:
-    request = urllib.request.Request(f"{lab.url}{path}?token={lab.token}", method=method)
-    with urllib.request.urlopen(request) as response:
-        body = response.read()
-    return json.loads(body) if body else None
-
-
-def _session(lab: JupyterLabServer, name: str) -> dict[str, Any]:
-    (session,) = [s for s in _api(lab, "/api/sessions") if s["path"].endswith(name)]
-    return dict(session)
 
 
 def _notes(nb: LabNotebook, index: int) -> str:
@@ -52,11 +35,7 @@ def test_dead_widgets_say_they_are_inactive_and_why_a_click_does_nothing(
     fake_anthropic: FakeAnthropicServer,
     artifacts: Path,
 ) -> None:
-    setting = (
-        lab.state / "lab-settings/@jupyter-widgets/jupyterlab-manager/plugin.jupyterlab-settings"
-    )
-    setting.parent.mkdir(parents=True, exist_ok=True)
-    setting.write_text(json.dumps(json.loads(OVERRIDES.read_text())[WIDGETS_PLUGIN]))
+    lab.keep_widget_state()
     path = write_notebook(
         lab_root / "dead.ipynb",
         [
@@ -92,10 +71,8 @@ def test_dead_widgets_say_they_are_inactive_and_why_a_click_does_nothing(
     assert _notes(nb, 4) == ""
     page.screenshot(path=str(artifacts / "dead-after-restart.png"), full_page=True)
 
-    nb.select_cell(4)
-    page.keyboard.press("Control+s")
-    wait_for(lambda: "widget-state" in path.read_text(), "the save with the widget state")
-    _api(lab, f"/api/sessions/{_session(lab, path.name)['id']}", method="DELETE")
+    nb.save_with_widgets(4)
+    lab.shut_down(path.name)
 
     reopened = LabNotebook(page, lab, path.name).open()  # a new kernel, a new page
     wait_for(lambda: "Inactive copy" in _notes(reopened, 4), "the note on the saved ui", 60)

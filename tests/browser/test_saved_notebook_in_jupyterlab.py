@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -77,10 +76,6 @@ def test_reopened_notebook_shows_the_summary_and_rebuilds_live_widgets(
     assert len(fake_anthropic.message_requests) == 4  # reopening called no model
 
 
-OVERRIDES = Path(__file__).resolve().parents[2] / "scripts/jupyterlab/overrides.json"
-WIDGETS_PLUGIN = "@jupyter-widgets/jupyterlab-manager:plugin"
-
-
 def test_a_trusted_notebook_saved_in_jupyterlab_reopens_without_its_kernel_and_no_error(
     lab: JupyterLabServer,
     lab_root: Path,
@@ -93,12 +88,7 @@ def test_a_trusted_notebook_saved_in_jupyterlab_reopens_without_its_kernel_and_n
     down, the notebook opened again. With the widget-state setting (saveState, docs/widgets.md)
     the widgets are drawn from the saved state, not "model not found", and the summary
     with its restore commands shows exactly once."""
-    # the setting of docs/widgets.md (scripts/jupyterlab/overrides.json), as a user setting
-    setting = (
-        lab.state / "lab-settings/@jupyter-widgets/jupyterlab-manager/plugin.jupyterlab-settings"
-    )
-    setting.parent.mkdir(parents=True, exist_ok=True)
-    setting.write_text(json.dumps(json.loads(OVERRIDES.read_text())[WIDGETS_PLUGIN]))
+    lab.keep_widget_state()  # the setting of docs/widgets.md, as a user setting
     path = write_notebook(
         lab_root / "trusted.ipynb",
         [SETUP_ALLOW, "%%agent\nWrite notes.txt", "%%agent\nChange notes.txt", "%agent ui"],
@@ -108,22 +98,13 @@ def test_a_trusted_notebook_saved_in_jupyterlab_reopens_without_its_kernel_and_n
         nb.run_cell(index, timeout=120)
     nb.cell(3).locator(".lite-agent-checkpoints .lite-agent-readout").wait_for(state="visible")
     assert notes.read_text() == "version two\n"
-    nb.select_cell(3)
-    page.keyboard.press("Control+s")
-    wait_for(lambda: "widget-state" in path.read_text(), "the save with the widget state")
+    nb.save_with_widgets(3)
     saved = json.loads(path.read_text())
     assert saved["metadata"]["widgets"]  # the state JupyterLab saved...
     notary = NotebookNotary(data_dir=str(lab.state / "data"))  # the server's JUPYTER_DATA_DIR
     assert notary.check_signature(nbformat.reads(path.read_text(), 4))  # ...signed: trusted
 
-    sessions_url = f"{lab.url}/api/sessions?token={lab.token}"
-    with urllib.request.urlopen(sessions_url) as response:
-        (session,) = [s for s in json.loads(response.read()) if s["path"].endswith(path.name)]
-    request = urllib.request.Request(
-        f"{lab.url}/api/sessions/{session['id']}?token={lab.token}", method="DELETE"
-    )
-    with urllib.request.urlopen(request) as response:
-        assert response.status == 204  # the kernel is gone
+    lab.shut_down(path.name)
 
     reopened = LabNotebook(page, lab, path.name).open()  # a new kernel, a new page
     output = reopened.cell(3).locator(".jp-OutputArea")
