@@ -221,6 +221,12 @@ def tool_reply(text: str, name: str, /, **tool_input: Any) -> FakeReply:
     return FakeReply(text, tool_calls=[FakeToolCall(name, tool_input)])
 
 
+def write_then_done(path: str) -> list[FakeReply]:
+    """The two replies of a turn that writes ``path`` (``write_file``: asks for approval
+    under ``approvals="ask"``) and then answers "Done.": ``script(*write_then_done("a.txt"))``."""
+    return [tool_reply("Writing.", "write_file", path=path, content="x\n"), FakeReply("Done.")]
+
+
 def rate_limited(
     *, retry_after: float | None = None, retry_after_ms: float | None = None
 ) -> FakeError:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_anthropic import FakeAnthropicServer, FakeReply, tool_reply
+from fake_anthropic import FakeAnthropicServer, FakeReply, tool_reply, write_then_done
 
 from lite_agent_jupyter import LiteAgent, Storage
 from lite_agent_jupyter.abort import AbortSignal
@@ -20,10 +20,6 @@ from lite_agent_jupyter.agent.approvals import Approval
 from lite_agent_jupyter.checkpoint.events import FileSnapshotEvent, ToolResultEvent, UserEvent
 
 MakeAgent = Callable[..., LiteAgent]
-
-
-def _write(name: str) -> list[Any]:
-    return [tool_reply("Writing.", "write_file", path=name, content="x\n"), FakeReply("Done.")]
 
 
 def _by(person: str | None, allowed: bool = True) -> Callable[..., Any]:
@@ -40,10 +36,10 @@ async def test_each_prompt_and_approval_records_its_author(
     workdir: Path,
 ) -> None:
     agent = make_agent(model=claude(), user="alice", on_approval=_by(None))
-    fake_anthropic.script(*_write("a.txt"))
+    fake_anthropic.script(*write_then_done("a.txt"))
     await agent.send("write a.txt")
     agent._settings.gate.handler = _by("bob")  # a collaborator's click, named by the front end
-    fake_anthropic.script(*_write("b.txt"))
+    fake_anthropic.script(*write_then_done("b.txt"))
     await agent.send("write b.txt")
 
     events = await agent.checkpointer.read(agent.session_id)
@@ -73,7 +69,7 @@ async def test_the_default_author_is_the_hub_user(
 ) -> None:
     monkeypatch.setenv("JUPYTERHUB_USER", "carol")
     agent = make_agent(model=claude(), on_approval=_by(None))
-    fake_anthropic.script(*_write("c.txt"))
+    fake_anthropic.script(*write_then_done("c.txt"))
     await agent.send("write c.txt")
     (checkpoint,) = await agent.list_checkpoints()
     assert checkpoint.by == "carol" and checkpoint.approvals == (("write_file", "carol"),)
@@ -94,7 +90,7 @@ async def test_only_the_author_may_approve_with_the_setting(
     agent = make_agent(
         model=claude(), user="alice", on_approval=_by("bob"), require_same_user_approval=True
     )
-    fake_anthropic.script(*_write("a.txt"))
+    fake_anthropic.script(*write_then_done("a.txt"))
     await agent.send("write a.txt")
     assert not (workdir / "a.txt").exists()
     told = fake_anthropic.message_requests[1].messages[-1]["content"][0]
@@ -105,7 +101,7 @@ async def test_only_the_author_may_approve_with_the_setting(
     assert (results[0].approved_by, results[0].denied_by) == (None, "bob")
 
     agent._settings.gate.handler = _by("alice")  # the author herself
-    fake_anthropic.script(*_write("a.txt"))
+    fake_anthropic.script(*write_then_done("a.txt"))
     await agent.send("write a.txt again")
     assert (workdir / "a.txt").read_text() == "x\n"
 
@@ -117,7 +113,7 @@ async def test_a_bundle_keeps_who_did_what(
     tmp_path: Path,
 ) -> None:
     agent = make_agent(model=claude(), user="alice", on_approval=_by("bob"))
-    fake_anthropic.script(*_write("a.txt"))
+    fake_anthropic.script(*write_then_done("a.txt"))
     await agent.send("write a.txt")
     bundle = tmp_path / "session.bundle"
     await agent.export_session(bundle)

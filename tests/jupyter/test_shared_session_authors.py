@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from fake_anthropic import FakeAnthropicServer, FakeReply, tool_reply
+from fake_anthropic import FakeAnthropicServer, write_then_done
 from nbkernel import Kernel, StartKernel
 from test_approval_buttons import _run_answering
 
@@ -18,10 +18,6 @@ def _kernel(start: StartKernel, env: dict[str, str | None], folder: Path, user: 
     kernel = start(folder, {**env, "JUPYTERHUB_USER": user})
     kernel.run("%load_ext lite_agent_jupyter").check()  # approvals: "ask", the default
     return kernel
-
-
-def _write(name: str) -> list[FakeReply]:
-    return [tool_reply("Writing.", "write_file", path=name, content="x\n"), FakeReply("Done.")]
 
 
 def test_two_users_on_one_postgres_session(
@@ -37,12 +33,12 @@ def test_two_users_on_one_postgres_session(
     for kernel in (alice, bob):
         kernel.run(f"%config LiteAgentMagics.checkpointer_url = {url!r}").check()
 
-    fake_anthropic.script(*_write("a.txt"))
+    fake_anthropic.script(*write_then_done("a.txt"))
     _run_answering(alice, "%%agent\nwrite a.txt", "Allow").check()
     assert (tmp_path / "alice" / "a.txt").exists()
 
     assert "(1 prompt)" in bob.run("%agent resume").check().text  # alice's session
-    fake_anthropic.script(*_write("b.txt"))
+    fake_anthropic.script(*write_then_done("b.txt"))
     _run_answering(bob, "%%agent\nwrite b.txt", "Allow").check()
     assert (tmp_path / "bob" / "b.txt").exists()
 
@@ -54,7 +50,7 @@ def test_two_users_on_one_postgres_session(
     # a collaborator in alice's notebook: the click's header names bob
     alice.run("%config LiteAgentMagics.require_same_user_approval = True").check()
     alice.kc.session.username = "bob"
-    fake_anthropic.script(*_write("c.txt"))
+    fake_anthropic.script(*write_then_done("c.txt"))
     refused = _run_answering(alice, "%%agent\nwrite c.txt", "Allow").check()
     assert not (tmp_path / "alice" / "c.txt").exists()
     assert "only alice, who wrote this prompt" in refused.html, refused.html
@@ -63,7 +59,7 @@ def test_two_users_on_one_postgres_session(
 
     # alice herself (her front end names no one else) may approve
     alice.kc.session.username = "username"
-    fake_anthropic.script(*_write("c.txt"))
+    fake_anthropic.script(*write_then_done("c.txt"))
     _run_answering(alice, "%%agent\nwrite c.txt again", "Allow").check()
     assert (tmp_path / "alice" / "c.txt").exists()
     table = bob.run("%agent checkpoints --text").check().text
