@@ -63,7 +63,7 @@ from .context import (
 )
 from .drift import VariableWatch, used_in_log
 from .kernel_state import DEFAULT_LIMIT, DEFAULT_VALUE_LIMIT, KernelParticipant
-from .notebook_cells import NotebookChannel, notebook_tools
+from .notebook_cells import NotebookChannel, NotebookParticipant, notebook_tools
 from .notebook_file import NotebookIdentity, claim, notebook_storage
 from .outputs import CellOutputs, cell_output_tool, expand_cells
 from .plan_cells import PLAN_FIRST, PlanCells
@@ -580,6 +580,7 @@ class LiteAgentMagics(Magics, PlanCells):
         if self.shell is not None:  # restore, undo and switches put the variables back
             shell = self.shell
             agent.add_rewind_participant(KernelParticipant(lambda: shell.user_ns))
+            agent.add_rewind_participant(NotebookParticipant())  # names cells it cannot rewind
         return agent
 
     # -- %%agent -----------------------------------------------------------------------

@@ -144,7 +144,8 @@ def test_the_agent_reads_and_deletes_a_cell_in_notebook_7(
     )
     setup = SETUP_ALLOW + "%config LiteAgentMagics.notebook_tools = True\n"
     path = write_notebook(
-        lab_root / "cells7.ipynb", [setup, "a = 1", "b = 2", "%%agent\nDrop a = 1"]
+        lab_root / "cells7.ipynb",
+        [setup, "a = 1", "b = 2", "%%agent\nDrop a = 1", "%agent restore 1"],
     )
     on_disk = path.read_bytes()
     nb = NotebookSevenPage(page, notebook7, "cells7.ipynb").open()
@@ -160,3 +161,9 @@ def test_the_agent_reads_and_deletes_a_cell_in_notebook_7(
     assert change["op"] == "delete" and change["cell_id"] == deleted_id
     assert change["index"] == 1 and change["before"] and change["after"] is None
     assert path.read_bytes() == on_disk  # the person saves
+
+    # a restore does not put cells back yet: it says so, naming the cell, and leaves it
+    nb.run_cell(3, timeout=120)
+    restored = nb.output_text(3)
+    assert f"cell {deleted_id}" in restored and "cells are not rewound yet" in restored
+    assert editor_text(nb, 1) == "b = 2"
