@@ -138,3 +138,19 @@ def test_run_cell_gives_its_approval_that_preview() -> None:
     shown = asyncio.run(made.preview({"code": "next(g)"}))
     assert shown == "next(g)\n# cannot be rewound by a restore: g (g is a generator)"
     assert asyncio.run(made.preview({"code": "ok.append(2)"})) is None
+
+
+def test_a_record_the_participant_cannot_read_is_named_not_fatal() -> None:
+    """A malformed ``state_snapshot`` (a bug, a hand-edited log) makes the kernel's part
+    "not planned" with the reason; the restore of the files is not blocked by it."""
+    from lite_agent_jupyter.agent.timetravel.participants import Participants
+
+    store, ref = MemoryBlobStore(), BlobRef("test", "s")
+    participants = Participants()
+    participants.add(KernelParticipant(lambda: {"x": 1}))
+    bad = StateSnapshotEvent(
+        participant="kernel", data={"names": {"x": {"change": "changed", "group": 7}}}
+    )
+    [plan] = asyncio.run(participants.plan_rewind(StateContext("s", store, ref), [bad]))
+    assert plan.cannot == ("(all)",) and plan.conflicts == ()
+    assert plan.notes[0].startswith("kernel not rewound: IndexError")

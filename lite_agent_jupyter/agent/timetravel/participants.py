@@ -161,7 +161,14 @@ class Participants:
         return [e for e in events if isinstance(e, StateSnapshotEvent) and e.participant == name]
 
     async def plan_rewind(self, ctx: StateContext, events: Sequence[Event]) -> list[StatePlan]:
-        return [await p.plan_rewind(ctx, self.snapshots(p.name, events)) for p in self.registered]
+        plans = []
+        for p in self.registered:
+            snapshots = self.snapshots(p.name, events)
+            try:
+                plans.append(await p.plan_rewind(ctx, snapshots))
+            except Exception as exc:  # a participant's bug must not block the files
+                plans.append(_unplanned(p.name, exc))
+        return plans
 
     async def plan_return(
         self, ctx: StateContext, records: JSONDict, events: Sequence[Event] = ()
@@ -170,7 +177,10 @@ class Participants:
         for p in self.registered:
             snapshots = self.snapshots(p.name, events)
             if p.name in records or snapshots:
-                plans.append(await p.plan_return(ctx, records.get(p.name) or {}, snapshots))
+                try:
+                    plans.append(await p.plan_return(ctx, records.get(p.name) or {}, snapshots))
+                except Exception as exc:
+                    plans.append(_unplanned(p.name, exc))
         return plans
 
     async def apply(
@@ -197,6 +207,17 @@ class Participants:
             if record:
                 records[plan.participant] = record
         return results, records
+
+
+def _unplanned(name: str, exc: Exception) -> StatePlan:
+    """A participant that failed to plan: nothing of it is done, and the preview and the
+    result say why (the files go on)."""
+    why = f"{type(exc).__name__}: {exc}"[:300]
+    return StatePlan(
+        name,
+        (StateAction("(all)", "cannot", f"not planned: {why}"),),
+        notes=(f"{name} not rewound: {why}",),
+    )
 
 
 def sidecar(record: Path) -> Path:
