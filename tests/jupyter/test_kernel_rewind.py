@@ -198,3 +198,34 @@ def test_a_bundle_carries_kernel_snapshots_only_when_asked(
     restored = other.run("%agent restore 1").check().stream_text
     assert "df rebuilt from a snapshot" in restored, restored
     assert _value(other, "list(df.columns)") == "['a', 'b', 'c']"
+
+
+def test_a_kernel_only_restore_keeps_files_and_conversation_and_is_undone(
+    agent_kernel: Kernel, fake_anthropic: FakeAnthropicServer, tmp_path: Path
+) -> None:
+    _setup(agent_kernel, "seen = [1]")
+    fake_anthropic.script(
+        FakeReply(
+            "Both.",
+            tool_calls=[
+                FakeToolCall("run_cell", {"code": "seen.append(2)"}),
+                FakeToolCall("write_file", {"path": "a.txt", "content": "new\n"}),
+            ],
+        ),
+        "Done.",
+    )
+    agent_kernel.run("%%agent\nchange both").check()
+    restored = agent_kernel.run("%agent restore 1 --kernel-only").check().stream_text
+    assert "Kernel variables restored: seen" in restored, restored
+    assert _value(agent_kernel, "seen") == "[1]"
+    assert (tmp_path / "work" / "a.txt").read_text() == "new\n"  # files left alone
+    listed = agent_kernel.run("%agent checkpoints --all").check().text
+    assert "change both" in listed, listed  # the conversation too: prompt 1 is still there
+
+    undone = agent_kernel.run("%agent undo").check().stream_text
+    assert "Undid the kernel-only restore to before prompt 1" in undone, undone
+    assert _value(agent_kernel, "seen") == "[1, 2]"
+
+    fresh = agent_kernel.run("%agent restore 1 --files-only").check().stream_text
+    assert "Kernel variables" not in fresh and _value(agent_kernel, "seen") == "[1, 2]"
+    assert not (tmp_path / "work" / "a.txt").exists()

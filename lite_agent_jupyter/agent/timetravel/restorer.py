@@ -257,7 +257,8 @@ class Restorer:
                 log_op, head_after = "notice", head + len(todo) + 1
             else:
                 head_after = head
-            if not todo and log_op == "none":  # already there: nothing to do or undo
+            state_work = any(p.changes_something for p in states)
+            if not todo and log_op == "none" and not state_work:  # nothing to do or undo
                 done = RestoreResult(
                     (), (), tuple(p.path for p in plans), (), conversation_restored=conversation
                 )
@@ -295,6 +296,9 @@ class Restorer:
                     "files": files,
                     "conversation": conversation and head > seq,
                     "notice": log_op == "notice",
+                    # only the participants' state changes (--kernel-only): undone from
+                    # the records beside this one
+                    "state_only": not todo and log_op == "none",
                     "journal": journal,
                 },
             )
@@ -452,7 +456,9 @@ class Restorer:
             chosen = header.get("hunks") or []
             part = f"hunk{'s' * (len(chosen) > 1)} {', '.join(map(str, chosen))} of " * bool(chosen)
             return f"the revert of {part}{header['revert']} (to {where})"
-        if not header.get("files"):
+        if header.get("state_only"):
+            kind = "kernel-only "
+        elif not header.get("files"):
             kind = "conversation-only "
         elif header.get("notice"):  # files rewound, the conversation kept with a notice
             kind = "files-only "
