@@ -435,7 +435,12 @@ def changes(before: Before, ns: Mapping[str, Any]) -> KernelChanges:
 
     def note(name: str, change: str) -> None:
         after = value_fingerprint(ns[name]) if name in ns else None
-        names[name] = {"change": change, "group": index.get(name), "after": after}
+        names[name] = {
+            "change": change,
+            "group": index.get(name),
+            "after": after,
+            "before": before.fingerprints.get(name),
+        }
 
     for n in created:
         note(n, "created")
@@ -471,7 +476,8 @@ class _Target:
     (blob ``blob``); ``after`` what the agent (or the last operation) left."""
 
     blob: str | None
-    after: str | None
+    before: str | None
+    """The fingerprint of the value the name gets (``None``: unknown)."""
     at: str
     absent: bool = False
 
@@ -487,6 +493,9 @@ def _age(at: str) -> str:
     if seconds < 7200:
         return f"{seconds // 60} min old"
     return f"{seconds // 3600} h old"
+
+
+_MOVES = ("restore", "rebuild", "conflict")
 
 
 class KernelParticipant:
@@ -526,6 +535,7 @@ class KernelParticipant:
                 if info.get("change") == "created":
                     targets[name] = _Target(None, None, at, absent=True)
                     continue
+                fingerprint = info.get("before")
                 index = info.get("group")
                 blob = groups[index].get("blob") if isinstance(index, int) else None
                 if blob is None:
@@ -533,7 +543,7 @@ class KernelParticipant:
                 elif not await ctx.blobs.has(blob):  # an imported session carries none
                     cannot[name] = "its snapshot is not in this session's store"
                 else:
-                    targets[name] = _Target(blob, None, at)
+                    targets[name] = _Target(blob, fingerprint, at)
             for name, why in (data.get("cannot") or {}).items():
                 if name not in targets:
                     cannot.setdefault(name, why)
@@ -555,7 +565,9 @@ class KernelParticipant:
                     notes.append(f"{name} {summary}")
                 continue
             now = value_fingerprint(ns[name])
-            if expected is None or now != expected:
+            if target.before is not None and now == target.before:  # e.g. a second restore
+                actions.append(StateAction(name, "unchanged", "already as it was then"))
+            elif expected is None or now != expected:
                 actions.append(
                     StateAction(name, "conflict", "changed by hand since the agent's call")
                 )
@@ -563,6 +575,14 @@ class KernelParticipant:
                 actions.append(StateAction(name, "delete", "deleted (the agent created it)"))
             else:
                 actions.append(StateAction(name, "restore", "gets its value from before"))
+        # a group is restored whole (one unpickle keeps its aliases), its unchanged names too
+        moving = {targets[a.name].blob for a in actions if a.action in _MOVES}
+        actions = [
+            StateAction(a.name, "restore", "restored with its alias group")
+            if a.action == "unchanged" and targets[a.name].blob in moving - {None}
+            else a
+            for a in actions
+        ]
         for name, why in sorted(cannot.items()):
             actions.append(StateAction(name, "cannot", why))
         return StatePlan(PARTICIPANT, tuple(actions), work=targets, notes=tuple(notes))
@@ -599,6 +619,7 @@ class KernelParticipant:
                 )
         restored: list[str] = []
         deleted: list[str] = []
+        replaced = {n: value_fingerprint(ns[n]) for n in present}
         for action in todo:
             name = action.name
             target = targets[name]
@@ -612,7 +633,12 @@ class KernelParticipant:
                 restored.append(name)
             after = value_fingerprint(ns[name]) if name in ns else None
             if was_present and name not in record_cannot:
-                record_names[name] = {"change": "changed", "group": 0, "after": after}
+                record_names[name] = {
+                    "change": "changed",
+                    "group": 0,
+                    "after": after,
+                    "before": replaced.get(name),
+                }
             elif not was_present:
                 record_names[name] = {"change": "created", "group": None, "after": after}
         record = {

@@ -154,3 +154,35 @@ def test_a_record_the_participant_cannot_read_is_named_not_fatal() -> None:
     [plan] = asyncio.run(participants.plan_rewind(StateContext("s", store, ref), [bad]))
     assert plan.cannot == ("(all)",) and plan.conflicts == ()
     assert plan.notes[0].startswith("kernel not rewound: IndexError")
+
+
+def test_a_name_already_back_at_its_old_value_is_no_conflict() -> None:
+    """After a kernel-only restore the log still says what the agent left: a second restore
+    to the same point finds the old value there and leaves it, instead of a conflict."""
+    ns: dict[str, Any] = {"seen": [1]}
+    _, report = _call(ns, "seen.append(2)")
+    store, ref = MemoryBlobStore(), BlobRef("test", "s")
+    event = _record(report, store, ref)
+    ctx = StateContext("s", store, ref)
+    participant = KernelParticipant(lambda: ns)
+    asyncio.run(
+        participant.apply(ctx, asyncio.run(participant.plan_rewind(ctx, [event])), force=False)
+    )
+    assert ns["seen"] == [1]
+    again = asyncio.run(participant.plan_rewind(ctx, [event]))
+    assert again.conflicts == () and [a.action for a in again.actions] == ["unchanged"]
+
+
+def test_a_group_is_restored_whole_even_where_one_name_is_unchanged() -> None:
+    item = {"k": 1}
+    ns: dict[str, Any] = {"item": item, "box": [item]}
+    _, report = _call(ns, "box.append(3)")  # box changed, item did not
+    assert report.changed == ("box",) and [g.names for g in report.groups] == [["box", "item"]]
+    store, ref = MemoryBlobStore(), BlobRef("test", "s")
+    event = _record(report, store, ref)
+    ctx = StateContext("s", store, ref)
+    participant = KernelParticipant(lambda: ns)
+    plan = asyncio.run(participant.plan_rewind(ctx, [event]))
+    assert {a.name: a.action for a in plan.actions} == {"box": "restore", "item": "restore"}
+    asyncio.run(participant.apply(ctx, plan, force=False))
+    assert ns["box"] == [{"k": 1}] and ns["box"][0] is ns["item"]
