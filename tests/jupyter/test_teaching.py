@@ -76,10 +76,12 @@ def run_notebook(folder: Path, first: str, env: dict[str, str | None]) -> list[s
 
 
 def comparable(text: str, folder: Path) -> str:
-    """A turn's output without what differs by design: the folder, the session id, and the
-    notes and footer parts that say where the answers came from (a replay's footer names
-    no model and shows no tokens)."""
+    """A turn's output without what differs by design: the folder, the session id, the
+    times a turn and its tool calls took (``0.4 s``, ``3 min 05 s``: a loaded machine's
+    clock), and the notes and footer parts that say where the answers came from (a replay's
+    footer names no model and shows no tokens)."""
     text = text.replace(str(folder), "<folder>")
+    text = re.sub(r"\b\d+ min \d{2} s\b|\b\d+(?:\.\d)? s\b", "<time>", text)
     text = re.sub(r"session [0-9a-f]{8}", "session <id>", text)
     # the footer up to the session: who answered (a live model's tokens and cost, or none)
     text = re.sub(r"(-- |<sub[^>]*>)[^\n]*? · (session <id>)", r"\1<source> · \2", text)
