@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Sequence
 
-from ..checkpoint.protocol import read_marks
 from .base import AgentBase
 from .seen import after_time_travel, rewound_note
 from .timetravel import (
@@ -142,9 +141,9 @@ class TimeTravelMixin(AgentBase):
         the move is not taken for a hand edit and a hand edit after it is still named.
         Called while the session is held idle: no turn reads the table meanwhile."""
         settings = self._settings
-        # the snapshots only, from the mark index (#32: reading every event of the session
-        # made a one-file restore of a 5,000-event session 3x its CPU time)
-        snapshots = await read_marks(self.checkpointer, session_id, kinds=("file_snapshot",))
+        # the snapshots only, from the marks the listings keep (#32: reading every event of
+        # the session made a one-file restore of a 5,000-event session 3x its CPU time)
+        snapshots = await self._restorer.listings.snapshots(session_id)
         settings.seen_files[session_id] = await after_time_travel(
             settings.seen_files.get(session_id),
             snapshots,

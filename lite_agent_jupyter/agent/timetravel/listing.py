@@ -57,6 +57,13 @@ class Listings:
             listing.checkpoints = _checkpoints(listing.marks)
         return list(listing.checkpoints)
 
+    async def snapshots(self, session_id: str) -> list[FileSnapshotEvent]:
+        """Every ``file_snapshot`` of ``session_id``, in seq order, from the kept marks (read
+        again only from the last kept one on): what rebuilding the model's view of the files
+        after a move needs, at the cost of the marks since the last call (#32)."""
+        listing = await self._listing(session_id)
+        return [m for m in listing.marks if isinstance(m, FileSnapshotEvent)]
+
     async def checkpoint_at(self, session_id: str, seq: int) -> Checkpoint | None:
         """The checkpoint at ``seq`` (the head before a prompt) with its number and id, or
         ``None``; its ``files`` are left empty. What a turn's footer needs, at the cost of
