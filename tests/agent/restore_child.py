@@ -8,7 +8,9 @@ CONFIG_JSON: {"workdir", "root", "namespace", "session_id", "seq", "stop_after":
 PATH, a revert of that file (after the last prompt; with "hunks": [N, ...], of those hunks
 only). ``file``: stop after the first workdir file was replaced (the other files and the log
 not yet); ``log``: stop right after the log was truncated (before the journal is cleared; a
-switch has not appended the branch yet). The stop is this test program wrapping the
+switch has not appended the branch yet); ``branch``: stop just before the log is truncated,
+once the file of the branch the restore keeps is written (it is written while the log
+changes; waited for up to a minute). The stop is this test program wrapping the
 functions the restore calls; the library has no hook.
 """
 
@@ -55,6 +57,17 @@ async def main(config: dict[str, Any]) -> None:
             return st
 
         PreparedWrite.commit = commit_then_stop  # type: ignore[method-assign]
+    elif config["stop_after"] == "branch":
+        archive = agent.storage.base / "archive"
+
+        async def stop_before_truncate(session_id: str, to_seq: int, **kw: Any) -> None:
+            for _ in range(600):  # the branch file is written in a thread meanwhile
+                if any(archive.glob(f"{session_id}.branch-*.json")):
+                    break
+                await asyncio.sleep(0.1)
+            stop()
+
+        agent.checkpointer.truncate = stop_before_truncate  # type: ignore[method-assign]
     else:
         checkpointer = agent.checkpointer
         real_truncate = checkpointer.truncate

@@ -21,6 +21,7 @@ from test_restore import (
     next_messages,
     project,
     run3,
+    run_killed_child,
     state,
     write_call,
 )
@@ -149,6 +150,32 @@ async def test_a_switch_killed_halfway_is_recovered_exactly(
         assert state(project) == run3.states[3]
         assert await next_messages(fresh, sid) == three
         assert len(branches) == 1 and branches[0].name != "b1"
+
+
+async def test_a_restore_killed_before_its_log_change_leaves_no_branch(
+    run3: ThreePrompts,
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    project: Path,
+    storage: Storage,
+) -> None:
+    """The branch a restore keeps is written while the log changes (#32); a restore killed
+    (SIGKILL) with the branch file written and the log not yet cut is rolled back without
+    it: no branch of a future that was never left."""
+    sid = run3.sid
+    three = await next_messages(run3.agent)
+    seqs = await run3.seqs()
+    await run_killed_child(run3, storage, seqs[1], "branch", project)
+    archive = storage.base / "archive"
+    assert (archive / f"{sid}.journal.json").exists()
+    assert list(archive.glob(f"{sid}.branch-*.json"))  # the kill came after it was written
+
+    fresh = make_agent(model=claude(), approvals="allow")
+    assert await fresh.list_branches(sid) == []  # the next call on the session recovers
+    assert not (archive / f"{sid}.journal.json").exists()
+    assert not list(archive.glob(f"{sid}.branch-*.json"))
+    assert state(project) == run3.states[3]
+    assert await next_messages(fresh, sid) == three
 
 
 async def test_a_revert_killed_after_writing_the_file_is_rolled_back(

@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -372,11 +373,12 @@ async def test_a_restore_racing_a_writer_in_another_process_changes_nothing(
     before = state(project)
     head = await agent.checkpointer.head(sid)
     calls: list[str] = []
+    once = threading.Lock()  # commits run in threads at once (files, the branch's blobs)
 
     def race(write: PreparedWrite) -> None:
         if write.name.endswith(".journal.json"):
             return
-        if not calls:  # after the first file: another process appends to the session
+        if once.acquire(blocking=False):  # after the first: another process appends, once
             append_elsewhere(storage, sid)
         calls.append(write.name)
 

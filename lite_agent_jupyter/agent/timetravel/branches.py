@@ -13,8 +13,10 @@ the archive and the session's blob reference) or one by one (:meth:`Branches.del
 A switch reuses the one conflict check (:func:`.planner.three_way`) and the crash journal
 (:meth:`.journal.Journal.apply`, log change ``replace``: the log truncated to the fork, then
 the branch's events appended). The future being left becomes a branch itself: its blobs are
-stored first, and its small file is carried by the journal and written when the switch is done
-(a rollback leaves none); the branch switched to is dropped then too (its future is live).
+stored while the journal is written, and its small file is carried by the journal and written
+while the log changes (a rollback, here or in recovery, deletes it; recovery that finishes
+writes it again); the branch switched to is dropped when the switch is done (its future is
+live).
 ``undo_restore`` after a restore is the switch back: it drops the branch that restore made.
 Must not know Jupyter.
 """
@@ -172,13 +174,17 @@ class Branches:
         *,
         record: str | None = None,
         fork_mark: str | None = None,
+        later: list[bytes] | None = None,
     ) -> dict[str, str]:
         """A new branch keeping ``tail`` (the events after checkpoint ``fork``) and the files'
         contents at its tip (blob hashes, already in the store): its blobs are stored, and
         ``{file name: JSON text}`` returned for the operation's journal to write when it is
         done (``write_on_finish``), so a killed operation leaves no branch behind and a
         finished one never lacks it. ``record``: the restore that made it (its undo drops the
-        branch)."""
+        branch). ``later``: the two blobs are not stored here but added to it, for the
+        operation's journal to store while it writes itself (:meth:`.journal.Journal.apply`'s
+        ``blobs``: the waits for their fsyncs overlap the journal's, #32); the file names them
+        by their hashes, and is written only once they are stored."""
         events = ("\n".join(encode(e) for e in tail) + "\n").encode("utf-8")
         mapping = json.dumps(contents, sort_keys=True, separators=(",", ":")).encode()
         prompts = [e for e in tail if isinstance(e, UserEvent) and is_checkpoint(e)]
@@ -195,10 +201,15 @@ class Branches:
             "files": len(contents),
             "first_prompt": first[:80],
             "created": now_iso(),
-            "events": await self.blobs.put(events, ref=ref),
-            "contents": await self.blobs.put(mapping, ref=ref),
+            "events": blob_hash(events),
+            "contents": blob_hash(mapping),
             "record": record,
         }
+        if later is None:
+            stored = [await self.blobs.put(blob, ref=ref) for blob in (events, mapping)]
+            assert stored == [data["events"], data["contents"]], stored
+        else:
+            later += (events, mapping)
         text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
         return {self._file_name(session_id, name): text}
 
@@ -302,10 +313,17 @@ class Branches:
                     await self.blobs.put(plan.disk, ref=ref)
             fork = branch["fork"]
             saved: dict[str, str] = {}
+            later: list[bytes] = []  # stored with the journal (Journal.apply)
             if live:  # the future left behind: the files as they are now
                 contents = {p.path: p.disk_hash for p in plans}
                 saved = await self.prepare(
-                    session_id, fork, live, contents, ref, fork_mark=branch["fork_mark"]
+                    session_id,
+                    fork,
+                    live,
+                    contents,
+                    ref,
+                    fork_mark=branch["fork_mark"],
+                    later=later,
                 )
             journal = {
                 "op": "switch",
@@ -324,7 +342,9 @@ class Branches:
             }
             data = json.dumps(journal, ensure_ascii=False, separators=(",", ":")).encode()
             skipped = [p.path for p in plans if p.action == "unchanged"]
-            result = await self.journal.apply(session_id, journal, data, todo, skipped, (), True)
+            result = await self.journal.apply(
+                session_id, journal, data, todo, skipped, (), True, blobs=(ref, later)
+            )
             return SwitchResult(name, _branch_name(next(iter(saved), None)), result)
 
 

@@ -22,7 +22,7 @@ import logging
 import os
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,8 @@ from ...atomic import PreparedWrite, remove_dead_temps, temp_name
 from ...checkpoint.events import Event, FileSnapshotEvent, UnknownEvent, decode, encode
 from ...checkpoint.protocol import Checkpointer, validate_session_id
 from ...errors import CheckpointConflictError, CorruptLogError, RestoreConflictError
-from ...storage import FILE_MODE, Blobs, Storage, write_private_file
+from ...storage import FILE_MODE, BlobRef, Blobs, Storage, blob_hash, write_private_file
+from ...storage.blobstore import FileBlobStore
 from ...swap import RENAME_EXCHANGE, RENAME_NOREPLACE, SwapUnsupported, renameat2
 from ...tools.paths import Target
 from .listing import Listings
@@ -166,16 +167,27 @@ class Journal:
         skipped: Sequence[str],
         appended: Sequence[Event],
         conversation: bool,
+        *,
+        blobs: tuple[BlobRef, Sequence[bytes]] | None = None,
     ) -> RestoreResult:
         """Write the journal and the files, then change the log; roll back on failure (see
-        the module)."""
+        the module). ``blobs``: contents to store under a reference while the journal is
+        written (a kept branch's: see :meth:`_write_files`)."""
         try:
-            await self._write_files(session_id, journal, journal_data, todo)
+            await self._write_files(session_id, journal, journal_data, todo, blobs)
         except BaseException:
             await self.rollback(session_id, journal)
             raise
+        # The branch this keeps is written while the log changes (#32: its two fsyncs no
+        # longer wait for the log's): it names only blobs durable by now, and until the
+        # journal is gone a rollback, here or in recovery, deletes it again.
+        kept = asyncio.to_thread(self._write_kept, journal)
+        changed, written = await asyncio.gather(
+            self._change_log(session_id, journal, appended), kept, return_exceptions=True
+        )
         try:
-            await self._change_log(session_id, journal, appended)
+            if isinstance(changed, BaseException):
+                raise changed
         except CheckpointConflictError as exc:
             failed = await self.rollback(session_id, journal)
             outcome = (
@@ -190,7 +202,9 @@ class Journal:
                 paths=tuple(failed),
             ) from exc
         # Any other failure leaves the journal: the next call finds out what happened.
-        self.finish(session_id, journal)
+        if isinstance(written, BaseException):
+            raise written
+        self.finish(session_id, journal, kept_written=True)
         return RestoreResult(
             restored=tuple(p.path for p in todo if p.new is not None),
             deleted=tuple(p.path for p in todo if p.new is None),
@@ -205,15 +219,26 @@ class Journal:
         journal: dict[str, Any],
         journal_data: bytes,
         todo: Sequence[FilePlan],
+        blobs: tuple[BlobRef, Sequence[bytes]] | None = None,
     ) -> None:
         """Write the journal, then give every file of ``todo`` its new content, a chunk of
         files at a time, with as few fsyncs in a row as the order allows: the journal and the
         chunk's temp files are written and fsynced at once (worker threads); only when the
         journal is durable is each file checked again (through the folder the walk opened)
         and its temp file renamed over it (or the file deleted); then each folder is fsynced
-        once. A file that changed since the plan is a :class:`RestoreConflictError`."""
+        once. A file that changed since the plan is a :class:`RestoreConflictError`.
+
+        ``blobs`` (a reference and contents) are stored, durably, at the same time as the
+        journal (#32: a kept branch's two blobs and their reference cost three fsyncs in a
+        row before the journal's). Safe because nothing durable names them before all of
+        these writes are done: the branch file that does is written only after the log
+        change (:meth:`finish`, or recovery finishing), and the log change only after this
+        returns. A kill meanwhile leaves at most blobs under the session's reference (what
+        a kill between storing them and writing the journal always left), collected with
+        the session."""
         journal_path = self.path(session_id)
         pending: bytes | None = journal_data
+        store = blobs if blobs is not None and blobs[1] else None
         for start in range(0, max(len(todo), 1), _CHUNK):
             opened: list[tuple[FilePlan, Target | None, bytes | None]] = []
             prepared: dict[int, PreparedWrite] = {}
@@ -229,9 +254,11 @@ class Journal:
                 ]
                 if pending is not None:
                     jobs.append(functools.partial(write_private_file, journal_path, pending))
-                done = await asyncio.gather(
-                    *(asyncio.to_thread(job) for job in jobs), return_exceptions=True
-                )
+                waits: list[Awaitable[object]] = [asyncio.to_thread(job) for job in jobs]
+                if store is not None:
+                    waits.append(self._storing(*store))
+                    store = None
+                done = await asyncio.gather(*waits, return_exceptions=True)
                 for item in done:
                     if isinstance(item, PreparedWrite):
                         prepared[item.dir_fd] = item
@@ -280,13 +307,41 @@ class Journal:
                     if target is not None:
                         target.close()
 
-    def finish(self, session_id: str, journal: dict[str, Any]) -> None:
-        """Forget a finished operation. A restore's journal is its undo record: renamed into
-        place (no fsync: if a power loss undoes the rename, the journal is found again and the
-        restore, its log change made, finished again). An undo's record goes with it."""
-        path = self.path(session_id)
+    async def _storing(self, ref: BlobRef, contents: Sequence[bytes]) -> None:
+        """Store ``contents`` under ``ref``, each durable when this returns: the reference to
+        all of them first (one durable record), then the contents; the file store's blocking
+        writes in one worker thread (beside the journal's: one hop, a new blob is rare but
+        for the tail's), another store's own way."""
+        blobs, digests = self.blobs, [blob_hash(data) for data in contents]
+        if isinstance(blobs, FileBlobStore):
+            file_store = blobs
+
+            def store() -> list[str]:
+                file_store.add_refs_sync(ref, digests)
+                return [file_store.put_sync(data, ref=ref) for data in contents]
+
+            stored = await asyncio.to_thread(store)
+        else:
+            await blobs.add_refs(ref, digests)
+            stored = [await blobs.put(data, ref=ref) for data in contents]
+        assert list(stored) == digests, stored  # the branch file names them by these
+
+    def _write_kept(self, journal: dict[str, Any]) -> None:
+        """Write the branch files ``journal`` carries (``write_on_finish``), durably."""
         for name, text in journal.get("write_on_finish", {}).items():  # a branch kept
             write_private_file(self.archive() / name, text.encode("utf-8"))
+
+    def finish(
+        self, session_id: str, journal: dict[str, Any], *, kept_written: bool = False
+    ) -> None:
+        """Forget a finished operation. A restore's journal is its undo record: renamed into
+        place (no fsync: if a power loss undoes the rename, the journal is found again and the
+        restore, its log change made, finished again). An undo's record goes with it.
+        ``kept_written``: the branch files it carries are written already (:meth:`apply`);
+        recovery writes them here (again: the same text, if the kill came after)."""
+        path = self.path(session_id)
+        if not kept_written:
+            self._write_kept(journal)
         for name in journal.get("drop_on_finish", ()):  # a branch switched to (or back to)
             with contextlib.suppress(FileNotFoundError):
                 (self.archive() / name).unlink()
@@ -415,6 +470,9 @@ class Journal:
                 failed.append(path)
         if failed:
             return failed
+        for name in journal.get("write_on_finish", {}):  # a branch written with the log change
+            with contextlib.suppress(FileNotFoundError):
+                (self.archive() / name).unlink()
         if journal["op"] == "restore":
             with contextlib.suppress(FileNotFoundError):
                 (self.archive() / journal["record"]).unlink()

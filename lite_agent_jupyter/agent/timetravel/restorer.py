@@ -265,6 +265,7 @@ class Restorer:
                 return await self._apply_states(session_id, done, states, None, force=force)
             record = self.journal.next_record(session_id)
             kept: dict[str, str] = {}
+            branch_blobs: list[bytes] = []  # stored with the journal (Journal.apply)
             if log_op == "truncate":  # the future cut is kept as a branch (see branches.py)
                 contents = {p.path: p.disk_hash for p in every if p.blocked is None}
                 stored = set(old_hashes.values())
@@ -273,7 +274,7 @@ class Restorer:
                     if fresh and p.disk is not None and not await self.blobs.has(p.disk_hash or ""):
                         await self.blobs.put(p.disk, ref=ref)
                 kept = await self.branches.prepare(
-                    session_id, seq, tail, contents, ref, record=record.name
+                    session_id, seq, tail, contents, ref, record=record.name, later=branch_blobs
                 )
             journal = {
                 "op": "restore",
@@ -324,7 +325,14 @@ class Restorer:
                 appended.append(_notice(todo, seq, record.name))
             skipped = [p.path for p in plans if p.action == "unchanged"]
             done = await self.journal.apply(
-                session_id, journal, data, todo, skipped, appended, conversation
+                session_id,
+                journal,
+                data,
+                todo,
+                skipped,
+                appended,
+                conversation,
+                blobs=(ref, branch_blobs),
             )
             return await self._apply_states(session_id, done, states, record, force=force)
 
