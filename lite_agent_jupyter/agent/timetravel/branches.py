@@ -175,6 +175,7 @@ class Branches:
         record: str | None = None,
         fork_mark: str | None = None,
         later: list[bytes] | None = None,
+        encoded: Sequence[str] | None = None,
     ) -> dict[str, str]:
         """A new branch keeping ``tail`` (the events after checkpoint ``fork``) and the files'
         contents at its tip (blob hashes, already in the store): its blobs are stored, and
@@ -184,8 +185,11 @@ class Branches:
         branch). ``later``: the two blobs are not stored here but added to it, for the
         operation's journal to store while it writes itself (:meth:`.journal.Journal.apply`'s
         ``blobs``: the waits for their fsyncs overlap the journal's, #32); the file names them
-        by their hashes, and is written only once they are stored."""
-        events = ("\n".join(encode(e) for e in tail) + "\n").encode("utf-8")
+        by their hashes, and is written only once they are stored. ``encoded``: ``tail``'s
+        lines as :func:`encode` gives them, when the caller has them (a restore's undo record
+        holds the same lines)."""
+        lines = encoded if encoded is not None else [encode(e) for e in tail]
+        events = ("\n".join(lines) + "\n").encode("utf-8")
         mapping = json.dumps(contents, sort_keys=True, separators=(",", ":")).encode()
         prompts = [e for e in tail if isinstance(e, UserEvent) and is_checkpoint(e)]
         first = shown_prompt(prompts[0]) if prompts else ""

@@ -266,6 +266,7 @@ class Restorer:
             record = self.journal.next_record(session_id)
             kept: dict[str, str] = {}
             branch_blobs: list[bytes] = []  # stored with the journal (Journal.apply)
+            tail_lines = [encode(e) for e in tail]  # the record's and the branch's, once
             if log_op == "truncate":  # the future cut is kept as a branch (see branches.py)
                 contents = {p.path: p.disk_hash for p in every if p.blocked is None}
                 stored = set(old_hashes.values())
@@ -274,7 +275,14 @@ class Restorer:
                     if fresh and p.disk is not None and not await self.blobs.has(p.disk_hash or ""):
                         await self.blobs.put(p.disk, ref=ref)
                 kept = await self.branches.prepare(
-                    session_id, seq, tail, contents, ref, record=record.name, later=branch_blobs
+                    session_id,
+                    seq,
+                    tail,
+                    contents,
+                    ref,
+                    record=record.name,
+                    later=branch_blobs,
+                    encoded=tail_lines,
                 )
             journal = {
                 "op": "restore",
@@ -308,7 +316,7 @@ class Restorer:
                 encode(FileSnapshotEvent(path=p.path, before=old_hashes[p.path], after=p.new))
                 for p in todo
             ]
-            lines += [encode(e) for e in tail]
+            lines += tail_lines
             # One durable write: the undo record, carrying the journal, under the journal's
             # name; renamed to the record's once the restore is done (see Journal.finish).
             data = ("\n".join(lines) + "\n").encode("utf-8")
