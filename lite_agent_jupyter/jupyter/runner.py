@@ -25,17 +25,19 @@ This module knows nothing of IPython.
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import contextlib
 import queue
 import threading
+import time
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..abort import AbortSignal
-from ..agent.results import TurnFinished
+from ..agent.results import TurnFinished, TurnStarted, UsageUpdate
 from ..errors import AgentClosedError, LiteAgentError, SessionBusyError
 from .review_calls import ReviewCalls
 
@@ -81,13 +83,25 @@ class TurnError:
 
 _DONE = object()
 
+QUIET = (TurnStarted, UsageUpdate, TurnFinished)
+"""The events a ``%%agent`` cell draws nothing for when they come (``cell.run_turn``: the
+turn's start, a usage count, the result it keeps for the footer, which is drawn when the
+turn's end comes right after): queued without waking the cell (:meth:`TurnStream.put`)."""
+
 
 class TurnStream:
-    """A running turn, read from another thread: ``get()`` returns events, then ``None``."""
+    """A running turn, read from another thread: ``get()`` returns events, then ``None``.
+
+    Each wake-up of the reader costs a thread switch (and, for an awaiting cell, a turn of
+    the kernel's loop), paid by every ``%%agent`` cell; on a loaded machine a few hundred
+    microseconds each. So an item put ``wake=False`` (an event the cell draws nothing for:
+    :data:`QUIET`) is queued without waking a waiting reader: it is read, in order, with the
+    next item that does wake it, or when the reader's wait times out (#32)."""
 
     def __init__(self, runner: AgentRunner, session_id: str) -> None:
         self.session_id = session_id
-        self.events: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._items: collections.deque[Any] = collections.deque()
+        self._ready = threading.Condition(threading.Lock())
         self._runner = runner
         self._future: concurrent.futures.Future[None] | None = None
         self._waker: Callable[[], None] | None = None
@@ -97,11 +111,14 @@ class TurnStream:
         on the agent's loop before :class:`TurnFinished` is queued: the cell need not ask
         for it in a second round trip between the threads (#32)."""
 
-    def put(self, item: Any) -> None:
-        """Queue an item (any thread) and wake an awaiting reader."""
-        self.events.put(item)
+    def put(self, item: Any, *, wake: bool = True) -> None:
+        """Queue an item (any thread) and, unless ``wake`` is false, wake the reader."""
+        with self._ready:
+            self._items.append(item)
+            if wake:
+                self._ready.notify()
         waker = self._waker
-        if waker is not None:
+        if wake and waker is not None:
             waker()
 
     def _item(self, item: Any) -> AgentEvent | ApprovalAsk | TurnError | None:
@@ -110,9 +127,26 @@ class TurnStream:
             return None
         return item  # type: ignore[no-any-return]
 
+    def _next(self) -> AgentEvent | ApprovalAsk | TurnError | None:
+        """The next queued item, without waiting; ``queue.Empty`` if there is none."""
+        try:
+            item = self._items.popleft()
+        except IndexError:
+            raise queue.Empty from None
+        return self._item(item)
+
     def get(self, timeout: float | None) -> AgentEvent | ApprovalAsk | TurnError | None:
         """The next item; ``None`` when the turn is over. Raises ``queue.Empty`` on timeout."""
-        return self._item(self.events.get(timeout=timeout))
+        with self._ready:
+            if not self._items:
+                if timeout is None:
+                    while not self._items:
+                        self._ready.wait()
+                elif timeout > 0:
+                    deadline = time.monotonic() + timeout
+                    while not self._items and (left := deadline - time.monotonic()) > 0:
+                        self._ready.wait(left)
+            return self._next()  # after a time-out, a quiet item may have come meanwhile
 
     async def aget(self, timeout: float) -> AgentEvent | ApprovalAsk | TurnError | None:
         """:meth:`get` for a reader on an event loop (an awaiting cell): waits without
@@ -121,7 +155,9 @@ class TurnStream:
         It awaits one plain future (no ``asyncio.wait_for``: on Python 3.11 that can swallow
         the cancellation a kernel interrupt sends at the moment its timeout fires)."""
         with contextlib.suppress(queue.Empty):
-            return self._item(self.events.get_nowait())
+            return self._next()
+        if timeout <= 0:
+            raise queue.Empty
         loop = asyncio.get_running_loop()
         ready: asyncio.Future[None] = loop.create_future()
 
@@ -136,9 +172,9 @@ class TurnStream:
         timer = loop.call_later(timeout, settle)
         try:
             with contextlib.suppress(queue.Empty):  # queued before the waker was set
-                return self._item(self.events.get_nowait())
+                return self._next()
             await ready
-            return self._item(self.events.get_nowait())
+            return self._next()
         finally:
             timer.cancel()
             self._waker = None
@@ -365,7 +401,7 @@ class AgentRunner:
             async for event in agent.run(prompt, session_id=session_id, **options):
                 if isinstance(event, TurnFinished) and event.result.origin == "user":
                     stream.checkpoint = await _checkpoint_of(agent, event.result)
-                stream.put(event)
+                stream.put(event, wake=not isinstance(event, QUIET))
         except asyncio.CancelledError:
             stream.put(TurnError(KeyboardInterrupt("interrupted")))
             raise

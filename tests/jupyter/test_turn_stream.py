@@ -1,0 +1,83 @@
+"""The queue a ``%%agent`` cell reads its turn from: which items wake the cell (#32).
+
+Every wake-up of the reading cell is a thread switch, and for an awaiting cell a turn of the
+kernel's loop, paid by every cell. The events the cell draws nothing for when they come (the
+turn's start, a usage count, the result kept for the footer) are queued without waking it;
+they are still read, in order, with the next item that does."""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lite_agent_jupyter import Storage, create_lite_agent
+from lite_agent_jupyter.agent import TextDelta, TurnFinished, TurnStarted, UsageUpdate
+from lite_agent_jupyter.jupyter.runner import AgentRunner, TurnStream
+from lite_agent_jupyter.providers import scripted
+
+
+@pytest.fixture
+def runner() -> Iterator[AgentRunner]:
+    runner = AgentRunner()
+    yield runner
+    runner.stop()
+
+
+def test_only_the_items_a_cell_draws_wake_it(
+    runner: AgentRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    woken: list[tuple[str, bool]] = []
+    put = TurnStream.put
+
+    def recorded(self: TurnStream, item: Any, *, wake: bool = True) -> None:
+        woken.append((type(item).__name__, wake))
+        put(self, item, wake=wake)
+
+    monkeypatch.setattr(TurnStream, "put", recorded)
+    agent = runner.agent(
+        "key",
+        lambda approve: create_lite_agent(
+            model=scripted(["Short answer."]),
+            workdir=tmp_path,
+            storage=Storage(tmp_path / ".lite_agent", "ns"),
+            on_approval=approve,
+        ),
+    )
+    stream = runner.start_turn(agent, "question")
+    kinds = []
+    while (item := stream.get(timeout=60)) is not None:
+        kinds.append(type(item))
+    assert kinds[0] is TurnStarted and kinds[-1] is TurnFinished  # all read, in order
+    assert TextDelta in kinds and UsageUpdate in kinds
+    assert [name for name, _ in woken] == [k.__name__ for k in kinds] + ["object"]
+    drawn = {"TextDelta", "object"}  # the text, and the turn's end
+    assert [wake for _, wake in woken] == [name in drawn for name, _ in woken]
+
+
+def test_a_quiet_item_is_read_without_a_wake_up_and_an_awaiting_reader_gets_it_in_order(
+    runner: AgentRunner,
+) -> None:
+    stream = TurnStream(runner, "s1")
+    wakes: list[int] = []
+    stream._waker = lambda: wakes.append(1)
+    stream.put("quiet", wake=False)
+    assert wakes == []
+    stream._waker = None
+
+    async def read() -> list[Any]:
+        first = await stream.aget(60)  # queued already: no waiting
+        reading = asyncio.ensure_future(stream.aget(60))
+        await asyncio.sleep(0)
+        runner.loop.call_soon_threadsafe(stream.put, "loud")  # from the agent's thread
+        return [first, await reading]
+
+    assert asyncio.run(read()) == ["quiet", "loud"]
+    stream.put("late and quiet", wake=False)
+    assert stream.get(timeout=0.01) == "late and quiet"  # a time-out still finds it
+    with pytest.raises(queue.Empty):
+        stream.get(timeout=0)
