@@ -129,12 +129,18 @@ async def test_sigint_in_a_process_leaves_a_valid_log(
         FakeReply("partial text then a hang", hold=gate, hold_after=4, text_chunk=8), "resumed"
     )
     session_id = "interrupted-session"
-    argv, _ = child_agent(session_id, "go")
-    async with async_child(*argv, stderr=asyncio.subprocess.PIPE) as proc:
-        requests = await asyncio.to_thread(fake_anthropic.wait_for_requests, 1, PROCESS_WAIT)
-        await wait_until(lambda: requests[0].events_sent >= 4, PROCESS_WAIT)  # held mid-answer
-        proc.send_signal(signal.SIGINT)
-        _, stderr = await asyncio.wait_for(proc.communicate(), PROCESS_WAIT)
+    argv, result_file = child_agent(session_id, "go")
+    # stderr goes to a file, not a pipe: the state waited for is the child's exit, and a
+    # pipe's end-of-file also waits for every process that inherited the pipe (a full-suite
+    # run on a loaded machine waited 240 s for an EOF after the child was gone)
+    stderr_file = result_file.with_suffix(".stderr")
+    with stderr_file.open("wb") as stderr_out:
+        async with async_child(*argv, stderr=stderr_out) as proc:
+            requests = await asyncio.to_thread(fake_anthropic.wait_for_requests, 1, PROCESS_WAIT)
+            await wait_until(lambda: requests[0].events_sent >= 4, PROCESS_WAIT)  # mid-answer
+            proc.send_signal(signal.SIGINT)
+            await asyncio.wait_for(proc.wait(), PROCESS_WAIT)
+    stderr = stderr_file.read_bytes()
     assert proc.returncode != 0 and b"KeyboardInterrupt" in stderr
     agent = make_agent(model=claude(), session_id=session_id)
     events = await agent.checkpointer.read(session_id)
