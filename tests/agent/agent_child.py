@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import sys
 from pathlib import Path
 
@@ -47,4 +48,8 @@ async def main(config: dict[str, str]) -> None:
 
 
 if __name__ == "__main__":
+    # Ctrl-C as a person's terminal sends it: a test run started in the background (a
+    # non-interactive shell's `&`, as a CI script may be) passes SIGINT down ignored, and
+    # Python then never turns it into KeyboardInterrupt, so the SIGINT test waited forever
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     asyncio.run(main(json.loads(sys.argv[1])))
