@@ -17,7 +17,6 @@ import json
 import subprocess
 import sys
 
-import pytest
 
 HEAVY = ("anthropic", "httpx", "httpx2", "PIL", "markdown_it", "mcp", "ipywidgets")
 
@@ -62,7 +61,6 @@ def test_the_public_names_are_all_there_on_first_use() -> None:
 
 
 def test_load_ext_loads_no_model_sdk_pillow_mcp_or_markdown_renderer() -> None:
-    pytest.importorskip("IPython")
     code = (
         "from IPython.core.interactiveshell import InteractiveShell\n"
         "shell = InteractiveShell.instance()\n"
