@@ -17,7 +17,6 @@ import json
 import subprocess
 import sys
 
-
 HEAVY = ("anthropic", "httpx", "httpx2", "PIL", "markdown_it", "mcp", "ipywidgets")
 
 
