@@ -1,11 +1,14 @@
 """``LiteAgent``: one agent, one current session; the public class and its constructor.
 
-The class is assembled from one domain per module: this one builds the agent from its
-options and holds turns (``send``/``run``, stopped by ``close()``), background notices,
-compaction and the lifecycle; ``sessions_api.py`` has the session methods (current session,
-list, delete, usage), ``timetravel_api.py`` the time-travel ones; both read only the state
-declared in ``base.py``. The running turns and jobs are ``turns.py``'s, housekeeping
-``maintenance.py``'s, the turn itself ``loop.py``'s; persistence is the Checkpointer's.
+This module builds the agent from its options and holds turns (``send``/``run``, stopped by
+``close()``), background notices, compaction and the lifecycle. The rest is composed, one
+object per concept with its own state: ``agent.sessions`` (``sessions_api.py``: the current
+session, the open logs, list, delete, usage) and ``agent.portability``
+(``portability_api.py``: export, import); ``LiteAgent``'s methods of those domains delegate
+to them in one line each. The time-travel methods are still mixed in from
+``timetravel_api.py`` (#31 moves them to an object of their own). The running turns and jobs
+are ``turns.py``'s, housekeeping ``maintenance.py``'s, the turn itself ``loop.py``'s;
+persistence is the Checkpointer's.
 Every method is a coroutine of the event loop the caller runs on; the agent knows nothing of
 Jupyter (the magic runs it on a loop thread of its own, see ``jupyter/``).
 """
@@ -29,15 +32,15 @@ from ..checkpoint.events import Event, UserEvent
 from ..checkpoint.memory import memory_checkpointer
 from ..checkpoint.protocol import (
     Checkpointer,
+    SessionInfo,
     SupportsBlobs,
     SupportsLocation,
     SupportsTaskLists,
-    new_session_id,
 )
-from ..errors import InvalidPromptError, SessionBusyError
+from ..errors import AgentClosedError, InvalidPromptError, SessionBusyError
 from ..providers.base import AgentBound, HoldsSecrets, Provider
 from ..redact import MIN_SECRET_CHARS, Redactor, env_secrets
-from ..storage import BlobRef, Blobs, MemoryBlobStore, Storage, process_scope
+from ..storage import BlobCollection, BlobRef, Blobs, MemoryBlobStore, Storage, process_scope
 from ..storage.netfs import NetworkFilesystemWarning, check_local_locking
 from ..tools import Tool, default_tools
 from ..tools.mcp import McpServers, ServerConfig
@@ -46,10 +49,10 @@ from ..tools.shell import SECRET_ENV_VARS
 from ..tools.tasks import FileTaskLists, validate_task_list
 from .approvals import ApprovalGate, ApprovalHandler, Decision, InputHandler, ask_user_tool
 from .budget import Budget, UnpricedCapWarning, check_cost_cap
+from .bundle import DEFAULT_MAX_SIZE, BundleInfo, ImportResult
 from .compact import AUTO_COMPACT_THRESHOLD, Compaction, CompactSettings, context_tokens
 from .hooks import DEFAULT_HOOK_TIMEOUT, HookRunner, HooksOption, check_hooks
 from .identity import current_user
-from .images import ImageStore
 from .loop import TurnSettings, run_turn
 from .maintenance import Maintenance
 from .notices import NoticeHub, Subscription
@@ -61,16 +64,17 @@ from .options import (
     check_max_turn_tokens,
     check_option_names,
 )
-from .portability_api import PortabilityMixin
+from .portability_api import Portability
 from .prices import merged_prices
 from .results import AgentEvent, LiteAgentResult, TurnFinished
 from .rewound import RewoundNotes
 from .session import SessionLog
+from .sessions_api import SessionLogs, Sessions
 from .timetravel import Restorer
 from .timetravel_api import TimeTravelMixin
 from .tracking import FileTracker
 from .turns import TurnRunner
-from .usage import Price
+from .usage import Price, Prices, UsageTotals
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +86,7 @@ files to any earlier prompt: edits by the file tools and by shell commands in th
 recorded (not .git, virtualenvs, node_modules or very large files)."""
 
 
-class LiteAgent(PortabilityMixin, TimeTravelMixin):
+class LiteAgent(TimeTravelMixin):
     """A persistent, resumable agent. Build it with :func:`create_lite_agent`."""
 
     def __init__(self, options: AgentOptions) -> None:
@@ -157,8 +161,6 @@ class LiteAgent(PortabilityMixin, TimeTravelMixin):
         self.mcp = McpServers(servers, workdir)
         """The MCP servers' run-time state: ``status()`` for each, ``wait_ready()``."""
         self.hooks = HookRunner(check_hooks(options.hooks), options.hook_timeout)
-        self._session_id = options.session_id or new_session_id()
-        self._logs = {}
         self._notices = NoticeHub()
         self._closed = False
         self._compactions: weakref.WeakSet[Compaction] = weakref.WeakSet()
@@ -166,9 +168,16 @@ class LiteAgent(PortabilityMixin, TimeTravelMixin):
         self._restorer = Restorer(
             self.checkpointer, self.blobs, self.workdir, self.storage, self._blob_ref
         )
+        self._logs = SessionLogs(
+            self.checkpointer,
+            redactor=self.redactor,
+            blobs=self.blobs,
+            blob_ref=self._blob_ref,
+            ensure_storage=self._ensure_storage,
+        )
         self._runner = TurnRunner(
             self.checkpointer,
-            open_log=self._open_log,
+            open_log=self._logs.open,
             run=self._run_turn,
             recover=self._restorer.recover if self.sessions_enabled else None,
             after_turn=self._maybe_auto_compact,
@@ -185,6 +194,34 @@ class LiteAgent(PortabilityMixin, TimeTravelMixin):
             blob_grace=options.blob_grace,
             is_closed=self._is_closed,
         )
+        self.sessions = Sessions(
+            self.checkpointer,
+            enabled=self.sessions_enabled,
+            current=options.session_id,
+            logs=self._logs,
+            storage=self.storage,
+            blobs=self.blobs,
+            blob_ref=self._blob_ref,
+            task_lists=self.task_lists,
+            prices=self.prices,
+            runner=self._runner,
+            restorer=self._restorer,
+            maintenance=self._maintenance,
+            check_open=self._check_open,
+        )
+        """The sessions: the current one, the persisted ones, their usage (``sessions_api.py``)."""
+        self.portability = Portability(
+            self.sessions,
+            checkpointer=self.checkpointer,
+            storage=self.storage,
+            blobs=self.blobs,
+            blob_ref=self._blob_ref,
+            redactor=self.redactor,
+            runner=self._runner,
+            restorer=self._restorer,
+            ensure_storage=self._ensure_storage,
+        )
+        """Export and import of sessions as bundle files (``portability_api.py``)."""
         self._settings = TurnSettings(
             provider=model,
             model_name=options.model_name,
@@ -296,9 +333,9 @@ class LiteAgent(PortabilityMixin, TimeTravelMixin):
         note = self.cost_cap_note(budget)
         if note is not None:
             warnings.warn(note, UnpricedCapWarning, stacklevel=2)
-        sid = self._session_or_current(session_id)
+        sid = self.sessions.or_current(session_id)
         if session_id is not None:
-            self._check_sessions("send(session_id=...)")
+            self.sessions.check_enabled("send(session_id=...)")
         if self._runner.streaming(sid):
             raise SessionBusyError(f"session {sid!r} already has a turn running in this agent")
         content = _prompt_content(input)
@@ -377,12 +414,12 @@ class LiteAgent(PortabilityMixin, TimeTravelMixin):
         result (:class:`CompactResult`, token counts before/after) or iterate over its
         progress. Raises :class:`SessionBusyError` while a turn of that session runs."""
         self._check_open()
-        sid = self._session_or_current(session_id)
+        sid = self.sessions.or_current(session_id)
         if instructions is not None and not isinstance(instructions, str):
             raise TypeError("instructions must be a str or None")
         if self._runner.busy(sid):
             raise SessionBusyError(f"session {sid!r} has a turn running; compact after it")
-        compaction = Compaction(self._compact_settings(), self._open_log(sid), instructions)
+        compaction = Compaction(self._compact_settings(), self._logs.open(sid), instructions)
         self._compactions.add(compaction)
         return compaction
 
@@ -413,6 +450,87 @@ class LiteAgent(PortabilityMixin, TimeTravelMixin):
     async def wait_maintenance(self) -> None:
         """Wait until background maintenance (auto-compaction, blob collection) has finished."""
         await self._maintenance.wait()
+
+    # -- sessions: agent.sessions (sessions_api.py) ------------------------------------
+
+    @property
+    def session_id(self) -> str:
+        """The session ``send``/``run`` use when no ``session_id`` is given."""
+        return self.sessions.session_id
+
+    def resume(self, session_id: str) -> str:
+        """Make ``session_id`` current (an unknown, valid id starts an empty session)."""
+        return self.sessions.resume(session_id)
+
+    def clear(self) -> str:
+        """Switch to a new, empty session and return its id; the old one is kept."""
+        return self.sessions.clear()
+
+    async def list_sessions(
+        self, *, limit: int | None = None, before: SessionInfo | None = None
+    ) -> list[SessionInfo]:
+        """Persisted sessions, newest first, a page at a time: :meth:`Sessions.list_sessions`."""
+        return await self.sessions.list_sessions(limit=limit, before=before)
+
+    async def delete_session(self, session_id: str) -> None:
+        """Delete a session, its running work and what is kept beside its log; the current
+        one is replaced by a new, empty session: :meth:`Sessions.delete_session`."""
+        await self.sessions.delete_session(session_id)
+
+    async def collect_blobs(self) -> BlobCollection:
+        """Delete the snapshot blobs nothing uses any more, now:
+        :meth:`Sessions.collect_blobs`."""
+        return await self.sessions.collect_blobs()
+
+    async def usage(
+        self, session_id: str | None = None, *, prices: Prices | None = None
+    ) -> UsageTotals:
+        """Token usage and cost of a session (default: the current one): :meth:`Sessions.usage`."""
+        return await self.sessions.usage(session_id, prices=prices)
+
+    async def usage_by_session(self, *, prices: Prices | None = None) -> dict[str, UsageTotals]:
+        """:meth:`usage` of every persisted session: :meth:`Sessions.usage_by_session`."""
+        return await self.sessions.usage_by_session(prices=prices)
+
+    # -- portability: agent.portability (portability_api.py) ---------------------------
+
+    async def export_session(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        session_id: str | None = None,
+        cassette: str | os.PathLike[str] | None = None,
+        notebook: str | None = None,
+        with_kernel: bool = False,
+    ) -> BundleInfo:
+        """Write the session (default: the current one) to a bundle file:
+        :meth:`Portability.export_session`."""
+        return await self.portability.export_session(
+            path,
+            session_id=session_id,
+            cassette=cassette,
+            notebook=notebook,
+            with_kernel=with_kernel,
+        )
+
+    async def import_session(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        replace: bool = False,
+        cassette_to: str | os.PathLike[str] | None = None,
+        max_size: int = DEFAULT_MAX_SIZE,
+        with_kernel: bool = False,
+    ) -> ImportResult:
+        """Import a bundle file and make its session current:
+        :meth:`Portability.import_session`."""
+        return await self.portability.import_session(
+            path,
+            replace=replace,
+            cassette_to=cassette_to,
+            max_size=max_size,
+            with_kernel=with_kernel,
+        )
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -458,21 +576,23 @@ class LiteAgent(PortabilityMixin, TimeTravelMixin):
 
     # -- internals ---------------------------------------------------------------------
 
-    def _log(self, session_id: str) -> SessionLog:
-        session = self._logs.get(session_id)
-        if session is None:
-            session = self._logs[session_id] = SessionLog(
-                self.checkpointer,
-                session_id,
-                redactor=self.redactor,
-                images=ImageStore(self.blobs, self._blob_ref(session_id)),
-            )
-        return session
+    def _blob_ref(self, session_id: str) -> BlobRef:
+        """The reference a session's blobs are recorded under (see storage.BlobRef)."""
+        return BlobRef(self._blob_scope, self._blob_owner + session_id)
 
-    def _open_log(self, session_id: str) -> SessionLog:
-        """The session's log, with storage ready for its first write."""
-        self._ensure_storage()
-        return self._log(session_id)
+    def _ensure_storage(self) -> None:
+        """Create the storage root (0700, ``.gitignore``) before the first write, and never
+        in memory mode (``sessions=False`` writes nothing to disk). The first time, also start
+        the sweep of the workdir for temp files a killed writer of ours left behind."""
+        if not self._storage_ready:
+            if self.sessions_enabled:
+                self.storage.ensure()
+            self._maintenance.start_sweep()
+        self._storage_ready = True
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise AgentClosedError("this agent was closed; create a new one")
 
     def _is_closed(self) -> bool:
         return self._closed

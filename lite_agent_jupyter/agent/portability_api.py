@@ -1,10 +1,11 @@
-"""The portability part of :class:`LiteAgent`'s API: a session exported to one bundle file
+"""An agent's portability (``agent.portability``): a session exported to one bundle file
 and imported into any agent, on any backend, machine or workdir.
 
 :mod:`.bundle` owns the file format and every check an untrusted bundle must pass; this is
 the agent's side: which session, held idle while it is read (no turn may append meanwhile,
 and a half-done restore is settled first), and, on import, the order of the writes (blobs,
-records, the log last) so that a failure leaves no half-visible session.
+records, the log last) so that a failure leaves no half-visible session. ``LiteAgent``'s
+``export_session`` / ``import_session`` delegate here.
 """
 
 from __future__ import annotations
@@ -12,22 +13,49 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+from collections.abc import Callable
 from pathlib import Path
 
-from ..checkpoint.protocol import SupportsVerbatimAppend, new_session_id
+from ..checkpoint.protocol import Checkpointer, SupportsVerbatimAppend, new_session_id
 from ..errors import BundleError
-from ..storage import SupportsPutMany, write_private_file
+from ..redact import Redactor
+from ..storage import BlobRef, Blobs, Storage, SupportsPutMany, write_private_file
 from . import bundle
 from .bundle import DEFAULT_MAX_SIZE, BundleInfo, ImportResult
 from .bundle_secrets import redact_session
-from .sessions_api import SessionsMixin
+from .sessions_api import Sessions
+from .timetravel import Restorer
+from .turns import TurnRunner
 
-__all__ = ["PortabilityMixin"]
+__all__ = ["Portability"]
 
 
-class PortabilityMixin(SessionsMixin):
-    """``LiteAgent``'s export and import (mixed into it; reads only :class:`.AgentBase` and
-    the session methods)."""
+class Portability:
+    """Export and import of this agent's sessions. ``sessions`` picks the session and
+    deletes or resumes one; the rest are the stores a bundle is read from and written to."""
+
+    def __init__(
+        self,
+        sessions: Sessions,
+        *,
+        checkpointer: Checkpointer,
+        storage: Storage,
+        blobs: Blobs,
+        blob_ref: Callable[[str], BlobRef],
+        redactor: Redactor,
+        runner: TurnRunner,
+        restorer: Restorer,
+        ensure_storage: Callable[[], None],
+    ) -> None:
+        self._sessions = sessions
+        self._checkpointer = checkpointer
+        self._storage = storage
+        self._blobs = blobs
+        self._blob_ref = blob_ref
+        self._redactor = redactor
+        self._runner = runner
+        self._restorer = restorer
+        self._ensure_storage = ensure_storage
 
     async def export_session(
         self,
@@ -47,22 +75,22 @@ class PortabilityMixin(SessionsMixin):
         the export with a :class:`~.errors.BundleError` naming it (see
         :mod:`.bundle_secrets`). ``with_kernel``: carry the kernel variables' snapshots
         (pickles) too; left out by default (docs/security.md)."""
-        sid = self._time_travel("export_session", session_id)
+        sid = self._sessions.time_travel_session("export_session", session_id)
         cassette_data = Path(cassette).read_bytes() if cassette is not None else None
         async with self._runner.idle(sid):
             await self._restorer.recover(sid)
-            events = await self.checkpointer.read(sid)
+            events = await self._checkpointer.read(sid)
             if not events:
                 raise BundleError(f"session {sid!r} has no events: nothing to export")
-            records = bundle.archive_records(self.storage.archive_dir, sid)
-            branches = bundle.archive_branches(self.storage.archive_dir, sid)
+            records = bundle.archive_records(self._storage.archive_dir, sid)
+            branches = bundle.archive_branches(self._storage.archive_dir, sid)
             needed = set(bundle.needed_blobs(events, records))
             if with_kernel:  # only those still in the store (a collected one is not needed)
-                needed |= {d for d in bundle.state_blobs(events) if await self.blobs.has(d)}
+                needed |= {d for d in bundle.state_blobs(events) if await self._blobs.has(d)}
             for name, data in branches:
                 needed |= await self._branch_blobs(sid, name, data)
-            blobs = [(d, await self.blobs.get(d)) for d in sorted(needed)]
-        clean = redact_session(events, records, branches, blobs, self.redactor)
+            blobs = [(d, await self._blobs.get(d)) for d in sorted(needed)]
+        clean = redact_session(events, records, branches, blobs, self._redactor)
         info = bundle.write_bundle(
             path,
             sid,
@@ -80,8 +108,8 @@ class PortabilityMixin(SessionsMixin):
         name."""
         events_hash, contents_hash = bundle.branch_blobs(data, name)
         try:
-            events = await self.blobs.get(events_hash)
-            contents = await self.blobs.get(contents_hash)
+            events = await self._blobs.get(events_hash)
+            contents = await self._blobs.get(contents_hash)
         except KeyError:
             raise BundleError(
                 f"branch {name} of session {sid!r} lacks its stored events or file list, so it "
@@ -109,7 +137,7 @@ class PortabilityMixin(SessionsMixin):
         carries (pickles: loading one runs code, so only from a bundle you trust); by
         default they are left out, and a restore names those variables "cannot be
         rewound"."""
-        self._time_travel("import_session", None)
+        self._sessions.time_travel_session("import_session", None)
         checked = bundle.read_bundle(path, max_size)
         if not with_kernel:
             pickles = bundle.state_blobs(checked.events) - bundle.referenced_blobs(checked.events)
@@ -117,8 +145,8 @@ class PortabilityMixin(SessionsMixin):
             checked = dataclasses.replace(checked, blobs=kept)
         sid = original = checked.manifest["session_id"]
         renamed: str | None = None
-        archive = self.storage.archive_dir
-        exists = await self.checkpointer.head(sid) > 0 or bundle.records_exist(archive, sid)
+        archive = self._storage.archive_dir
+        exists = await self._checkpointer.head(sid) > 0 or bundle.records_exist(archive, sid)
         self._ensure_storage()
         if exists and replace:
             await self._replace_session(sid, checked)
@@ -128,17 +156,17 @@ class PortabilityMixin(SessionsMixin):
             await self._write_import(sid, checked)
         if cassette_to is not None and checked.cassette is not None:
             write_private_file(Path(cassette_to), checked.cassette)
-        self.resume(sid)
+        self._sessions.resume(sid)
         return bundle.import_result(sid, renamed, checked)
 
     async def _write_import(self, sid: str, checked: bundle.Checked) -> None:
         """Write ``checked`` as session ``sid``: blobs, records, the log last, so that a
         failure leaves no half-visible session (what was written is taken back)."""
-        archive = self.storage.archive_dir
+        archive = self._storage.archive_dir
         ref = self._blob_ref(sid)
         written: list[Path] = []
         try:
-            blobs = self.blobs
+            blobs = self._blobs
             if isinstance(blobs, SupportsPutMany):  # one durability barrier for all of them
                 await blobs.put_many(checked.blobs.values(), ref=ref)
             else:
@@ -146,7 +174,7 @@ class PortabilityMixin(SessionsMixin):
                 for data in checked.blobs.values():
                     await blobs.put(data, ref=ref)
             written = bundle.write_records(archive, sid, checked.records, checked.branches)
-            checkpointer = self.checkpointer
+            checkpointer = self._checkpointer
             if isinstance(checkpointer, SupportsVerbatimAppend):
                 await checkpointer.append_verbatim(sid, checked.events, expected_head=0)
             else:  # a third-party backend: the times become the import's
@@ -156,7 +184,7 @@ class PortabilityMixin(SessionsMixin):
             # records and the blobs' reference (the blobs go at the next collection)
             bundle.remove_files(written)
             with contextlib.suppress(Exception):  # the import's own error is the one to raise
-                await self.blobs.drop_refs(ref)
+                await self._blobs.drop_refs(ref)
             raise
 
     async def _replace_session(self, sid: str, checked: bundle.Checked) -> None:
@@ -169,10 +197,10 @@ class PortabilityMixin(SessionsMixin):
         staged = new_session_id()
         await self._write_import(staged, checked)
         try:
-            await self.delete_session(sid)
+            await self._sessions.delete_session(sid)
         except BaseException:
             with contextlib.suppress(Exception):
-                await self.delete_session(staged)
+                await self._sessions.delete_session(staged)
             raise
         try:
             await self._write_import(sid, checked)
@@ -182,4 +210,4 @@ class PortabilityMixin(SessionsMixin):
                 f"written under its id ({type(exc).__name__}: {exc}); the imported session is "
                 f"kept whole as {staged!r}"
             ) from exc
-        await self.delete_session(staged)
+        await self._sessions.delete_session(staged)

@@ -12,24 +12,33 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Sequence
 
-from .base import AgentBase
+from .loop import TurnSettings
 from .seen import after_time_travel, rewound_note
+from .sessions_api import Sessions
 from .timetravel import (
     Branch,
     Checkpoint,
     FileChange,
     PromptChanges,
     RestorePlan,
+    Restorer,
     RestoreResult,
     RewindPoint,
     SwitchResult,
 )
 from .timetravel.checkpoint_ids import find_checkpoint
 from .timetravel.participants import Participant
+from .turns import TurnRunner
 
 
-class TimeTravelMixin(AgentBase):
-    """``LiteAgent``'s time-travel methods (mixed into it; reads only :class:`AgentBase`)."""
+class TimeTravelMixin:
+    """``LiteAgent``'s time-travel methods (mixed into it; reads only the parts declared
+    here, which ``LiteAgent.__init__`` sets)."""
+
+    sessions: Sessions
+    _runner: TurnRunner
+    _restorer: Restorer
+    _settings: TurnSettings
 
     @contextlib.asynccontextmanager
     async def _rewinding(
@@ -38,7 +47,7 @@ class TimeTravelMixin(AgentBase):
         """Around a change of the session's timeline (yields its id): refuse memory mode,
         settle its background jobs (refuse, or ``stop_jobs``), then hold it idle (no turn
         here or elsewhere, not deleted) until the change is done."""
-        sid = self._time_travel(what, session_id)
+        sid = self.sessions.time_travel_session(what, session_id)
         await self._runner.settle_jobs(sid, stop_jobs)
         async with self._runner.idle(sid):
             yield sid
@@ -47,7 +56,7 @@ class TimeTravelMixin(AgentBase):
         """One :class:`Checkpoint` per user prompt of the session (default: the current
         one), oldest first: ``seq`` to pass to :meth:`restore`, the prompt, its time and
         the files changed from there on. Reads the backend's mark index, not the log."""
-        sid = self._time_travel("list_checkpoints", session_id)
+        sid = self.sessions.time_travel_session("list_checkpoints", session_id)
         return await self._restorer.list_checkpoints(sid)
 
     async def checkpoint_at(self, seq: int, session_id: str | None = None) -> Checkpoint | None:
@@ -55,7 +64,7 @@ class TimeTravelMixin(AgentBase):
         ``None`` if no prompt starts there; its ``files`` are left empty. Costs what was
         appended since the last call, not the session's length: what a footer after each
         turn asks (:meth:`list_checkpoints` builds every checkpoint with its files)."""
-        sid = self._time_travel("checkpoint_at", session_id)
+        sid = self.sessions.time_travel_session("checkpoint_at", session_id)
         await self._restorer.recover(sid)
         return await self._restorer.listings.checkpoint_at(sid, seq)
 
@@ -68,7 +77,7 @@ class TimeTravelMixin(AgentBase):
 
     async def preview_restore(self, session_id: str, seq: int) -> RestorePlan:
         """What :meth:`restore` would do now, per file with diffs; changes nothing."""
-        sid = self._time_travel("preview_restore", session_id)
+        sid = self.sessions.time_travel_session("preview_restore", session_id)
         await self._runner.refuse_deleted(sid)
         return await self._restorer.preview(sid, seq)
 
@@ -99,7 +108,7 @@ class TimeTravelMixin(AgentBase):
             await self._reseen(sid, result)
         if conversation or result.state:  # a files-only restore notes its files in the log
             self._note_rewound(sid, "restored an earlier checkpoint", result, files=conversation)
-        self._session_id = sid
+        self.sessions.make_current(sid)
         return result
 
     async def undo_restore(
@@ -114,7 +123,7 @@ class TimeTravelMixin(AgentBase):
             result = await self._restorer.undo(sid, force=force)
             await self._reseen(sid, result)
         self._note_rewound(sid, f"undid {result.undid or 'a restore'}", result)
-        self._session_id = sid
+        self.sessions.make_current(sid)
         return result
 
     def add_rewind_participant(self, participant: Participant) -> None:
@@ -158,7 +167,7 @@ class TimeTravelMixin(AgentBase):
         changed, through the file tools and shell commands, with diffs; changes nothing.
         ``diffs=False`` leaves each file's ``diff`` out (``None``) for :meth:`change_diff`
         to make when it is shown: listing a 100-file turn then diffs nothing."""
-        sid = self._time_travel("changes", session_id)
+        sid = self.sessions.time_travel_session("changes", session_id)
         await self._restorer.recover(sid)
         return await self._restorer.changes(sid, checkpoint, diffs=diffs)
 
@@ -204,25 +213,25 @@ class TimeTravelMixin(AgentBase):
         """What :meth:`revert_file` would do now (one file: its action, the diff from the
         disk to the result, a conflict in ``conflicts`` with its reason in the summary);
         changes nothing."""
-        sid = self._time_travel("preview_revert", session_id)
+        sid = self.sessions.time_travel_session("preview_revert", session_id)
         return await self._restorer.preview_revert(sid, path, checkpoint, hunks)
 
     async def list_rewind_points(self, session_id: str | None = None) -> list[RewindPoint]:
         """Every tool call of the session that changed files, oldest first: each
         :class:`RewindPoint`'s ``seq`` is a point :meth:`restore` accepts (just after that
         call, mid-turn; the conversation stays valid for the API)."""
-        sid = self._time_travel("list_rewind_points", session_id)
+        sid = self.sessions.time_travel_session("list_rewind_points", session_id)
         return await self._restorer.rewind_points(sid)
 
     async def list_branches(self, session_id: str | None = None) -> list[Branch]:
         """The futures the session's restores (and switches) left behind, oldest first: each
         :class:`Branch` with its name, fork point, prompts and files."""
-        sid = self._time_travel("list_branches", session_id)
+        sid = self.sessions.time_travel_session("list_branches", session_id)
         return await self._restorer.list_branches(sid)
 
     async def preview_switch(self, session_id: str | None, name: str) -> RestorePlan:
         """What :meth:`switch_branch` would do now, per file with diffs; changes nothing."""
-        sid = self._time_travel("preview_switch", session_id)
+        sid = self.sessions.time_travel_session("preview_switch", session_id)
         await self._runner.refuse_deleted(sid)
         return await self._restorer.preview_switch(sid, name)
 
@@ -237,10 +246,10 @@ class TimeTravelMixin(AgentBase):
             result = await self._restorer.switch(sid, name, force=force)
             await self._reseen(sid, result.result)
         self._note_rewound(sid, f"switched to branch {name}", result.result)
-        self._session_id = sid
+        self.sessions.make_current(sid)
         return result
 
     async def delete_branch(self, session_id: str | None, name: str) -> None:
         """Forget branch ``name`` (its blobs are freed with the session)."""
-        sid = self._time_travel("delete_branch", session_id)
+        sid = self.sessions.time_travel_session("delete_branch", session_id)
         await self._restorer.delete_branch(sid, name)
