@@ -68,6 +68,7 @@ from .portability_api import Portability
 from .prices import merged_prices
 from .results import AgentEvent, LiteAgentResult, TurnFinished
 from .rewound import RewoundNotes
+from .seen import OutsideWatch
 from .session import SessionLog
 from .sessions_api import SessionLogs, Sessions
 from .timetravel import Restorer
@@ -351,6 +352,11 @@ class LiteAgent(TimeTravelMixin):
         async with contextlib.aclosing(events):
             async for event in events:
                 yield event
+
+    def add_outside_watch(self, watch: OutsideWatch) -> None:
+        """Have each prompt's note of hand-edited files also name what ``watch`` says changed
+        under the model (the notebook registers its cells): see ``seen.OutsideWatch``."""
+        self._settings.outside_watches.append(watch)
 
     def cost_cap_note(self, budget: Budget) -> str | None:
         """The warning that ``budget``'s dollar cap is not kept for this agent's model (it

@@ -64,7 +64,7 @@ from .results import (
     UsageUpdate,
 )
 from .rewound import RewoundNotes, holds_note
-from .seen import outside_notice
+from .seen import OutsideWatch, outside_notice, watched_changes
 from .seen import refresh as refresh_seen
 from .session import SessionLog
 from .timetravel.listing import newest_checkpoint_id
@@ -110,6 +110,9 @@ class TurnSettings:
     seen_files: dict[str, dict[str, str]] = field(default_factory=dict)
     """Session id -> path -> hash of the content the model last read or wrote: the file
     tools' compare-and-swap (``edit_file`` refuses a file changed since)."""
+    outside_watches: list[OutsideWatch] = field(default_factory=list)
+    """Besides files, what the model reads that a person may change (the notebook's cells,
+    ``LiteAgent.add_outside_watch``): named in the same note as hand-edited files."""
     rewound: RewoundNotes = field(default_factory=lambda: RewoundNotes(None))
     """The note naming the files the newest restore, undo or branch switch put back since
     the last prompt (``seen.rewound_note``), by session, kept on disk (``rewound.py``): it
@@ -191,6 +194,7 @@ async def run_turn(
             settings.workdir,
             session.events,
             settings.running_jobs(session.session_id) if settings.running_jobs else (),
+            await watched_changes(settings.outside_watches, session.session_id),
         )
         if outside is not None:
             prompt = [*prompt, outside]

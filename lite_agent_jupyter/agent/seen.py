@@ -20,6 +20,11 @@ files together: :func:`after_time_travel` rebuilds the table from the timeline n
 the next prompt names what a person changed afterwards, and not what the agent's own time
 travel did (its note names that). Emptying the table instead forgot every file the model
 knew, and keeping it named a file the switch itself removed (#30).
+
+Files are not all the model reads: the notebook's cells (``jupyter/notebook_cells.py``) can be
+edited by the person too. Such a source registers an :class:`OutsideWatch`
+(``LiteAgent.add_outside_watch``); what it names goes into the same note as the files, so the
+model gets one note for everything changed under it, whatever it was.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import hashlib
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Protocol
 
 from ..checkpoint.events import Event, FileSnapshotEvent, UserEvent
 from .timetravel.participants import StateResult
@@ -36,6 +42,26 @@ from .tracking import OUTSIDE
 
 TOLD = "told:"
 """Key prefix, in a session's table, of the hash a notice already named."""
+
+
+class OutsideWatch(Protocol):
+    """Something besides files that the model reads and a person may change (the notebook's
+    cells): asked at the start of each prompt of a session, it names what changed since the
+    model last read or wrote it, each change once (the watch remembers what it told)."""
+
+    async def changed(self, session_id: str) -> Sequence[str]: ...
+
+
+async def watched_changes(watches: Sequence[OutsideWatch], session_id: str) -> list[str]:
+    """What every watch names for ``session_id``, in order. A watch that fails names
+    nothing: the note is best effort and never stops a prompt."""
+    names: list[str] = []
+    for watch in watches:
+        try:
+            names += await watch.changed(session_id)
+        except Exception:  # a front end gone mid-question: no news, the prompt goes on
+            continue
+    return names
 
 
 def _hash(path: str) -> str | None:
@@ -88,43 +114,46 @@ async def outside_notice(
     workdir: Path,
     events: Sequence[Event] = (),
     jobs: Sequence[str] = (),
+    others: Sequence[str] = (),
 ) -> UserEvent | None:
-    """The notice naming the files in ``seen`` changed since the model saw them, if any.
-    ``events``: the session's (live) log; a file its snapshots there show the agent's own
-    tools took from what the model saw to what it holds now (a background job that ended
-    after its call returned, say) is the agent's doing: taken as seen, not named. ``jobs``:
-    the session's background jobs still running; while one runs a change cannot be told from
-    its work (its scan comes when it ends), so the notice names the job instead of calling
-    the change "outside the agent"."""
-    if not seen:
-        return None
-    changed = await asyncio.to_thread(_changed, seen)
-    if not changed:
-        return None
-    own = _agents_own(events, workdir, seen, changed)
+    """The notice naming the files in ``seen`` changed since the model saw them, and
+    ``others`` (what the :class:`OutsideWatch` objects named: cells the person edited), if
+    any: one note for both. ``events``: the session's (live) log; a file its snapshots
+    there show the agent's own tools took from what the model saw to what it holds now (a
+    background job that ended after its call returned, say) is the agent's doing: taken as
+    seen, not named. ``jobs``: the session's background jobs still running; while one runs
+    a change cannot be told from its work (its scan comes when it ends), so the notice names
+    the job instead of calling the change "outside the agent"."""
+    table = seen if seen is not None else {}
     told: list[str] = []
+    changed = await asyncio.to_thread(_changed, table) if table else {}
+    own = _agents_own(events, workdir, table, changed) if changed else set()
     for path, now in changed.items():
         if path in own:
             if now is None:
-                seen.pop(path, None)
+                table.pop(path, None)
             else:
-                seen[path] = now
-            seen.pop(TOLD + path, None)
+                table[path] = now
+            table.pop(TOLD + path, None)
         else:
-            seen[TOLD + path] = str(now)
+            table[TOLD + path] = str(now)
             told.append(path)
-    if not told:
+    if not told and not others:
         return None
-    shown = ", ".join(sorted(_relative(p, workdir) for p in told))
-    if jobs:
+    outside = "Changed outside the agent since you last read or wrote them"
+    files = sorted(_relative(p, workdir) for p in told)
+    if jobs and files:
         running = f"job {jobs[0]} is" if len(jobs) == 1 else f"jobs {', '.join(jobs)} are"
         why = (
             f"Changed since you last read or wrote them, while your background {running} "
             "running (its work, or an edit outside the agent)"
         )
+        parts = [f"{why}: {', '.join(files)}."]
+        if others:  # no job of the agent's edits those: they are the person's
+            parts.append(f"{outside}: {', '.join(others)}.")
     else:
-        why = "Changed outside the agent since you last read or wrote them"
-    text = f"[{why}: {shown}. Read them again before relying on their content or editing them.]"
+        parts = [f"{outside}: {', '.join([*files, *others])}."]
+    text = f"[{' '.join(parts)} Read them again before relying on their content or editing them.]"
     return UserEvent(content=text, origin="internal", checkpoint=False)
 
 

@@ -581,6 +581,8 @@ class LiteAgentMagics(Magics, PlanCells):
             shell = self.shell
             agent.add_rewind_participant(KernelParticipant(lambda: shell.user_ns))
             agent.add_rewind_participant(NotebookParticipant())  # names cells it cannot rewind
+        if self.notebook_tools and self.notebook.connected:  # cells the person edits: told
+            agent.add_outside_watch(self.notebook)
         return agent
 
     # -- %%agent -----------------------------------------------------------------------

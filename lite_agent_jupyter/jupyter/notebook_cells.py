@@ -52,6 +52,10 @@ TARGET = "lite_agent_jupyter.notebook"
 TIMEOUT = 10.0
 """Seconds a request waits for the page before the tool fails."""
 
+NOTICE_TIMEOUT = 3.0
+"""Seconds the start of a prompt waits for the page to say which cells the person changed
+(no answer: no news, the prompt goes on)."""
+
 SOURCE_CHARS = 4000
 """Characters of a cell's source ``read_notebook`` returns before cutting it (with a note)."""
 
@@ -73,6 +77,9 @@ class NotebookChannel:
         self.path = ""
         self.seen: dict[str, str] = {}
         """Cell id -> the source the agent last read or wrote there (the stale check)."""
+        self.told: dict[str, str | None] = {}
+        """Cell id -> the source (``None``: deleted) a note already named as changed."""
+        self._seen_session: str | None = None
 
     @property
     def connected(self) -> bool:
@@ -141,7 +148,34 @@ class NotebookChannel:
             if not future.done():
                 future.set_exception(ToolError("the notebook page closed the channel"))
 
-    async def request(self, op: str, **fields: Any) -> Any:
+    async def changed(self, session_id: str) -> list[str]:
+        """The cells the person edited or deleted since the agent last read or wrote them,
+        each change named once (``seen.OutsideWatch``: the start of each prompt asks, and the
+        answer goes into the note that names hand-edited files). ``edit_cell`` still refuses
+        such a cell until it is read again. The table is the conversation's: another session
+        never read these cells, so a prompt of another session starts it afresh."""
+        if session_id != self._seen_session:
+            self.seen.clear()
+            self.told.clear()
+            self._seen_session = session_id
+            return []
+        if not self.seen or not self.connected:
+            return []
+        found = await self.request("read", cells=None, timeout=NOTICE_TIMEOUT)
+        live = {str(cell["id"]): cell for cell in found["cells"]}
+        names: list[str] = []
+        for cell_id, source in self.seen.items():
+            cell = live.get(cell_id)
+            now = None if cell is None else str(cell["source"])
+            if now == source:
+                self.told.pop(cell_id, None)
+            elif cell_id not in self.told or self.told[cell_id] != now:
+                self.told[cell_id] = now
+                where = "deleted" if cell is None else f"now cell {cell['index']}"
+                names.append(f"notebook cell {cell_id} ({where})")
+        return names
+
+    async def request(self, op: str, timeout: float = TIMEOUT, **fields: Any) -> Any:
         """Send one request to the page and await its answer (the result, or a ToolError)."""
         comm, client = self._comm, self.client
         if comm is None or client is None:
@@ -152,9 +186,9 @@ class NotebookChannel:
             self._pending[rid] = future
         comm.send({"op": op, "id": rid, "client": client, **fields})
         try:
-            answer = await asyncio.wait_for(asyncio.wrap_future(future), TIMEOUT)
+            answer = await asyncio.wait_for(asyncio.wrap_future(future), timeout)
         except TimeoutError:
-            raise ToolError(f"the notebook page did not answer within {TIMEOUT:g} s") from None
+            raise ToolError(f"the notebook page did not answer within {timeout:g} s") from None
         finally:
             with self._lock:
                 self._pending.pop(rid, None)

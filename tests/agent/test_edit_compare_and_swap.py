@@ -16,6 +16,7 @@ import pytest
 from fake_anthropic import FakeAnthropicServer, tool_reply
 
 from lite_agent_jupyter import LiteAgent
+from lite_agent_jupyter.errors import ToolError
 
 
 def _results(fake: FakeAnthropicServer, index: int) -> list[dict[str, Any]]:
@@ -199,3 +200,57 @@ async def test_time_travel_updates_what_the_model_has_seen(
     note = _outside_note(fake_anthropic, len(fake_anthropic.message_requests) - 1)
     assert note.startswith("[Changed outside the agent since you last read or wrote them:")
     assert "report.txt" in note and "other.txt" not in note
+
+
+class _Cells:
+    """An ``OutsideWatch`` as the notebook's cells are one: it names what it is told to, once,
+    and records which sessions asked."""
+
+    def __init__(self) -> None:
+        self.news: list[str] = []
+        self.asked: list[str] = []
+
+    async def changed(self, session_id: str) -> list[str]:
+        self.asked.append(session_id)
+        news, self.news = self.news, []
+        return news
+
+
+class _Broken:
+    async def changed(self, session_id: str) -> list[str]:
+        raise ToolError("the page did not answer")
+
+
+async def test_a_watch_s_news_goes_in_the_same_note_as_the_files(
+    make_agent: Callable[..., LiteAgent],
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    workdir: Path,
+) -> None:
+    notes = workdir / "notes.txt"
+    notes.write_text("alpha\n")
+    agent = make_agent(model=claude(), approvals="allow")
+    cells = _Cells()
+    agent.add_outside_watch(_Broken())  # a watch that fails names nothing, the prompt goes on
+    agent.add_outside_watch(cells)
+    fake_anthropic.script(tool_reply("Reading.", "read_file", path="notes.txt"), "Read it.")
+    await agent.send("read notes.txt")
+    assert _outside_note(fake_anthropic, 0) == ""
+
+    notes.write_text("beta\n")
+    cells.news = ["notebook cell c1 (now cell 1)"]
+    fake_anthropic.script("Noted.")
+    await agent.send("what changed?")
+    assert _outside_note(fake_anthropic, 2) == (
+        "[Changed outside the agent since you last read or wrote them: notes.txt, notebook "
+        "cell c1 (now cell 1). Read them again before relying on their content or editing "
+        "them.]"
+    )
+    cells.news = ["notebook cell c2 (deleted)"]  # no file changed: the watch's news alone
+    fake_anthropic.script("Noted again.")
+    await agent.send("and now?")
+    assert "them: notebook cell c2 (deleted)." in _outside_note(fake_anthropic, 3)
+    fake_anthropic.script("Nothing new.")
+    await agent.send("anything else?")
+    assert _outside_note(fake_anthropic, 4) == ""
+    assert cells.asked == [agent.session_id] * 4
