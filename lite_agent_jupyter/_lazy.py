@@ -58,6 +58,9 @@ def attach(
 
     namespace = sys.modules[package]
     vars(namespace)["__lazy__"] = where
+    # Relative names resolve as the module's own ``from .x import`` would: against the
+    # package it is in (itself for a package's ``__init__``, its parent for a plain module).
+    anchor = namespace.__package__ or package
     namespace.__class__ = _Package
 
     def __getattr__(name: str) -> Any:
@@ -65,9 +68,9 @@ def attach(
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         if module == ".":
-            value: Any = importlib.import_module(f".{name}", package)
+            value: Any = importlib.import_module(f".{name}", anchor)
         else:
-            value = getattr(importlib.import_module(module, package), name)
+            value = getattr(importlib.import_module(module, anchor), name)
         setattr(sys.modules[package], name, value)
         return value
 
