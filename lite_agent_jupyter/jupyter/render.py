@@ -563,6 +563,10 @@ def _plan_files(plan: RestorePlan, what: str) -> list[str]:
     return lines
 
 
+_LABELS = {"kernel": "Kernel variables", "notebook": "Notebook cells"}
+"""How a participant's items are headed in previews and results."""
+
+
 def state_plan_lines(plans: Sequence[StatePlan], what: str) -> list[str]:
     """The kernel's variables (and any other participant's items) in a preview: what
     happens to each, the conflicts, and what cannot be rewound."""
@@ -570,8 +574,7 @@ def state_plan_lines(plans: Sequence[StatePlan], what: str) -> list[str]:
     for plan in plans:
         if not plan.actions:
             continue
-        label = "Kernel variables" if plan.participant == "kernel" else plan.participant
-        lines.append(f"{label}:")
+        lines.append(f"{_LABELS.get(plan.participant, plan.participant)}:")
         for action in plan.actions:
             shown = "cannot" if action.action == "cannot" else action.action
             lines.append(f"  {shown:<9} {action.name}  {action.summary}")
@@ -582,6 +585,11 @@ def state_plan_lines(plans: Sequence[StatePlan], what: str) -> list[str]:
             )
         if plan.cannot:
             lines.append("Cannot be rewound: " + ", ".join(plan.cannot))
+        if plan.blocked:
+            lines.append(
+                f"Cannot be put back now ({what} refuses, even with --force): "
+                + ", ".join(plan.blocked)
+            )
     return lines
 
 
@@ -589,7 +597,7 @@ def state_result_lines(results: Sequence[StateResult]) -> list[str]:
     """What the participants did, after a restore, undo or switch."""
     lines = []
     for result in results:
-        label = "Kernel variables" if result.participant == "kernel" else result.participant
+        label = _LABELS.get(result.participant, result.participant)
         if result.restored:
             lines.append(f"{label} restored: " + ", ".join(result.restored))
         if result.deleted:

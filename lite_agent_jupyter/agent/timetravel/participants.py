@@ -17,7 +17,9 @@ operation, so files stay exactly as they are and each participant plugs in the s
    the conflicts (changed by hand since the agent recorded it) and what cannot be rewound.
 3. The restorer refuses the whole operation, before anything changes, when a plan has
    conflicts and ``force`` is not given (:class:`~...errors.RestoreConflictError` names them
-   with the files').
+   with the files'), and when a plan has ``blocked`` items, force or not: what putting them
+   back needs is out of reach now (the notebook's cells with no page to ask), and leaving
+   them as they are must be asked for (``--files-only``), never done in silence.
 4. After the files and the log are done, :meth:`Participant.apply` carries the plan out and
    returns a :class:`StateResult` and a JSON record of what it replaced (its blobs stored as
    the session's). The restorer keeps that record beside the operation's undo record
@@ -40,7 +42,9 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from ...checkpoint.events import Event, StateSnapshotEvent
 from ...storage import BlobRef, Blobs, write_private_file
 
-StateActionKind = Literal["restore", "delete", "rebuild", "unchanged", "conflict", "cannot"]
+StateActionKind = Literal[
+    "restore", "delete", "rebuild", "unchanged", "conflict", "cannot", "blocked"
+]
 JSONDict = dict[str, Any]
 
 
@@ -49,8 +53,9 @@ class StateAction:
     """What an operation does to one item of a participant's state: ``restore`` (its old
     value back), ``delete`` (the agent created it), ``rebuild`` (gone, e.g. after a kernel
     restart, and made again from its snapshot), ``unchanged``, ``conflict`` (changed by hand
-    since the agent's call; ``force`` overwrites it) or ``cannot`` (no snapshot: ``summary``
-    says why)."""
+    since the agent's call; ``force`` overwrites it), ``cannot`` (no snapshot: ``summary``
+    says why) or ``blocked`` (could be put back, but what that needs is not reachable now:
+    the operation refuses, even with ``force``; ``summary`` says why)."""
 
     name: str
     action: StateActionKind
@@ -76,6 +81,10 @@ class StatePlan:
     @property
     def cannot(self) -> tuple[str, ...]:
         return tuple(a.name for a in self.actions if a.action == "cannot")
+
+    @property
+    def blocked(self) -> tuple[str, ...]:
+        return tuple(a.name for a in self.actions if a.action == "blocked")
 
     @property
     def changes_something(self) -> bool:

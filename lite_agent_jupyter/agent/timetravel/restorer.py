@@ -86,10 +86,11 @@ class Restorer:
         return StateContext(session_id, self.blobs, self.blob_ref(session_id))
 
     async def _state_plans(
-        self, session_id: str, events: Sequence[Event], *, force: bool
+        self, session_id: str, events: Sequence[Event], *, force: bool | None
     ) -> list[StatePlan]:
         """The participants' plans for rewinding ``events``; refuses (nothing changed) when
-        one has conflicts and not ``force``."""
+        one has conflicts and not ``force``, or blocked items (``force=None``: a preview,
+        which shows them instead)."""
         if not self.participants.registered:
             return []
         plans = await self.participants.plan_rewind(self.state_context(session_id), events)
@@ -106,7 +107,7 @@ class Restorer:
         if not self.participants.registered:
             return plan
         events = await self.checkpointer.read(session_id, after=seq)
-        states = await self._state_plans(session_id, events, force=True)
+        states = await self._state_plans(session_id, events, force=None)
         return dataclasses.replace(plan, state=tuple(states))
 
     async def recover(self, session_id: str) -> bool:
@@ -165,10 +166,12 @@ class Restorer:
     async def preview_switch(self, session_id: str, name: str) -> RestorePlan:
         await self.recover(session_id)
         plan = await self.branches.preview(session_id, name)
-        states = await self._switch_states(session_id, name, force=True)
+        states = await self._switch_states(session_id, name, force=None)
         return dataclasses.replace(plan, state=tuple(states)) if states else plan
 
-    async def _switch_states(self, session_id: str, name: str, *, force: bool) -> list[StatePlan]:
+    async def _switch_states(
+        self, session_id: str, name: str, *, force: bool | None
+    ) -> list[StatePlan]:
         """The participants' plans for switching to branch ``name``: back to what its tip
         held (kept beside it), the live future's changes rewound for the rest."""
         if not self.participants.registered:
@@ -197,7 +200,7 @@ class Restorer:
         if not states:
             return switched
         results, records = await self.participants.apply(
-            self.state_context(session_id), states, force=force
+            self.state_context(session_id), states, force=bool(force)
         )
         if switched.kept is not None:
             left = branch_sidecar(archive, self.branches.file_name(session_id, switched.kept))
@@ -483,9 +486,21 @@ class Restorer:
         return f"the {kind}restore to {where}"
 
 
-def _refuse_conflicts(plans: Iterable[StatePlan], *, force: bool) -> None:
+def _refuse_conflicts(plans: Iterable[StatePlan], *, force: bool | None) -> None:
     """Refuse, before anything changes, when a participant's item was changed by hand since
-    the agent recorded it (``force`` overwrites)."""
+    the agent recorded it (``force`` overwrites), or cannot be reached now (``blocked``:
+    ``force`` does not help; ``None``: a preview, which refuses nothing)."""
+    if force is None:
+        return
+    plans = list(plans)
+    blocked = [(p.participant, a) for p in plans for a in p.actions if a.action == "blocked"]
+    if blocked:
+        why = blocked[0][1].summary
+        raise RestoreConflictError(
+            f"{len(blocked)} item(s) cannot be put back now: "
+            f"{', '.join(f'{who} {a.name}' for who, a in blocked)} ({why}); nothing was changed",
+            paths=tuple(f"{who} {a.name}" for who, a in blocked),
+        )
     if force:
         return
     named = [f"{p.participant} {name}" for p in plans for name in p.conflicts]
