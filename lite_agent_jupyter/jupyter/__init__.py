@@ -128,6 +128,12 @@ async def agent_cell_async(line: str, cell: str) -> None:
     await _magics().agent_cell_async(line, cell)
 
 
+async def agent_line_async(line: str) -> None:
+    """What a ``%agent restore/undo/switch`` cell runs where comm messages are handled while
+    it awaits: the rewind hears the page (``awaiting.py``)."""
+    await _magics().agent_line_async(line)
+
+
 async def agent_go_async(text: str) -> None:
     """What a ``%agent go`` cell runs where widget clicks are handled while it awaits."""
     from . import approval

@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 from IPython.core.error import StdinNotImplementedError
 
 from ..controls import terminal_safe
+from .registry import AWAITED
 
 if TYPE_CHECKING:
     from ..agent import ApprovalRequest
@@ -277,7 +278,9 @@ def async_cell_transform(lines: list[str]) -> list[str]:
     """An IPython ``input_transformers_post`` entry: a ``%%agent`` cell (which IPython has
     turned into ``get_ipython().run_cell_magic('agent', line, body)``) becomes
     ``await``-ing :func:`lite_agent_jupyter.jupyter.agent_cell_async`, so the cell runs as a
-    coroutine and the kernel handles widget clicks while it waits. Anything else is kept."""
+    coroutine and the kernel handles widget clicks while it waits; so do ``%agent go`` and
+    the rewinds of :data:`~.registry.AWAITED` (``awaiting.py``) alone in a cell. Anything
+    else is kept."""
     source = "".join(lines)
     if "run_cell_magic" not in source and "run_line_magic" not in source:
         return lines
@@ -288,11 +291,18 @@ def async_cell_transform(lines: list[str]) -> list[str]:
     if len(tree.body) != 1 or not isinstance(tree.body[0], ast.Expr):
         return lines
     call = tree.body[0].value
-    go = _agent_go(call)
-    if go is not None:  # ``%agent go``: a turn too, run the same way
+    line = _agent_line(call)
+    words = (line or "").split(maxsplit=1)
+    if words and words[0] == "go":  # ``%agent go``: a turn too, run the same way
+        go = words[1] if len(words) > 1 else ""
         return [
             "await __import__('lite_agent_jupyter.jupyter', fromlist=['agent_go_async'])"
             f".agent_go_async({go!r})\n"
+        ]
+    if words and words[0] in AWAITED:  # a rewind that must hear the page (awaiting.py)
+        return [
+            "await __import__('lite_agent_jupyter.jupyter', fromlist=['agent_line_async'])"
+            f".agent_line_async({line!r})\n"
         ]
     if not (
         isinstance(call, ast.Call)
@@ -315,8 +325,8 @@ def async_cell_transform(lines: list[str]) -> list[str]:
     ]
 
 
-def _agent_go(call: ast.expr) -> str | None:
-    """The arguments of ``get_ipython().run_line_magic('agent', 'go ...')``, else None."""
+def _agent_line(call: ast.expr) -> str | None:
+    """The line of ``get_ipython().run_line_magic('agent', line)``, else None."""
     if not (
         isinstance(call, ast.Call)
         and isinstance(call.func, ast.Attribute)
@@ -327,10 +337,7 @@ def _agent_go(call: ast.expr) -> str | None:
     ):
         return None
     name, line = (a.value for a in call.args)  # type: ignore[attr-defined]
-    words = line.split(maxsplit=1)
-    if name != "agent" or not words or words[0] != "go":
-        return None
-    return str(words[1]) if len(words) > 1 else ""
+    return str(line) if name == "agent" else None
 
 
 # -- asking, where the cell runs -----------------------------------------------------------

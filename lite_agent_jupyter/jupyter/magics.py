@@ -26,7 +26,9 @@ imports ``commands/``), nor how a turn is drawn (``cell.py``, ``sinks.py``, ``re
 
 from __future__ import annotations
 
+import argparse
 import functools
+import inspect
 import json
 import os
 import re
@@ -63,11 +65,22 @@ from .context import (
 )
 from .drift import VariableWatch, used_in_log
 from .kernel_state import DEFAULT_LIMIT, DEFAULT_VALUE_LIMIT, KernelParticipant
-from .notebook_cells import NotebookChannel, NotebookParticipant, notebook_tools
+from .notebook_cells import NotebookChannel, notebook_tools
 from .notebook_file import NotebookIdentity, claim, notebook_storage
+from .notebook_rewind import NotebookParticipant
 from .outputs import CellOutputs, cell_output_tool, expand_cells
 from .plan_cells import PLAN_FIRST, PlanCells
-from .registry import SUBCOMMANDS, HelpShown, Parser, arg, help_text, loaded, parser, subcommand
+from .registry import (
+    SUBCOMMANDS,
+    HelpShown,
+    Parser,
+    Subcommand,
+    arg,
+    help_text,
+    loaded,
+    parser,
+    subcommand,
+)
 from .runner import AgentRunner
 from .shared_storage import LockingNotes, backend_folder
 
@@ -580,7 +593,7 @@ class LiteAgentMagics(Magics, PlanCells):
         if self.shell is not None:  # restore, undo and switches put the variables back
             shell = self.shell
             agent.add_rewind_participant(KernelParticipant(lambda: shell.user_ns))
-            agent.add_rewind_participant(NotebookParticipant())  # names cells it cannot rewind
+            agent.add_rewind_participant(NotebookParticipant(self.notebook))  # cells, via the page
         if self.notebook_tools and self.notebook.connected:  # cells the person edits: told
             agent.add_outside_watch(self.notebook)
         return agent
@@ -807,25 +820,58 @@ class LiteAgentMagics(Magics, PlanCells):
     def agent_line(self, line: str) -> None:
         """%agent SUBCOMMAND: sessions, new, resume [ID], delete ID [--yes], info, config,
         key, help. `%agent help` lists them; `%agent SUBCOMMAND -h` shows its options."""
+        from .awaiting import run_now
+
+        found = self._subcommand(line)
+        if found is None:
+            return
+        sub, args, words = found
+        try:
+            outcome = sub.handler(self, args)
+            if inspect.iscoroutine(outcome):  # an AWAITED one, here blocking (awaiting.py)
+                run_now(outcome)
+        except LiteAgentError as exc:
+            self._say_error(exc, words)
+
+    async def agent_line_async(self, line: str) -> None:
+        """``%agent SUB`` of :data:`~.registry.AWAITED` as a coroutine, awaited by its cell
+        where the kernel handles comms while a cell awaits: the page is heard meanwhile
+        (``awaiting.py``)."""
+        from .awaiting import page_heard
+
+        found = self._subcommand(line)
+        if found is None:
+            return
+        sub, args, words = found
+        try:
+            with page_heard():
+                outcome = sub.handler(self, args)
+                if inspect.iscoroutine(outcome):
+                    await outcome
+        except LiteAgentError as exc:
+            self._say_error(exc, words)
+
+    def _subcommand(self, line: str) -> tuple[Subcommand, argparse.Namespace, list[str]] | None:
+        """The subcommand ``line`` names and its parsed arguments; ``None``: help shown."""
         words = shlex.split(line)
         if not words or words[0] in ("help", "-h", "--help"):
             print(help_text())
-            return
+            return None
         sub = loaded().get(words[0])
         if sub is None:
             raise UsageError(f"%agent: unknown subcommand {words[0]!r}\n\n{help_text()}")
         try:
-            args = parser(sub).parse_args(words[1:])
+            return sub, parser(sub).parse_args(words[1:]), words
         except HelpShown:
-            return
-        try:
-            sub.handler(self, args)
-        except RestoreConflictError as exc:  # the notebook's words, not force=True or seqs
+            return None
+
+    def _say_error(self, exc: LiteAgentError, words: Sequence[str]) -> None:
+        if isinstance(exc, RestoreConflictError):  # the notebook's words, not force=True
             from . import history_text
 
             force = None if "--force" in words else shlex.join(["%agent", *words, "--force"])
             print(history_text.refusal_text(exc, force))
-        except LiteAgentError as exc:
+        else:
             print(terminal_safe(f"{type(exc).__name__}: {exc}"))
 
     def require_agent(self) -> LiteAgent:

@@ -24,12 +24,14 @@ needs editing::
 
 A handler gets the kernel's :class:`~.magics.LiteAgentMagics` and the parsed arguments; it
 prints through ``render`` (never raw untrusted text) and raises ``UsageError`` for bad input.
-A typed ``LiteAgentError`` it raises is printed as one line by the dispatcher.
+A typed ``LiteAgentError`` it raises is printed as one line by the dispatcher. The handlers
+of :data:`AWAITED` are coroutine functions (``awaiting.py``: they may need the page's answers).
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -50,6 +52,12 @@ class Subcommand:
     handler: Handler
     arguments: Sequence[Argument]
 
+
+AWAITED = frozenset({"restore", "undo", "switch"})
+"""Subcommands whose handler is a coroutine function: a rewind that may put the notebook's
+cells back must hear the page, so the cell awaits it where the kernel allows
+(``awaiting.py``). A fixed set, known before any subcommand module is imported: the input
+transformer that makes such a cell await reads it for every cell."""
 
 SUBCOMMANDS: dict[str, Subcommand] = {}
 """``%agent NAME ...`` handlers, in the order ``%agent help`` lists them. Complete once
@@ -75,6 +83,8 @@ def subcommand(name: str, help: str, *arguments: Argument) -> Callable[[H], H]:
     """Register ``%agent NAME``; ``arguments`` are ``(flags, argparse kwargs)`` pairs."""
 
     def register(handler: H) -> H:
+        if inspect.iscoroutinefunction(handler) != (name in AWAITED):
+            raise TypeError(f"%agent {name}: a coroutine function exactly when in AWAITED")
         SUBCOMMANDS[name] = Subcommand(name, help, handler, arguments)
         return handler
 

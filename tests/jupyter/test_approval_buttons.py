@@ -109,6 +109,23 @@ def test_interrupt_while_waiting_replaces_the_buttons() -> None:
         (["get_ipython().run_cell_magic('timeit', '', 'x\\n')\n"], None),
         (["x = 1\n", "get_ipython().run_cell_magic('agent', '', 'hi')\n"], None),
         (["print('run_cell_magic')\n"], None),
+        (
+            ["get_ipython().run_line_magic('agent', 'restore 2 --force')\n"],
+            "await __import__('lite_agent_jupyter.jupyter', fromlist=['agent_line_async'])"
+            ".agent_line_async('restore 2 --force')\n",
+        ),
+        (
+            ["get_ipython().run_line_magic('agent', 'undo')\n"],
+            "await __import__('lite_agent_jupyter.jupyter', fromlist=['agent_line_async'])"
+            ".agent_line_async('undo')\n",
+        ),
+        (
+            ["get_ipython().run_line_magic('agent', 'go')\n"],
+            "await __import__('lite_agent_jupyter.jupyter', fromlist=['agent_go_async'])"
+            ".agent_go_async('')\n",
+        ),
+        (["get_ipython().run_line_magic('agent', 'checkpoints')\n"], None),
+        (["x = 1\n", "get_ipython().run_line_magic('agent', 'restore 2')\n"], None),
     ],
 )
 def test_only_agent_cells_become_coroutines(lines: list[str], expected: str | None) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 
 from .. import history_text, render
+from ..awaiting import agent_call
 from ..magics import LiteAgentMagics
 from ..registry import arg, subcommand
 
@@ -41,11 +42,14 @@ def _branches(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
     ),
     arg("--force", action="store_true", help="overwrite files changed outside the agent"),
 )
-def _switch(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
+async def _switch(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
     magics.require_agent()
-    facade = magics.runner.facade
-    sid = facade.session_id
-    if args.preview:
-        print(render.switch_plan_text(facade.preview_switch(sid, args.name), args.name))
+    runner = magics.runner
+    sid = runner.facade.session_id
+    name = args.name
+    if args.preview:  # the live cells are read from the page: awaited (awaiting.py)
+        plan = await agent_call(runner, sid, lambda a: a.preview_switch(sid, name))
+        print(render.switch_plan_text(plan, name))
         return
-    print(history_text.switch_text(facade.switch_branch(sid, args.name, force=args.force)))
+    switched = await agent_call(runner, sid, lambda a: a.switch_branch(sid, name, force=args.force))
+    print(history_text.switch_text(switched))

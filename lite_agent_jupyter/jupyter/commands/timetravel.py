@@ -1,7 +1,9 @@
 """``%agent checkpoints / restore / undo``: time travel in the notebook.
 
 Owns these subcommands; the planning, conflict check and journal are the agent's
-(``agent/timetravel/``), the slider is ``widgets/checkpoint_slider.py``. Must not know the other
+(``agent/timetravel/``), the slider is ``widgets/checkpoint_slider.py``. ``restore`` and
+``undo`` are coroutines that await the agent where they can, so that a rewind of the
+notebook's cells hears the page (``awaiting.py``). Must not know the other
 domains' commands (it reuses :func:`.sessions.show_widgets` only).
 """
 
@@ -17,6 +19,7 @@ from ...agent import Checkpoint
 from ...agent.timetravel.checkpoint_ids import find_checkpoint
 from ...errors import UnknownCheckpointError
 from .. import history_text, render, widgets
+from ..awaiting import agent_call
 from ..magics import LiteAgentMagics
 from ..registry import arg, subcommand
 from ..runner import AgentFacade
@@ -77,26 +80,32 @@ def _checkpoints(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
         help="stop the session's running background jobs first (else the restore refuses)",
     ),
 )
-def _restore(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
+async def _restore(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
     if sum((args.files_only, args.conversation_only, args.kernel_only)) > 1:
         raise UsageError(
             "%agent restore: --files-only, --conversation-only and --kernel-only exclude each other"
         )
     magics.require_agent()
-    facade = magics.runner.facade
-    sid = facade.session_id
-    checkpoint = _find(facade, sid, args.checkpoint)
-    if args.preview:
-        print(render.plan_text(facade.preview_restore(sid, checkpoint.seq), checkpoint))
+    runner = magics.runner
+    sid = runner.facade.session_id
+    checkpoint = _find(runner.facade, sid, args.checkpoint)
+    seq = checkpoint.seq
+    if args.preview:  # the live cells are read from the page: awaited too
+        plan = await agent_call(runner, sid, lambda a: a.preview_restore(sid, seq))
+        print(render.plan_text(plan, checkpoint))
         return
-    result = facade.restore(
+    result = await agent_call(
+        runner,
         sid,
-        checkpoint.seq,
-        files=not (args.conversation_only or args.kernel_only),
-        conversation=not (args.files_only or args.kernel_only),
-        force=args.force,
-        stop_jobs=args.stop_jobs,
-        state=not (args.files_only or args.conversation_only),
+        lambda a: a.restore(
+            sid,
+            seq,
+            files=not (args.conversation_only or args.kernel_only),
+            conversation=not (args.files_only or args.kernel_only),
+            force=args.force,
+            stop_jobs=args.stop_jobs,
+            state=not (args.files_only or args.conversation_only),
+        ),
     )
     print(render.restore_text(result, checkpoint))
 
@@ -111,10 +120,13 @@ def _restore(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
         help="stop the session's running background jobs first (else the undo refuses)",
     ),
 )
-def _undo(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
+async def _undo(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
     magics.require_agent()
-    facade = magics.runner.facade
-    result = facade.undo_restore(facade.session_id, force=args.force, stop_jobs=args.stop_jobs)
+    runner = magics.runner
+    sid = runner.facade.session_id
+    result = await agent_call(
+        runner, sid, lambda a: a.undo_restore(sid, force=args.force, stop_jobs=args.stop_jobs)
+    )
     print(render.restore_text(result, None))
 
 
