@@ -31,16 +31,9 @@ import concurrent.futures
 import difflib
 import threading
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
-from ..agent.timetravel.participants import (
-    StateAction,
-    StateContext,
-    StatePlan,
-    StateResult,
-)
-from ..checkpoint.events import StateSnapshotEvent
 from ..errors import ToolError
 from ..tools import Tool, ToolContext
 from .kernel_state import DEFAULT_LIMIT
@@ -266,17 +259,17 @@ def notebook_tools(
         for key in ("before", "after"):
             text = sources.get(key)
             hashes[key] = None if text is None else await put(str(text).encode("utf-8"))
-        await write(
-            PARTICIPANT,
-            {
-                "op": op,
-                "cell_id": str(cell["id"]),
-                "index": int(cell["index"]),
-                "cell_type": str(cell.get("type", "code")),
-                "notebook": channel.path,
-                **hashes,
-            },
-        )
+        data = {
+            "op": op,
+            "cell_id": str(cell["id"]),
+            "index": int(cell["index"]),
+            "cell_type": str(cell.get("type", "code")),
+            "notebook": channel.path,
+            **hashes,
+        }
+        if "prev" in cell:  # a deleted cell comes back after the cell that preceded it
+            data["prev"] = cell["prev"]
+        await write(PARTICIPANT, data)
 
     async def read_fresh(ref: int | str) -> dict[str, Any]:
         """The cell as the page holds it, checked against what the agent last read."""
@@ -450,46 +443,3 @@ def notebook_tools(
             preview=preview_whole,
         ),
     ]
-
-
-NOT_YET = "cells are not rewound yet: it stays as it is (docs/time-travel.md)"
-
-
-class NotebookParticipant:
-    """The notebook's cells in a rewind: recorded (:data:`PARTICIPANT` events), not put back
-    yet. Registered so that a restore, its preview and its result name every cell the agent
-    changed after the target point as "cannot be rewound" instead of passing over them in
-    silence. Putting them back needs the page's answers, which a blocking ``%agent restore``
-    cannot hear (see docs/time-travel.md)."""
-
-    name = PARTICIPANT
-
-    async def plan_rewind(
-        self, ctx: StateContext, snapshots: Sequence[StateSnapshotEvent]
-    ) -> StatePlan:
-        cells: dict[str, str] = {}
-        for event in snapshots:
-            data = event.data
-            if data.get("op") == "execute":
-                continue  # ran, unchanged: its variables are the kernel participant's
-            cell = f"cell {data.get('cell_id', '?')}"
-            cells.setdefault(cell, f"{data.get('op', 'changed')} at index {data.get('index')}")
-        actions = tuple(
-            StateAction(cell, "cannot", f"{what}: {NOT_YET}") for cell, what in cells.items()
-        )
-        return StatePlan(PARTICIPANT, actions)
-
-    async def plan_return(
-        self,
-        ctx: StateContext,
-        record: dict[str, Any],
-        snapshots: Sequence[StateSnapshotEvent] = (),
-    ) -> StatePlan:
-        # apply keeps no record; a branch switch names the cells of the future it leaves
-        return await self.plan_rewind(ctx, snapshots)
-
-    async def apply(
-        self, ctx: StateContext, plan: StatePlan, *, force: bool
-    ) -> tuple[StateResult, dict[str, Any]]:
-        cannot = tuple(f"{a.name} ({NOT_YET})" for a in plan.actions)
-        return StateResult(PARTICIPANT, cannot=cannot), {}

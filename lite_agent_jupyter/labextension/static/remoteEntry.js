@@ -286,6 +286,72 @@
     }
   }
 
+  /** The index of the cell with id ``id``, or -1. */
+  function indexOf(notebook, id) {
+    var cells = notebook.cells;
+    for (var i = 0; i < cells.length; i++) {
+      if (cells[i].id === id) {
+        return i;
+      }
+    }
+    return -1;
+  }
+
+  /**
+   * A rewind (the kernel's notebook_rewind.py): first every cell must still be as the kernel
+   * planned it (``expect``: id -> its source, or null for absent), else nothing changes;
+   * then the steps, in one transaction: ``set`` a cell's source, ``delete`` it, or
+   * ``insert`` it back with its id after ``prev`` (null: at the top; missing: at ``index``).
+   * Answers, per step, what it replaced, for the kernel's undo record.
+   */
+  function rewind(notebook, request) {
+    var expect = request.expect || {};
+    var changed = [];
+    Object.keys(expect).forEach(function (id) {
+      var at = indexOf(notebook, id);
+      var now = at < 0 ? null : notebook.cells[at].getSource();
+      if (now !== expect[id]) {
+        changed.push(id);
+      }
+    });
+    if (changed.length) {
+      throw new Error('changed: ' + changed.join(', '));
+    }
+    var done = [];
+    notebook.transact(function () {
+      (request.steps || []).forEach(function (step) {
+        var at = indexOf(notebook, step.id);
+        var cell = at < 0 ? null : notebook.cells[at];
+        var did = { before: cell ? cell.getSource() : null, index: at, cell_type: cell ? cell.cell_type : null };
+        if (step.do === 'delete') {
+          if (cell) {
+            did.prev = at > 0 ? notebook.cells[at - 1].id : null;
+            notebook.deleteCell(at);
+          }
+        } else if (cell) {
+          cell.setSource(step.source);
+        } else {
+          var place = Math.min(Math.max(step.index || 0, 0), notebook.cells.length);
+          if (step.prev === null) {
+            place = 0;
+          } else if (typeof step.prev === 'string' && indexOf(notebook, step.prev) >= 0) {
+            place = indexOf(notebook, step.prev) + 1;
+          }
+          var kind = step.cell_type === 'markdown' ? 'markdown' : 'code';
+          var made = { id: step.id, cell_type: kind, source: step.source, metadata: {} };
+          if (kind === 'code') {
+            made.outputs = [];
+            made.execution_count = null;
+          }
+          notebook.insertCell(place, made);
+          did.index = place;
+        }
+        done.push(did);
+      });
+    });
+    return { steps: done };
+  }
+
   function apply(panel, request) {
     var notebook = panel.content.model.sharedModel;
     var op = request.op;
@@ -337,8 +403,12 @@
       cell = notebook.cells[i];
       check(cell, request.expect);
       var gone = describe(cell, i);
+      gone.prev = i > 0 ? notebook.cells[i - 1].id : null;
       notebook.deleteCell(i);
       return gone;
+    }
+    if (op === 'rewind') {
+      return rewind(notebook, request);
     }
     if (op === 'outputs') {
       i = find(notebook, request.cell);
