@@ -525,7 +525,7 @@ class Turn:
         scans = tool.kind == "shell" or tool.scans_workdir
         tracker = settings.tracker if scans else None
         if tracker is not None:
-            await tracker.before(session)
+            await tracker.before(session, call=tool_use_id)
             context.track_files = functools.partial(
                 self._track_text, tracker, tool_use_id, name, approver
             )

@@ -29,7 +29,13 @@ reference to its hashes before it is appended. Files above the size cap, ``.git`
 
 The manifest lives in memory, per agent: a new process starts with a full walk. Two commands
 running at once (parallel tool calls, a background job) share one manifest: a change is
-credited to whichever call scans first.
+credited to whichever call's **after** scan sees it first. A **before** scan never runs while
+another call is between its two scans: what changed meanwhile may be that call's, and a before
+scan records only outside edits of files the session knows, so a file the running call created
+would have been taken into the manifest unrecorded, and no restore would remove it. A
+background job is not a running call once its call returned (holding back before scans for as
+long as a server runs would credit hand edits to the agent's next call): a new file it writes
+before a later before scan is taken in unrecorded.
 """
 
 from __future__ import annotations
@@ -127,6 +133,8 @@ class FileTracker:
         self.hashes: dict[str, str] = {}
         """Tracked files: relative path -> hash of the content last seen (stored as a blob)."""
         self._lock = asyncio.Lock()
+        self._running: set[str] = set()
+        """Calls between their before and after scans (tool use ids)."""
         self._started = False
         self._pack: _Pack | None = None
 
@@ -136,35 +144,48 @@ class FileTracker:
             self._pack.close()
             self._pack = None
 
-    async def before(self, session: SessionLog, *, start: bool = True) -> None:
+    async def before(
+        self, session: SessionLog, *, start: bool = True, call: str | None = None
+    ) -> None:
         """Catch up before a call: changes since the last scan are recorded as outside edits
         where they contradict what ``session`` last recorded. ``start=False`` (used at the
-        start of every prompt): do nothing until a shell call made the first scan."""
+        start of every prompt): do nothing until a shell call made the first scan. ``call``:
+        the tool use id of the call about to run, running until its :meth:`after`.
+
+        While another call runs, nothing is scanned: the changes since the last scan may be
+        that call's, and are left for an after scan to record as a call's."""
         async with self._lock:
-            if not start and not self._started:
-                return
-            delta = await asyncio.to_thread(self.scanner.scan)
-            if not self._started:  # the baseline: remember every file's content
-                self._started = True
-                await self._baseline(delta.created)
-                return
-            if not delta:
-                return
-            new = await self._store([*delta.created, *delta.modified])
-            for path in delta.deleted:
-                self.hashes.pop(path, None)
-            changed = {**new, **dict.fromkeys(delta.deleted)}
-            known = await _known_states(session, changed)
-            events: list[FileSnapshotEvent] = []
-            for path, now in changed.items():
-                if path in known and known[path] != now:
-                    events.append(
-                        FileSnapshotEvent(
-                            path=path, before=known[path], after=now, extra={"tool": OUTSIDE}
-                        )
+            if not self._running:
+                await self._catch_up(session, start=start)
+            if call is not None:
+                self._running.add(call)
+
+    async def _catch_up(self, session: SessionLog, *, start: bool) -> None:
+        """:meth:`before`'s scan (the lock held)."""
+        if not start and not self._started:
+            return
+        delta = await asyncio.to_thread(self.scanner.scan)
+        if not self._started:  # the baseline: remember every file's content
+            self._started = True
+            await self._baseline(delta.created)
+            return
+        if not delta:
+            return
+        new = await self._store([*delta.created, *delta.modified])
+        for path in delta.deleted:
+            self.hashes.pop(path, None)
+        changed = {**new, **dict.fromkeys(delta.deleted)}
+        known = await _known_states(session, changed)
+        events: list[FileSnapshotEvent] = []
+        for path, now in changed.items():
+            if path in known and known[path] != now:
+                events.append(
+                    FileSnapshotEvent(
+                        path=path, before=known[path], after=now, extra={"tool": OUTSIDE}
                     )
-            if events:
-                await self._append(session, events)
+                )
+        if events:
+            await self._append(session, events)
 
     async def _append(self, session: SessionLog, events: list[FileSnapshotEvent]) -> None:
         """Record the session's reference to the events' blobs, then append them."""
@@ -182,6 +203,7 @@ class FileTracker:
         """Record what changed since :meth:`before` as this call's snapshots (``approved_by``:
         the person who approved the call, recorded on each)."""
         async with self._lock:
+            self._running.discard(tool_use_id)
             delta = await asyncio.to_thread(self.scanner.scan)
             report = ScanReport(
                 too_big=delta.too_big,

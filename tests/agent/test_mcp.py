@@ -58,12 +58,12 @@ async def test_mcp_tool_edits_are_rewound_and_images_reach_the_model(
     fake_anthropic: FakeAnthropicServer,
     workdir: Path,
 ) -> None:
+    # one call after the other: of two calls running side by side, a file goes to whichever
+    # call's after scan sees it first (test_shell_tracking covers that it is never lost)
     fake_anthropic.script(
         "Nothing to do yet.",
-        calls(
-            ("t__write_note", {"path": "notes/mcp.txt", "text": "from the server"}),
-            ("t__picture", {}),
-        ),
+        calls(("t__write_note", {"path": "notes/mcp.txt", "text": "from the server"})),
+        calls(("t__picture", {})),
         "Wrote it and looked at the picture.",
     )
     agent = make_agent(

@@ -11,6 +11,7 @@ from typing import Any
 from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
 
 from lite_agent_jupyter import FileChanged, LiteAgent
+from lite_agent_jupyter.agent.hooks import PreTool
 from lite_agent_jupyter.agent.tracking import OUTSIDE, snapshot_source
 from lite_agent_jupyter.checkpoint.events import FileSnapshotEvent, UserEvent
 from lite_agent_jupyter.storage import blob_hash
@@ -188,3 +189,56 @@ async def test_the_baseline_stores_only_what_a_command_changed(
     await agent.restore(agent.session_id, 0)
     assert (workdir / "edited.txt").read_text() == "before the command\n"
     assert (workdir / "untouched7.txt").read_text() == "file 7\n"
+
+
+async def test_a_parallel_call_does_not_swallow_a_running_calls_new_file(
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    workdir: Path,
+) -> None:
+    """Two shell calls of one reply run side by side. The first creates a file, then waits
+    for the second; the second starts only once that file exists (a pre_tool hook waits for
+    it), so its before scan sees the first call's file while the first still runs. That
+    file is the agent's work: it gets a snapshot, and restoring to before the prompt removes
+    it (the before scan once took it into the manifest unrecorded, so no restore removed
+    it: seen as an MCP tool's lost write when two MCP calls of one turn overlapped)."""
+    made = workdir / "made.txt"
+
+    async def second_after_the_file(call: PreTool) -> None:
+        if call.tool_use_id == "toolu_b":
+            for _ in range(2000):  # a state, with a bound generous on a loaded machine
+                if made.exists():
+                    return
+                await asyncio.sleep(0.05)
+            raise AssertionError("the first call never wrote made.txt")
+
+    wait_for_go = "for i in $(seq 2000); do [ -e go ] && break; sleep 0.05; done"
+    fake_anthropic.script(
+        FakeReply(
+            tool_calls=[
+                FakeToolCall(
+                    "bash", {"command": f"echo a > made.txt; {wait_for_go}"}, id="toolu_a"
+                ),
+                FakeToolCall("bash", {"command": "touch go"}, id="toolu_b"),
+            ]
+        ),
+        "both ran",
+    )
+    agent = make_agent(
+        model=claude(),
+        approvals={"bash": "allow"},
+        hooks={"pre_tool": second_after_the_file},
+        hook_timeout=300,
+    )
+    result = await agent.send("run both")
+    assert result.text == "both ran"
+
+    snaps = {s.path: s for s in await snapshots(agent)}
+    assert set(snaps) == {"made.txt", "go"}
+    assert snaps["made.txt"].before is None
+    assert await content(agent, snaps["made.txt"].after) == b"a\n"
+    assert {s.tool_use_id for s in snaps.values()} <= {"toolu_a", "toolu_b"}
+    restored = await agent.restore(agent.session_id, result.checkpoint_seq)
+    assert sorted(restored.deleted) == ["go", "made.txt"]
+    assert not made.exists()
