@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -120,11 +121,23 @@ async def test_a_change_while_the_session_s_job_runs_is_not_called_outside(
     claude: Callable[..., Any],
     fake_anthropic: FakeAnthropicServer,
     workdir: Path,
+    tmp_folder: Callable[[str], Path],
 ) -> None:
     notes = workdir / "notes.txt"
     notes.write_text("alpha\n")
     agent = make_agent(model=claude(), approvals="allow")
-    job = {"command": "sleep 0.5; echo beta >> notes.txt; sleep 3", "background": True}
+    # the job writes once its starting call has ended, and runs on until the test says so:
+    # states (flag files outside the workdir), never a sleep a loaded machine could outrun
+    flags = tmp_folder("flags")
+    write, end = shlex.quote(str(flags / "write")), shlex.quote(str(flags / "end"))
+
+    def wait(flag: str) -> str:
+        return f"for i in $(seq 2000); do [ -e {flag} ] && break; sleep 0.05; done"
+
+    job = {
+        "command": f"{wait(write)}; echo beta >> notes.txt; {wait(end)}",
+        "background": True,
+    }
     fake_anthropic.script(
         tool_reply("Reading.", "read_file", path="notes.txt"),
         tool_reply("Appending.", "bash", **job),
@@ -133,11 +146,15 @@ async def test_a_change_while_the_session_s_job_runs_is_not_called_outside(
         "The job appended beta.",  # its completion turn
     )
     await agent.send("read notes.txt, then append beta in the background")
-    for _ in range(100):  # the job has written, and is still running
+    (flags / "write").touch()
+    for _ in range(2000):  # the job has written, and is still running
         if notes.read_text() == "alpha\nbeta\n":
             break
         await asyncio.sleep(0.05)
+    else:
+        raise AssertionError("the background job never wrote")
     await agent.send("how is it going?")
+    (flags / "end").touch()
     asked = json.dumps(fake_anthropic.message_requests[3].messages[-1]["content"])
     assert "how is it going?" in asked and "Changed outside the agent" not in asked
     assert "while your background job bg-" in asked and "notes.txt" in asked
