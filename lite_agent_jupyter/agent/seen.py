@@ -32,7 +32,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -242,9 +242,10 @@ def _after_time_travel(
 ) -> dict[str, str]:
     moved_paths = {str(workdir / path) for path in moved}
     written: dict[str, str | None] = {}
+    under = _joiner(workdir)
     for event in events:
         if isinstance(event, FileSnapshotEvent) and event.extra.get("tool") != OUTSIDE:
-            written[str(workdir / event.path)] = event.after
+            written[under(event.path)] = event.after
     table: dict[str, str] = {}
 
     def keep(path: str, digest: str | None) -> None:
@@ -262,3 +263,27 @@ def _after_time_travel(
             continue
         keep(path, _hash(path) if path in moved_paths else digest)
     return table
+
+
+def _joiner(workdir: Path) -> Callable[[str], str]:
+    """``str(workdir / path)`` for the paths a session's snapshots hold, the table's keys.
+
+    A session's snapshots name every file it ever wrote (500 in a restore's benchmark), and
+    ``pathlib`` parses each join (~2 us); a relative path already in the form ``pathlib``
+    prints (no empty, ``.`` or absolute part, no trailing slash) is joined as a string, the
+    same text, any other one through ``pathlib`` (#32)."""
+    root = str(workdir)
+    prefix = root if root.endswith("/") else root + "/"
+
+    def under(path: str) -> str:
+        if (
+            path
+            and path[0] not in "/."
+            and path[-1] != "/"
+            and "//" not in path
+            and "/." not in path
+        ):
+            return prefix + path
+        return str(workdir / path)
+
+    return under

@@ -271,3 +271,17 @@ async def test_a_watch_s_news_goes_in_the_same_note_as_the_files(
     await agent.send("anything else?")
     assert _outside_note(fake_anthropic, 4) == ""
     assert cells.asked == [agent.session_id] * 4
+
+
+@pytest.mark.parametrize("workdir", ["/", "/tmp/project", "/a b/c"])
+def test_the_table_after_time_travel_keys_files_as_the_file_tools_do(workdir: str) -> None:
+    """Rebuilt after time travel, the table's keys are ``str(workdir / path)`` (what the file
+    tools key it by); joined as strings for the plain paths a session's snapshots hold
+    (#32: ``pathlib`` cost ~2 us a file), through ``pathlib`` for any other."""
+    from lite_agent_jupyter.agent.seen import _joiner
+
+    under = _joiner(Path(workdir))
+    paths = ["a", "a/b.py", ".hidden", "a/.b", "a//b", "a/./b", "./a", "a/../b", "a/", ""]
+    paths += ["/abs", "a\\b", "é/ü", "a/b..c", "..a", "a/..", "a b/c d.txt"]
+    for path in paths:
+        assert under(path) == str(Path(workdir) / path), path
