@@ -155,3 +155,51 @@ async def test_file_marks_never_read_the_log(tmp_path: Path) -> None:
     assert [e.seq for e in await read_marks(fresh, S)] == [1, 3, 6, 7, 9, 10]
     await fresh.close()
     await store.close()
+
+
+def test_file_marks_cut_from_the_end_as_from_the_start() -> None:
+    """A cut finds its offset reading the ``.marks`` lines from the end (#32); it keeps what
+    the scan from the start keeps: the lines up to the head, never a torn last line, and
+    nothing from an unreadable line it meets on. One it does not meet (older than every line
+    cut) stays, for ``read_marks`` to report as the damage it is."""
+    from lite_agent_jupyter.checkpoint.file._marks import _marks_end_forward, _marks_end_in
+
+    lines = [b'{"v":1,"seq":%d,"ts":"x","type":"file_snapshot"}\n' % seq for seq in (2, 5, 9)]
+    whole = b"".join(lines)
+    cases = [
+        whole,
+        whole + b'{"v":1,"seq":12',  # torn
+        b"",
+        b'{"seq":3,"v":1,"type":"user"}\n' + lines[1],  # another writer's key order
+    ]
+    for data in cases:
+        for head in range(0, 14):
+            assert _marks_end_in(data, head) == _marks_end_forward(data, head), (data, head)
+    damaged = lines[0] + b"not json\n" + lines[2]
+    for head in range(0, 9):  # the line of seq 9 goes: the scan meets the damage
+        assert _marks_end_in(damaged, head) == _marks_end_forward(damaged, head) in (0, 48)
+    assert _marks_end_in(damaged, 9) == len(damaged)
+
+
+async def test_file_truncate_recounts_the_turns_from_the_marks(tmp_path: Path) -> None:
+    """After a truncate the session's title and turns come from the kept ``.marks`` lines,
+    counted by their envelope with only the first prompt decoded (#32): the same as decoding
+    every candidate line, also when another mark's text says ``"checkpoint":true``."""
+    from lite_agent_jupyter.checkpoint.file._disk import _checkpoints_in
+    from lite_agent_jupyter.checkpoint.file._marks import _marks_stats
+
+    directory = tmp_path / "sessions"
+    store = file_checkpointer(directory)
+    odd = FileSnapshotEvent(path="x", before=None, after="a" * 64, extra={"checkpoint": True})
+    for events in [*story(), [odd, prompt("four")]]:
+        await store.append(S, events)
+    data = (directory / f"{S}.marks").read_bytes()
+    assert _marks_stats("m", data) == _checkpoints_in("m", data, numbered=False) == ("one", 4)
+    for head in (12, 9, 5, 2):
+        await store.truncate(S, head)
+        kept = (directory / f"{S}.marks").read_bytes()
+        assert _marks_stats("m", kept) == _checkpoints_in("m", kept, numbered=False)
+        (info,) = [s for s in await file_checkpointer(directory).list() if s.id == S]
+        assert (info.title, info.turns) == _checkpoints_in("m", kept, numbered=False)
+    assert (info.title, info.turns) == ("one", 1)
+    await store.close()

@@ -46,7 +46,6 @@ from ._disk import (
     _open,
     _open_existing,
     _pread_all,
-    _read_bytes,
     _remove,
     _repair,
     _stat,
@@ -58,7 +57,7 @@ from ._disk import (
 )
 from ._folder import _Folder, _Known, _matches, _Session
 from ._index import _SessionIndex
-from ._marks import _decode_marks, _MarkIndex
+from ._marks import _decode_marks, _MarkIndex, _marks_stats
 from ._sessions import _Sessions
 
 
@@ -410,11 +409,10 @@ class FileCheckpointer:
         self._sessions.stamp(session_id, lambda ns: os.utime(path, ns=(ns, ns)))
         st = os.stat(path)
         session.known = _Known(st.st_ino, st.st_size, st.st_mtime_ns, to_seq)
-        self._marks.cut(session_id, session, to_seq)
-        try:  # recount from the (small) mark index rather than the kept log
-            marks_path = folder.marks_path(session_id)
-            title, turns = _checkpoints_in(marks_path, _read_bytes(marks_path), numbered=False)
-        except FileNotFoundError:
+        marks = self._marks.cut(session_id, session, to_seq)
+        if marks is not None:  # recount from the (small) mark index rather than the kept log
+            title, turns = _marks_stats(folder.marks_path(session_id), marks)
+        else:
             title, turns = _checkpoints_in(path, kept)
         index.append({"id": session_id, "reset": True, "title": title, "turns": turns})
 

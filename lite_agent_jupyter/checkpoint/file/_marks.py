@@ -25,6 +25,7 @@ from ...storage import FILE_MODE
 from ..events import Event, decode_rows
 from ..protocol import MARK_KINDS, mark_kind
 from ._disk import (
+    _CHECKPOINT_MARK,
     _OPEN_RDWR_APPEND,
     _OPEN_READ,
     _checkpoints_in,
@@ -42,6 +43,8 @@ from ._folder import LOG_SUFFIX, MARKS_SUFFIX, _Folder, _Session
 _MARKS_CHUNK = 64 * 1024
 _PAGE_MARKS_MAX = 16 * 1024
 _ENVELOPE_TYPE = re.compile(rb'\{"v":\d+,"seq":(\d+),"ts":"[^"]*","type":"([a-z_]+)"')
+_USER_ENVELOPE = re.compile(rb'\n\{"v":\d+,"seq":\d+,"ts":"[^"\n]*","type":"user"')
+"""A ``user`` line's envelope, newline first (a literal prefix: ``re`` searches it fast)."""
 _KIND_OF_TYPE = {
     b"user": "checkpoint",
     b"compaction": "compaction",
@@ -162,27 +165,30 @@ class _MarkIndex:
         finally:
             os.close(fd)
 
-    def cut(self, session_id: str, session: _Session, to_seq: int) -> None:
+    def cut(self, session_id: str, session: _Session, to_seq: int) -> bytes | None:
         """After a truncate: drop the marks beyond ``to_seq`` (a crash before this is
-        harmless, see the module docstring)."""
+        harmless, see the module docstring). Returns the marks kept (what the truncate
+        recounts the session's title and turns from), ``None`` without a ``.marks`` file."""
         path = self._folder.marks_path(session_id)
         session.marks_known = None
         if to_seq == 0:
             _unlink(path)
-            return
+            return b""
         try:
             fd = _open(path, os.O_RDWR | getattr(os, "O_CLOEXEC", 0))
         except FileNotFoundError:
-            return
+            return None
         try:
             size = os.fstat(fd).st_size
-            end = _marks_end(fd, size, to_seq)
+            data = _pread_all(fd, size, 0)
+            end = _marks_end_in(data, to_seq)
             if end != size:
                 os.ftruncate(fd, end)
                 if self._folder.durable:
                     os.fsync(fd)
         finally:
             os.close(fd)
+        return data[:end]
 
     def read_locked(self, session_id: str, session: _Session) -> tuple[bytes, int]:
         """``(the .marks file's bytes, the log's head)``, rebuilding a missing file (the
@@ -231,7 +237,7 @@ class _MarkIndex:
             finally:
                 os.close(fd)
             data = data[: _marks_end_in(data, head)]  # not lines written ahead of the log
-            return _checkpoints_in(marks_path, data, numbered=False)
+            return _marks_stats(marks_path, data)
         except (OSError, CorruptLogError):
             return None
 
@@ -257,7 +263,29 @@ def _marks_end(fd: int, size: int, head: int) -> int:
 
 
 def _marks_end_in(data: bytes, head: int) -> int:
-    """:func:`_marks_end` of the ``.marks`` file's bytes."""
+    """:func:`_marks_end` of the ``.marks`` file's bytes.
+
+    Read from the end: the lines' seqs ascend (each batch's marks are written under the
+    session's lock, after cutting those beyond the head), and what goes is the newest few
+    lines, so a cut reads those rather than every mark of the session (#32). A line whose seq
+    cannot be read, met before the cut is found, sends it to :func:`_marks_end_forward`,
+    which keeps the lines before it; one older than every line cut stays (``read_marks``
+    reports it)."""
+    end = data.rfind(b"\n") + 1  # a torn last line is never kept
+    while end > 0:
+        start = data.rfind(b"\n", 0, end - 1) + 1
+        try:
+            seq = _seq_of(data[start : end - 1])
+        except ValueError:
+            return _marks_end_forward(data, head)
+        if seq <= head:
+            return end
+        end = start
+    return 0
+
+
+def _marks_end_forward(data: bytes, head: int) -> int:
+    """:func:`_marks_end_in` line by line from the start, stopping at an unreadable line."""
     end = 0
     pos = 0
     while True:
@@ -271,6 +299,27 @@ def _marks_end_in(data: bytes, head: int) -> int:
         if seq > head:
             return end
         end = pos = newline + 1
+
+
+def _marks_stats(marks_path: str, data: bytes) -> tuple[str | None, int]:
+    """:func:`~._disk._checkpoints_in` of complete ``.marks`` lines, decoding one line.
+
+    Only marks are written to a ``.marks`` file, so each of its ``user`` lines is a prompt
+    checkpoint: they are counted by their envelope, and only the first is decoded, for the
+    title (#32: a truncate decoded every prompt of the session to recount them). When that
+    count is not the number of lines saying ``"checkpoint":true`` (a line in an older
+    writer's form, or such text in another mark), every candidate is decoded, as before."""
+    framed = b"\n" + data
+    first = _USER_ENVELOPE.search(framed)
+    users = 0 if first is None else 1 + len(_USER_ENVELOPE.findall(framed, first.end()))
+    if users != data.count(_CHECKPOINT_MARK):
+        return _checkpoints_in(marks_path, data, numbered=False)
+    if first is None:
+        return None, 0
+    start = first.start()  # the line's offset in ``data`` (``framed`` adds one byte before)
+    stop = data.index(b"\n", start) + 1
+    title, _ = _checkpoints_in(marks_path, data[start:stop], numbered=False)
+    return title, users
 
 
 def _mark_lines(path: str, data: bytes) -> bytes:
@@ -304,8 +353,10 @@ def _decode_marks(
     numbers: list[int] = []
     marks_path = path[: -len(LOG_SUFFIX)] + MARKS_SUFFIX
     every = kinds >= MARK_KINDS if isinstance(kinds, frozenset) else False
-    pos = 0
-    number = 0
+    # From the first line past ``after`` (found from the end, :func:`_marks_end_in`): a
+    # listing reads the marks after the last it kept, a few of a session's hundreds (#32).
+    pos = _marks_end_in(data, after) if after > 0 else 0
+    number = data.count(b"\n", 0, pos)
     while True:
         newline = data.find(b"\n", pos)
         if newline < 0:
