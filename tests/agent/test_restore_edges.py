@@ -268,3 +268,37 @@ async def test_a_save_between_the_re_check_and_the_rename_is_never_lost(
     expected = {**run3.states[3], file: saved}
     assert state(project) == expected  # every other file put back, no temp left
     assert len(await agent.list_checkpoints(sid)) == 3  # the log untouched
+
+
+async def test_the_journal_lock_excludes_a_filelock_holder_and_back(tmp_path: Path) -> None:
+    """Time travel's lock across processes is a bare ``flock`` since #32 (``filelock`` cost
+    ~125 us a restore): it still waits for a ``filelock.FileLock`` on the same file (an older
+    release's process), which in turn cannot take it while an operation holds it."""
+    import asyncio
+
+    from filelock import FileLock, Timeout
+
+    from lite_agent_jupyter import create_lite_agent
+    from lite_agent_jupyter.providers import scripted
+
+    storage = Storage(tmp_path / "store", "ns")
+    (tmp_path / "project").mkdir()
+    agent = create_lite_agent(model=scripted([]), workdir=tmp_path / "project", storage=storage)
+    journal = agent._restorer.journal
+    path = str(storage.archive_dir / "s1.restore.lock")
+    async with journal.locked("s1"):  # the first one makes the archive folder
+        with pytest.raises(Timeout):
+            FileLock(path, thread_local=False).acquire(timeout=0)
+    older = FileLock(path, thread_local=False)
+    older.acquire(timeout=0)
+
+    async def hold() -> None:
+        async with journal.locked("s1"):
+            pass
+
+    waiting = asyncio.create_task(hold())
+    await asyncio.sleep(0.05)
+    assert not waiting.done()
+    older.release()
+    await asyncio.wait_for(waiting, 30)
+    await agent.close()

@@ -5,10 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from pathlib import Path
 
 import pytest
 
-from lite_agent_jupyter.checkpoint._blocking import ThreadGate, WouldBlock, run_gated
+from lite_agent_jupyter.checkpoint._blocking import (
+    FlockGate,
+    ThreadGate,
+    WouldBlock,
+    acquire,
+    run_gated,
+)
 
 
 async def test_free_gates_run_inline_on_the_loop_thread() -> None:
@@ -84,3 +91,39 @@ async def test_cancelling_a_wait_gives_up_and_releases() -> None:
     second.release()
     assert not ran.is_set()
     assert await run_gated([first, second], lambda: "usable") == "usable"
+
+
+async def test_acquire_waits_in_a_worker_and_a_cancelled_wait_holds_nothing(
+    tmp_path: Path,
+) -> None:
+    """:func:`acquire` (time travel's journal lock, #32): a free gate is taken inline, a held
+    one is waited for off the loop, and a wait cancelled meanwhile leaves the gate free,
+    also when the worker took it just as the caller gave up."""
+    path = str(tmp_path / "s.lock")
+    gate, other = FlockGate(path), FlockGate(path)
+    await acquire(gate)
+    assert not other.try_acquire()
+    waiting = asyncio.create_task(acquire(other))
+    for _ in range(20):
+        await asyncio.sleep(0)  # the loop is free while the task waits
+    assert not waiting.done()
+    gate.release()
+    await asyncio.wait_for(waiting, 30)
+    assert not gate.try_acquire()
+    other.release()
+    for give_up_after in (0.0, 0.01):
+        assert gate.try_acquire()
+        waiting = asyncio.create_task(acquire(other))
+        await asyncio.sleep(give_up_after)
+        gate.release()  # the worker may take it now, just as it is cancelled
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        third = FlockGate(path)
+        for _ in range(3000):  # the worker returns within a poll: then the gate is free
+            if third.try_acquire():
+                break
+            await asyncio.sleep(0.01)
+        else:
+            raise AssertionError("a cancelled wait left the gate held")
+        third.release()

@@ -481,11 +481,11 @@ def test_the_session_lock_excludes_filelock_holders_and_back(directory: Path) ->
 
     from filelock import FileLock, Timeout
 
-    from lite_agent_jupyter.checkpoint.file._folder import _FileGate
+    from lite_agent_jupyter.checkpoint._blocking import FlockGate
 
     directory.mkdir(parents=True, exist_ok=True)
     path = str(directory / "s.lock")
-    gate = _FileGate(path)
+    gate = FlockGate(path)
     held = FileLock(path, thread_local=False)
     held.acquire()
     assert not gate.try_acquire()
@@ -496,6 +496,6 @@ def test_the_session_lock_excludes_filelock_holders_and_back(directory: Path) ->
     assert gate.try_acquire()
     with pytest.raises(Timeout):
         FileLock(path, thread_local=False).acquire(timeout=0)
-    assert not _FileGate(path).try_acquire()  # a second object of this process waits too
+    assert not FlockGate(path).try_acquire()  # a second object of this process waits too
     gate.release()
-    assert _FileGate(path).try_acquire()
+    assert FlockGate(path).try_acquire()

@@ -13,11 +13,8 @@ the only state they share.
 
 from __future__ import annotations
 
-import errno
-import fcntl
 import os
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +23,7 @@ from typing import NamedTuple, TypeVar
 from ...atomic import sweep_stale
 from ...errors import CheckpointerUnavailableError
 from ...storage import FILE_MODE, ensure_private_dir
-from .._blocking import Gate, ThreadGate, run_gated
+from .._blocking import FlockGate, Gate, ThreadGate, run_gated
 from . import _listing, _recent
 from ._disk import _read_tail, _Tail
 
@@ -37,54 +34,6 @@ MARKS_SUFFIX = ".marks"
 TOMBSTONE_SUFFIX = ".deleted"
 INDEX_NAME = ".index.jsonl"
 LOCKS_DIR = ".locks"
-_LOCK_POLL = 0.001
-_LOCK_FLAGS = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
-
-
-class _FileGate:
-    """An exclusive ``flock`` on a lock file as a :class:`~.._blocking.Gate`.
-
-    Why not ``filelock.FileLock`` (used here up to #32): the same ``flock``, but its 4.x
-    releases track forks, registries and settings around every call, ~150-220 us per
-    acquire and release here against ~4 us for the two system calls; the file backend takes
-    three a turn, so the library was most of the agent's per-turn overhead. The lock is held
-    by the open file (opened on acquire, closed on release), so any thread may release it and
-    two objects of one process exclude each other like two processes; the file is never
-    unlinked (a waiter must lock the same inode). It interoperates with ``filelock`` (also
-    ``flock`` on Unix), so an older release's process on the same folder is still excluded.
-    The wait is a loop of short attempts, never an infinite one, so a cancelled caller stops
-    waiting promptly.
-    """
-
-    __slots__ = ("_fd", "path")
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self._fd: int | None = None
-
-    def try_acquire(self) -> bool:
-        fd = os.open(self.path, _LOCK_FLAGS, FILE_MODE)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            os.close(fd)
-            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
-                return False
-            raise
-        self._fd = fd
-        return True
-
-    def acquire_until(self, cancelled: threading.Event) -> bool:
-        while not self.try_acquire():
-            if cancelled.is_set():
-                return False
-            time.sleep(_LOCK_POLL)
-        return True
-
-    def release(self) -> None:
-        fd, self._fd = self._fd, None
-        if fd is not None:
-            os.close(fd)  # releases the lock
 
 
 class _Known(NamedTuple):
@@ -112,7 +61,7 @@ def _matches(known: _Known | None, st: os.stat_result) -> bool:
 @dataclass(slots=True)
 class _Session:
     guard: ThreadGate
-    lock: _FileGate
+    lock: FlockGate
     known: _Known | None = None
     marks_known: tuple[int, int, int, int] | None = None
     """``(ino, size, mtime_ns, last seq)`` of the ``.marks`` file as this object left it."""
@@ -140,7 +89,7 @@ class _Folder:
         self._swept = False
         self._sessions: dict[str, _Session] = {}
         self._sessions_lock = threading.Lock()
-        self._index_gates: tuple[ThreadGate, _FileGate] | None = None
+        self._index_gates: tuple[ThreadGate, FlockGate] | None = None
 
     def check_open(self) -> None:
         if self.closed:
@@ -185,17 +134,17 @@ class _Folder:
             with self._sessions_lock:
                 session = self._sessions.get(session_id)
                 if session is None:
-                    lock = _FileGate(self.lock_path(session_id))
+                    lock = FlockGate(self.lock_path(session_id), FILE_MODE)
                     session = _Session(ThreadGate(), lock)
                     self._sessions[session_id] = session
         return session
 
-    def _index_locks(self) -> tuple[ThreadGate, _FileGate]:
+    def _index_locks(self) -> tuple[ThreadGate, FlockGate]:
         if self._index_gates is None:
             with self._sessions_lock:
                 if self._index_gates is None:
                     path = os.path.join(self.locks_dir, ".index.lock")
-                    self._index_gates = (ThreadGate(), _FileGate(path))
+                    self._index_gates = (ThreadGate(), FlockGate(path, FILE_MODE))
         return self._index_gates
 
     def ensure_dirs(self) -> None:
