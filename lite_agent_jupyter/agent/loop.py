@@ -545,7 +545,7 @@ class Turn:
                 await _shielded(tracker.after(session, tool_use_id, name, approver))
             raise
         if scans:
-            await refresh_seen(context.extra.get("seen_files"))
+            await refresh_seen(context.seen_files)
         if tracker is not None:
             report = await tracker.after(session, tool_use_id, name, approver)
             for snap in report.events:
@@ -558,20 +558,6 @@ class Turn:
         log, bound to the call."""
         settings, session = self.settings, self.session
         session_id = session.session_id
-        extra: dict[str, Any] = {
-            "seen_files": settings.seen_files.setdefault(session_id, {}),
-            # ``await extra["checkpoint_id"]()``: the running prompt's id (``3-k7f2``), read
-            # only by the tools that tag their work with it (``propose_cell``)
-            "checkpoint_id": functools.partial(
-                newest_checkpoint_id, session.checkpointer, session_id
-            ),
-            "put_state_blob": self._put_state_blob,
-            "record_state": functools.partial(self._record_state, tool_use_id),
-        }
-        if settings.task_lists is not None:
-            extra["task_lists"] = settings.task_lists
-        if self.task_list is not None:
-            extra["task_list"] = self.task_list
         return ToolContext(
             workdir=settings.workdir,
             signal=self.signal,
@@ -584,7 +570,14 @@ class Turn:
                 if settings.start_background is not None
                 else None
             ),
-            extra=extra,
+            seen_files=settings.seen_files.setdefault(session_id, {}),
+            task_lists=settings.task_lists,
+            task_list=self.task_list,
+            # the running prompt's id (``3-k7f2``), read only by the tools that tag their
+            # work with it (``propose_cell``)
+            checkpoint_id=functools.partial(newest_checkpoint_id, session.checkpointer, session_id),
+            put_state_blob=self._put_state_blob,
+            record_state=functools.partial(self._record_state, tool_use_id),
         )
 
     async def _track_text(

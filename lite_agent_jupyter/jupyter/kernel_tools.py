@@ -110,7 +110,7 @@ def propose_cell_tool(shell: Any) -> Tool:
         if not code.strip():
             raise ToolError("code is empty")
         session = render.short_id(ctx.session_id) if ctx.session_id else "memory only"
-        newest = ctx.extra.get("checkpoint_id")  # the running prompt's id (agent/loop.py)
+        newest = ctx.checkpoint_id  # the running prompt's id (agent/loop.py)
         checkpoint = await newest() if newest is not None else None
         at = f" at prompt {checkpoint}" if checkpoint else ""
         tag = f"# proposed by the agent{at} (session {session}); not run yet\n"
@@ -152,7 +152,7 @@ def run_cell_tool(
         if answer is None:
             raise ToolError("no %%agent cell is waiting to run the code in the kernel")
         result, report = answer
-        put, record = ctx.extra.get("put_state_blob"), ctx.extra.get("record_state")
+        put, record = ctx.put_state_blob, ctx.record_state
         if put is not None and record is not None and ctx.session_id:
             await report.record(put, record)
         return result  # type: ignore[no-any-return]

@@ -252,7 +252,7 @@ def notebook_tools(
         """A ``state_snapshot`` event of participant :data:`PARTICIPANT`: the cell's id, its
         index then, and its source before and after as the session's blobs (``None``: the
         cell did not exist / does not any more), for a rewind to put it back."""
-        put, write = ctx.extra.get("put_state_blob"), ctx.extra.get("record_state")
+        put, write = ctx.put_state_blob, ctx.record_state
         if put is None or write is None or not ctx.session_id:
             return
         hashes: dict[str, str | None] = {}
@@ -343,7 +343,7 @@ def notebook_tools(
         result, report = answer
         await channel.request("outputs", cell=current["id"], outputs=outputs)
         channel.seen[str(current["id"])] = code
-        put, write = ctx.extra.get("put_state_blob"), ctx.extra.get("record_state")
+        put, write = ctx.put_state_blob, ctx.record_state
         if put is not None and write is not None and ctx.session_id:
             await report.record(put, write)  # its variables, as run_cell's
         await record(ctx, "execute", current, before=code, after=code)

@@ -2,9 +2,12 @@
 
 A :class:`Tool` is a name, a description, a JSON schema for its input and an async function.
 The agent gives every call a :class:`ToolContext`: the workdir it is confined to, the abort
-signal, and two services the agent owns because they touch the session log: ``snapshot``
-(record a file's before/after *before* changing it) and ``start_background`` (run a job whose
-completion comes back as a background turn).
+signal, and the services the agent owns because they touch the session log: ``snapshot``
+(record a file's before/after *before* changing it), ``start_background`` (run a job whose
+completion comes back as a background turn), ``record_state`` and ``put_state_blob`` (what a
+call did to state besides files); and what it keeps per session or prompt (``seen_files``,
+``task_lists``, ``task_list``, ``checkpoint_id``). Each is a typed field, ``None`` where the
+agent has none to give (a tool run on its own).
 
 This module knows nothing of the agent loop, providers or Jupyter.
 """
@@ -15,9 +18,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import EllipsisType
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ..abort import AbortSignal
+
+if TYPE_CHECKING:
+    from ..checkpoint.protocol import TaskLists
 
 ToolKind = Literal["read", "write", "shell", "other"]
 """Drives the default approval policy: reads are free; write and shell ask; other asks."""
@@ -68,6 +74,31 @@ class ToolContext:
     result. The agent already scans before and after the call; a background job calls it
     when it ends. ``None`` where the agent does not track files."""
     extra: dict[str, Any] = field(default_factory=dict)
+    """Free-form values for tools of your own, put there by the code that builds their
+    context (a host of its own, a test). The agent puts nothing here: what it gives every
+    call has a typed field of its own (below), so a tool reads it by name, checked by the
+    type checker, not by a string key."""
+    seen_files: dict[str, str] | None = None
+    """The session's table of path -> hash of the content the model last read or wrote: the
+    file tools' compare-and-swap (``edit_file`` refuses a file changed since, kept by the
+    agent per session, ``agent/seen.py``). ``None`` outside an agent: nothing is compared."""
+    task_lists: TaskLists | None = None
+    """The store the todo tools keep their lists in (the checkpointer's, when the backend
+    keeps them, else a folder's); ``None``: the process-wide memory store."""
+    task_list: str | None = None
+    """The shared task list of this prompt (``send(..., task_list=...)``); ``None``: the
+    session's own."""
+    checkpoint_id: Callable[[], Awaitable[str | None]] | None = None
+    """``await checkpoint_id()``: the running prompt's id (``3-k7f2``; ``None`` before the
+    first), for a tool that tags its work with it (``propose_cell``). ``None`` outside an
+    agent."""
+    put_state_blob: Callable[[bytes], Awaitable[str]] | None = None
+    """``await put_state_blob(data)``: keep a snapshot a rewind participant took (a kernel
+    variable's pickle, a cell's source) as the session's blob; returns its hash."""
+    record_state: Callable[[str, dict[str, Any]], Awaitable[None]] | None = None
+    """``await record_state(participant, data)``: what this call did to a participant's
+    state, written as a ``state_snapshot`` event (``agent/timetravel/participants.py``).
+    With ``put_state_blob``, ``None`` where there is no session log to write to."""
 
 
 @dataclass(slots=True)

@@ -285,9 +285,8 @@ def _read_text_window(
 
 def _seen(ctx: ToolContext) -> dict[str, str] | None:
     """The session's table path -> hash of the content the model last read or wrote
-    (``ctx.extra["seen_files"]``, kept by the agent per session); ``None`` outside an agent."""
-    seen = ctx.extra.get("seen_files")
-    return seen if isinstance(seen, dict) else None
+    (``ctx.seen_files``, kept by the agent per session); ``None`` outside an agent."""
+    return ctx.seen_files
 
 
 def _check_seen(ctx: ToolContext, path: Path, shown: str, before: bytes | None) -> None:

@@ -3,13 +3,13 @@
 The model rewrites the whole list on each call (items of ``content`` + ``status``); the
 result echoes it back, so the list is always in the conversation. Lists live in a
 :class:`~lite_agent_jupyter.checkpoint.protocol.TaskLists` store that the agent puts in
-``ctx.extra["task_lists"]``: its checkpointer's when the backend keeps them (PostgreSQL,
+``ctx.task_lists``: its checkpointer's when the backend keeps them (PostgreSQL,
 SQLite, memory), else :class:`FileTaskLists` in the storage folder; without one (a tool run
 on its own), a process-wide memory store.
 
 * by default each session has a **private** list (id: the session id);
 * a **shared** list has a name (``task_list="release"``: an agent option, or per prompt with
-  ``send(..., task_list=...)``; the agent puts it in ``ctx.extra["task_list"]``): every session
+  ``send(..., task_list=...)``; the agent puts it in ``ctx.task_list``): every session
   using that name reads and writes one list (id ``shared/<name>``), so one session can plan
   and others pick up the steps. Writes replace the whole list; the last writer wins;
 * ``delete_session`` deletes the session's private list, never a shared one.
@@ -96,9 +96,8 @@ _MARKS = {"pending": "[ ]", "in_progress": "[>]", "completed": "[x]"}
 
 
 def lists_for(ctx: ToolContext) -> TaskLists:
-    """The store the agent put in ``ctx.extra["task_lists"]``, else the process-wide one."""
-    store = ctx.extra.get("task_lists")
-    return store if isinstance(store, TaskLists) else _PROCESS_LISTS
+    """The store the agent put in ``ctx.task_lists``, else the process-wide one."""
+    return ctx.task_lists if ctx.task_lists is not None else _PROCESS_LISTS
 
 
 def render_tasks(items: Sequence[Mapping[str, str]], shared: str | None = None) -> str:
@@ -113,8 +112,7 @@ def render_tasks(items: Sequence[Mapping[str, str]], shared: str | None = None) 
 
 
 def _shared(ctx: ToolContext) -> str | None:
-    name = ctx.extra.get("task_list")
-    return name if isinstance(name, str) else None
+    return ctx.task_list
 
 
 def _list_id(ctx: ToolContext) -> str:

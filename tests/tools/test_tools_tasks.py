@@ -34,7 +34,7 @@ async def test_todo_write_renders_and_stores_per_session(
     make_ctx: Callable[..., ToolContext],
 ) -> None:
     store = MemoryTaskLists()
-    ctx = make_ctx(extra={"task_lists": store})
+    ctx = make_ctx(task_lists=store)
     result = await invoke_tool(todo_write, {"todos": PLAN}, ctx)
     assert result == (
         "Task list (1/3 completed):\n"
@@ -98,9 +98,9 @@ async def test_a_shared_list_is_one_list_for_every_session_using_its_name(
 ) -> None:
     stores: list[TaskLists] = [MemoryTaskLists(), FileTaskLists(tmp_path / "tasks")]
     for store in stores:
-        writer = make_ctx(session_id="a", extra={"task_lists": store, "task_list": "release"})
-        reader = make_ctx(session_id="b", extra={"task_lists": store, "task_list": "release"})
-        private = make_ctx(session_id="b", extra={"task_lists": store})
+        writer = make_ctx(session_id="a", task_lists=store, task_list="release")
+        reader = make_ctx(session_id="b", task_lists=store, task_list="release")
+        private = make_ctx(session_id="b", task_lists=store)
         result = await invoke_tool(todo_write, {"todos": PLAN[:1]}, writer)
         assert result.startswith("Shared task list 'release' (1/1 completed):")
         assert await invoke_tool(todo_read, {}, reader) == result
