@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from .agent import (
         AgentEvent,
         AgentOptions,
+        AgentOptionsDict,
         ApprovalDecided,
         ApprovalRequest,
         ApprovalRequested,
@@ -120,6 +121,7 @@ _LAZY = {
     ".agent": (
         "AgentEvent",
         "AgentOptions",
+        "AgentOptionsDict",
         "ApprovalDecided",
         "ApprovalRequest",
         "ApprovalRequested",
@@ -220,6 +222,7 @@ __all__ = [
     "AgentClosedError",
     "AgentEvent",
     "AgentOptions",
+    "AgentOptionsDict",
     "ApprovalDecided",
     "ApprovalRequest",
     "ApprovalRequested",

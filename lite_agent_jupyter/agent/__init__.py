@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from .compact import Compaction, CompactProgress, CompactResult
     from .core import LiteAgent, create_lite_agent
     from .notices import Subscription
-    from .options import DEFAULT_MODEL_NAME, AgentOptions
+    from .options import DEFAULT_MODEL_NAME, AgentOptions, AgentOptionsDict
     from .results import (
         AgentEvent,
         ApprovalDecided,
@@ -72,6 +72,7 @@ _LAZY = {
     ".options": (
         "DEFAULT_MODEL_NAME",
         "AgentOptions",
+        "AgentOptionsDict",
     ),
     ".results": (
         "AgentEvent",
@@ -119,6 +120,7 @@ __all__ = [
     "DEFAULT_MODEL_NAME",
     "AgentEvent",
     "AgentOptions",
+    "AgentOptionsDict",
     "Approval",
     "ApprovalDecided",
     "ApprovalRequest",

@@ -22,10 +22,10 @@ import os
 import uuid
 import warnings
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from types import MappingProxyType, TracebackType
-from typing import Any, Never
+from typing import Any, Unpack
 
 from ..abort import AbortSignal
 from ..checkpoint.events import Event, UserEvent
@@ -40,30 +40,22 @@ from ..checkpoint.protocol import (
 from ..errors import AgentClosedError, InvalidPromptError, SessionBusyError
 from ..providers.base import AgentBound, HoldsSecrets, Provider
 from ..redact import MIN_SECRET_CHARS, Redactor, env_secrets
-from ..storage import BlobCollection, BlobRef, Blobs, MemoryBlobStore, Storage, process_scope
+from ..storage import BlobCollection, BlobRef, MemoryBlobStore, Storage, process_scope
 from ..storage.netfs import NetworkFilesystemWarning, check_local_locking
-from ..tools import Tool, default_tools
+from ..tools import default_tools
 from ..tools.mcp import McpServers, ServerConfig
-from ..tools.scan import DEFAULT_MAX_FILE_SIZE
 from ..tools.shell import SECRET_ENV_VARS
-from ..tools.tasks import FileTaskLists, validate_task_list
-from .approvals import ApprovalGate, ApprovalHandler, Decision, InputHandler, ask_user_tool
-from .budget import Budget, UnpricedCapWarning, check_cost_cap
+from ..tools.tasks import FileTaskLists
+from .approvals import ApprovalGate, ask_user_tool
+from .budget import Budget, UnpricedCapWarning
 from .bundle import DEFAULT_MAX_SIZE, BundleInfo, ImportResult
 from .compact import AUTO_COMPACT_THRESHOLD, Compaction, CompactSettings, context_tokens
-from .hooks import DEFAULT_HOOK_TIMEOUT, HookRunner, HooksOption, check_hooks
+from .hooks import HookRunner, check_hooks
 from .identity import current_user
 from .loop import TurnSettings, run_turn
 from .maintenance import Maintenance
 from .notices import NoticeHub, Subscription
-from .options import (
-    DEFAULT_BLOB_GRACE,
-    DEFAULT_MODEL_NAME,
-    AgentOptions,
-    BackgroundHandler,
-    check_max_turn_tokens,
-    check_option_names,
-)
+from .options import DEFAULT_MODEL_NAME, AgentOptions, AgentOptionsDict, options_from
 from .portability_api import Portability
 from .prices import merged_prices
 from .results import AgentEvent, LiteAgentResult, TurnFinished
@@ -75,7 +67,7 @@ from .timetravel import Restorer
 from .timetravel_api import TimeTravelMixin
 from .tracking import FileTracker
 from .turns import TurnRunner
-from .usage import Price, Prices, UsageTotals
+from .usage import Prices, UsageTotals
 
 log = logging.getLogger(__name__)
 
@@ -234,10 +226,7 @@ class LiteAgent(TimeTravelMixin):
             tools=self.tools,
             max_turns=options.max_turns,
             max_tokens=options.max_tokens,
-            max_turn_tokens=options.max_turn_tokens,
             prices=self.prices,
-            max_turn_cost=options.max_turn_cost,
-            max_session_cost=options.max_session_cost,
             workdir=self.workdir,
             storage_root=self.storage.root,
             blobs=self.blobs,
@@ -324,14 +313,13 @@ class LiteAgent(TimeTravelMixin):
         and titles show the person's words only (#30).
         """
         self._check_open()
-        check_max_turn_tokens(max_turn_tokens)
-        options = self.options
-        budget = Budget(
-            options.max_turn_tokens if max_turn_tokens is None else max_turn_tokens,
-            check_cost_cap("max_turn_cost", max_turn_cost) or options.max_turn_cost,
-            check_cost_cap("max_session_cost", max_session_cost) or options.max_session_cost,
+        turn = self.options.for_turn(
+            task_list=task_list,
+            max_turn_tokens=max_turn_tokens,
+            max_turn_cost=max_turn_cost,
+            max_session_cost=max_session_cost,
         )
-        note = self.cost_cap_note(budget)
+        note = self.cost_cap_note(turn.budget)
         if note is not None:
             warnings.warn(note, UnpricedCapWarning, stacklevel=2)
         sid = self.sessions.or_current(session_id)
@@ -340,14 +328,17 @@ class LiteAgent(TimeTravelMixin):
         if self._runner.streaming(sid):
             raise SessionBusyError(f"session {sid!r} already has a turn running in this agent")
         content = _prompt_content(input)
-        shared = self.options.task_list if task_list is None else validate_task_list(task_list)
         prompt = UserEvent(content=content, origin="user", checkpoint=True, by=self.user())
         if isinstance(notes, str):
             raise TypeError("notes is a list of strings, not one string")
         context = [_note_event(note) for note in notes]
         # aclosing: leaving this loop early closes the stream now, which aborts the turn
         events = self._runner.stream(
-            sid, [prompt, *context], task_list=shared, budget=budget, read_only=bool(read_only)
+            sid,
+            [prompt, *context],
+            task_list=turn.task_list,
+            budget=turn.budget,
+            read_only=bool(read_only),
         )
         async with contextlib.aclosing(events):
             async for event in events:
@@ -380,7 +371,8 @@ class LiteAgent(TimeTravelMixin):
         budget: Budget | None,
         read_only: bool = False,
     ) -> Awaitable[LiteAgentResult]:
-        """One turn with this agent's settings (what ``turns.TurnRunner`` runs)."""
+        """One turn with this agent's settings (what ``turns.TurnRunner`` runs); a background
+        completion turn comes with no budget: the options' (:meth:`AgentOptions.for_turn`)."""
         return run_turn(
             self._settings,
             session,
@@ -388,7 +380,7 @@ class LiteAgent(TimeTravelMixin):
             signal,
             emit,
             task_list=task_list,
-            budget=budget,
+            budget=self.options.for_turn().budget if budget is None else budget,
             read_only=read_only,
         )
 
@@ -683,84 +675,19 @@ def _check_network_fs(root: Path, *, refuse: bool) -> None:
         warnings.warn(note, NetworkFilesystemWarning, stacklevel=3)
 
 
-def create_lite_agent(
-    *,
-    model: Provider,
-    model_name: str = DEFAULT_MODEL_NAME,
-    workdir: str | os.PathLike[str] = ".",
-    sessions: bool = True,
-    checkpointer: Checkpointer | None = None,
-    storage: Storage | str | os.PathLike[str] | None = None,
-    blobs: Blobs | None = None,
-    tools: Iterable[Tool] = (),
-    builtin_tools: bool = True,
-    system_prompt: str | None = None,
-    max_turns: int = 50,
-    max_tokens: int = 8192,
-    max_turn_tokens: int | None = None,
-    max_turn_cost: float | None = None,
-    max_session_cost: float | None = None,
-    prices: Mapping[str, Price] | None = None,
-    context_window: int = 200_000,
-    auto_compact: bool = True,
-    max_tracked_file_size: int = DEFAULT_MAX_FILE_SIZE,
-    blob_grace: float = DEFAULT_BLOB_GRACE,
-    task_list: str | None = None,
-    approvals: Mapping[str, Decision] | Decision | None = None,
-    on_approval: ApprovalHandler | None = None,
-    on_input: InputHandler | None = None,
-    on_background: BackgroundHandler | None = None,
-    session_id: str | None = None,
-    secret_env: Sequence[str] = (),
-    mcp_servers: Mapping[str, Any] | str | os.PathLike[str] | None = None,
-    hooks: HooksOption | None = None,
-    hook_timeout: float = DEFAULT_HOOK_TIMEOUT,
-    refuse_network_fs: bool = False,
-    user: str | Callable[[], str] | None = None,
-    require_same_user_approval: bool = False,
-    **unknown: Never,
-) -> LiteAgent:
+def create_lite_agent(**options: Unpack[AgentOptionsDict]) -> LiteAgent:
     """Create a :class:`LiteAgent`; each option is described in :class:`AgentOptions` and
-    docs/sdk.md. ``model`` is required (``anthropic()`` or ``scripted(...)``). An unknown
-    keyword is a ``TypeError`` naming the closest option."""
-    check_option_names(unknown)
-    return LiteAgent(
-        AgentOptions(
-            model=model,
-            model_name=model_name,
-            workdir=Path(workdir),
-            sessions=sessions,
-            checkpointer=checkpointer,
-            storage=storage,
-            blobs=blobs,
-            tools=tuple(tools),
-            builtin_tools=builtin_tools,
-            system_prompt=system_prompt,
-            max_turns=max_turns,
-            max_tokens=max_tokens,
-            max_turn_tokens=max_turn_tokens,
-            max_turn_cost=max_turn_cost,
-            max_session_cost=max_session_cost,
-            prices=prices,
-            context_window=context_window,
-            auto_compact=auto_compact,
-            max_tracked_file_size=max_tracked_file_size,
-            blob_grace=blob_grace,
-            task_list=task_list,
-            approvals=approvals,
-            on_approval=on_approval,
-            on_input=on_input,
-            on_background=on_background,
-            session_id=session_id,
-            secret_env=tuple(secret_env),
-            mcp_servers=mcp_servers,
-            hooks=hooks,
-            hook_timeout=hook_timeout,
-            refuse_network_fs=refuse_network_fs,
-            user=user,
-            require_same_user_approval=require_same_user_approval,
-        )
-    )
+    docs/sdk.md, its keyword's type in :class:`AgentOptionsDict`. ``model`` is required
+    (``anthropic()`` or ``scripted(...)``). An unknown keyword is a ``TypeError`` naming the
+    closest option."""
+    return LiteAgent(options_from(options))
 
 
-__all__ = ["DEFAULT_MODEL_NAME", "AbortSignal", "AgentOptions", "LiteAgent", "create_lite_agent"]
+__all__ = [
+    "DEFAULT_MODEL_NAME",
+    "AbortSignal",
+    "AgentOptions",
+    "AgentOptionsDict",
+    "LiteAgent",
+    "create_lite_agent",
+]

@@ -91,7 +91,6 @@ class TurnSettings:
     tools: dict[str, Tool]
     max_turns: int
     max_tokens: int
-    max_turn_tokens: int | None
     workdir: Path
     storage_root: Path | None
     blobs: Blobs
@@ -106,8 +105,6 @@ class TurnSettings:
     """Scans the workdir around shell tools so their file changes are snapshotted."""
     prices: Prices = field(default_factory=dict)
     """Model (or prefix) -> price: the bundled table with the user's overrides."""
-    max_turn_cost: float | None = None
-    max_session_cost: float | None = None
     hooks: HookRunner | None = None
     """The user's hooks (``agent/hooks.py``); ``None``: none configured."""
     extra_tools: ToolSource | None = None
@@ -165,7 +162,7 @@ async def run_turn(
     emit: Emit,
     *,
     task_list: str | None = None,
-    budget: Budget | None = None,
+    budget: Budget,
     read_only: bool = False,
 ) -> LiteAgentResult:
     """Run one turn in ``session`` (see :class:`Turn`, which this builds and runs)."""
@@ -183,7 +180,7 @@ class Turn:
     to this turn lives here, and ends with it.
 
     ``task_list``: the shared task list the todo tools use (``None``: the session's own).
-    ``budget``: this turn's caps (see ``budget.py``), default the settings'.
+    ``budget``: this turn's caps (see ``budget.py``; ``AgentOptions.for_turn`` makes them).
     """
 
     __slots__ = (
@@ -205,18 +202,14 @@ class Turn:
         emit: Emit,
         *,
         task_list: str | None = None,
-        budget: Budget | None = None,
+        budget: Budget,
     ) -> None:
         self.settings = settings
         self.session = session
         self.signal = signal
         self.emit = emit
         self.task_list = task_list
-        self.budget = (
-            budget
-            if budget is not None
-            else Budget(settings.max_turn_tokens, settings.max_turn_cost, settings.max_session_cost)
-        )
+        self.budget = budget
         self.author: str | None = None
         """Who wrote the prompt this turn answers (a background turn's: the session's
         latest), for approvals."""

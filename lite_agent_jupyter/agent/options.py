@@ -1,20 +1,29 @@
 """``AgentOptions``: every option of an agent, typed, checked in one place.
 
-``create_lite_agent(...)`` and ``LiteAgent(options)`` both go through it, so mypy, IDEs and
-configuration layers (``%config`` traits) see one list of names and types, and a bad value is
-refused before anything is written. To add an option: add a field here (with its default and
-a line of doc) and its check in ``__post_init__``; then a keyword in ``create_lite_agent``.
+``create_lite_agent(**options)`` and ``LiteAgent(options)`` both go through it, so mypy, IDEs
+and configuration layers (``%config`` traits) see one list of names and types, and a bad
+value is refused before anything is written. Two declarations side by side, because the types
+differ: :class:`AgentOptions`, the checked options (``workdir`` a resolved ``Path``, ``tools`` a
+tuple; each field's default and doc), and :class:`AgentOptionsDict`, the keywords
+``create_lite_agent`` takes (``workdir`` any path, ``tools`` any iterable), which
+``create_lite_agent`` passes on as they are. ``tests/agent/test_options.py`` keeps the two
+the same names.
+
+To add an option: a field of ``AgentOptions`` (its default and a line of doc), its check in
+``__post_init__``, its key in ``AgentOptionsDict``; for the notebook, a trait and a row of
+``jupyter/magics.py``'s ``OPTION_TRAITS``. What ``send``/``run`` may set for one turn
+(``None``: the agent's option) is resolved in :meth:`AgentOptions.for_turn`, only there.
 """
 
 from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, get_args
+from typing import Any, TypedDict, get_args
 
 from ..checkpoint.protocol import Checkpointer, validate_session_id
 from ..providers.base import DEFAULT_MODEL_NAME as DEFAULT_MODEL_NAME
@@ -25,7 +34,7 @@ from ..tools.mcp.config import ServerConfig, load_servers
 from ..tools.scan import DEFAULT_MAX_FILE_SIZE
 from ..tools.tasks import validate_task_list
 from .approvals import ApprovalHandler, Decision, InputHandler
-from .budget import check_cost_cap
+from .budget import Budget, check_cost_cap
 from .hooks import DEFAULT_HOOK_TIMEOUT, HooksOption, check_hooks
 from .prices import merged_prices
 from .results import LiteAgentResult
@@ -184,6 +193,96 @@ class AgentOptions:
         """A copy with ``changes`` applied (checked like the constructor's)."""
         check_option_names(changes)
         return replace(self, **changes)
+
+    def for_turn(
+        self,
+        *,
+        task_list: str | None = None,
+        max_turn_tokens: int | None = None,
+        max_turn_cost: float | None = None,
+        max_session_cost: float | None = None,
+    ) -> TurnChoices:
+        """One turn's shared task list and budget: each value given for the turn, checked,
+        and for each ``None`` this agent's option. The one place a per-call ``None`` means
+        the agent's option (``send``/``run``; a background completion turn asks with none)."""
+        check_max_turn_tokens(max_turn_tokens)
+        return TurnChoices(
+            task_list=self.task_list if task_list is None else validate_task_list(task_list),
+            budget=Budget(
+                self.max_turn_tokens if max_turn_tokens is None else max_turn_tokens,
+                _or(check_cost_cap("max_turn_cost", max_turn_cost), self.max_turn_cost),
+                _or(check_cost_cap("max_session_cost", max_session_cost), self.max_session_cost),
+            ),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class TurnChoices:
+    """What one turn runs with (:meth:`AgentOptions.for_turn`)."""
+
+    task_list: str | None
+    """The shared task list the todo tools use (``None``: the session's own)."""
+    budget: Budget
+
+
+def _or(given: float | None, option: float | None) -> float | None:
+    return option if given is None else given
+
+
+class _RequiredOption(TypedDict):
+    model: Provider
+
+
+class AgentOptionsDict(_RequiredOption, total=False):
+    """The keywords of ``create_lite_agent(**options)``: each option of :class:`AgentOptions`
+    (its doc and default are there) with the types it accepts; ``model`` (the base class,
+    so that ``__required_keys__`` says so at run time too) is required.
+
+    Typed as openai-agents types its run options: mypy checks a call's names and types
+    against this (an unknown keyword is an error), IDEs complete them, and the function takes
+    no keyword of its own to write again."""
+
+    model_name: str
+    workdir: str | os.PathLike[str]
+    sessions: bool
+    checkpointer: Checkpointer | None
+    storage: Storage | str | os.PathLike[str] | None
+    blobs: Blobs | None
+    tools: Iterable[Tool]
+    builtin_tools: bool
+    system_prompt: str | None
+    max_turns: int
+    max_tokens: int
+    max_turn_tokens: int | None
+    max_turn_cost: float | None
+    max_session_cost: float | None
+    prices: Mapping[str, Price] | None
+    context_window: int
+    auto_compact: bool
+    max_tracked_file_size: int
+    blob_grace: float
+    task_list: str | None
+    approvals: Mapping[str, Decision] | Decision | None
+    on_approval: ApprovalHandler | None
+    on_input: InputHandler | None
+    on_background: BackgroundHandler | None
+    session_id: str | None
+    secret_env: Sequence[str]
+    mcp_servers: Mapping[str, Any] | str | os.PathLike[str] | None
+    hooks: HooksOption | None
+    hook_timeout: float
+    user: str | Callable[[], str] | None
+    require_same_user_approval: bool
+    refuse_network_fs: bool
+
+
+def options_from(keywords: AgentOptionsDict) -> AgentOptions:
+    """:class:`AgentOptions` from ``create_lite_agent``'s keywords: an unknown name is a
+    ``TypeError`` naming the closest option; every value is checked (and ``workdir``,
+    ``tools``, ``secret_env`` made their checked form) by ``AgentOptions`` itself."""
+    check_option_names(keywords)
+    values: dict[str, Any] = dict(keywords)
+    return AgentOptions(**values)
 
 
 OPTION_NAMES: tuple[str, ...] = tuple(f.name for f in fields(AgentOptions))
