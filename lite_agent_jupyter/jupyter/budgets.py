@@ -135,6 +135,12 @@ def cell_caps(
     )
 
 
+def capped(name: str, value: float | None, shell: Any) -> float | None:
+    """The setting ``name`` (``max_turn_cost`` or ``max_session_cost``) no higher than its
+    lock: the cap the kernel's agent is built with."""
+    return _at_most(value, locked_caps(shell).get(name))
+
+
 def _at_most(value: float | None, lock: float | None) -> float | None:
     if lock is None:
         return value

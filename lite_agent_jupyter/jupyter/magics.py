@@ -171,6 +171,12 @@ def one_line_prompt(line: str) -> tuple[str, str]:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def _key_part(value: object) -> object:
+    """A setting as part of the settings key: a dict or list as its JSON (hashable,
+    compared by content)."""
+    return json.dumps(value, sort_keys=True) if isinstance(value, dict | list) else value
+
+
 def _magic(marker: Any, name: str) -> Callable[[F], F]:
     """IPython's ``line_magic``/``cell_magic`` with the types mypy needs."""
     return cast(Callable[[F], F], marker(name))
@@ -485,20 +491,10 @@ class LiteAgentMagics(Magics, PlanCells):
         return (
             id(model),
             self._key_version,
-            self.model_name,
+            *(_key_part(getattr(self, name)) for name in OPTION_TRAITS),
             str(self.workdir_path()),
-            self.sessions,
             self.checkpointer_url,
             self.storage_root,
-            self.refuse_network_fs,
-            json.dumps(self.approvals, sort_keys=True),
-            self.require_same_user_approval,
-            self.max_turns,
-            self.max_turn_tokens,
-            self.max_turn_cost,
-            self.max_session_cost,
-            json.dumps(self.prices, sort_keys=True),
-            self.system_prompt,
             tuple(self._exposed()),
             self.allow_notebook_edits,
             self.share_outputs,
@@ -507,9 +503,14 @@ class LiteAgentMagics(Magics, PlanCells):
             # later (or a new one) rebuilds the agent, the session kept
             self.notebook_tools and self.notebook.client,
             self.location,
-            json.dumps(self.mcp_servers, sort_keys=True),
-            json.dumps(self.hooks, sort_keys=True),
         )
+
+    def _trait_options(self) -> dict[str, Any]:
+        """The agent options the settings give (:data:`OPTION_TRAITS`)."""
+        return {
+            name: getattr(self, name) if make is None else make(self)
+            for name, make in OPTION_TRAITS.items()
+        }
 
     def agent(self) -> LiteAgent | None:
         """The kernel's agent, (re)built for the current settings; ``None`` without a model."""
@@ -529,8 +530,6 @@ class LiteAgentMagics(Magics, PlanCells):
         from ..agent import create_lite_agent
         from ..checkpoint.url import checkpointer_from_url
         from ..tools import default_tools
-        from . import budgets
-        from .hook_paths import resolve_hooks
         from .kernel_tools import kernel_tools
 
         tools: list[Tool] = []
@@ -566,29 +565,14 @@ class LiteAgentMagics(Magics, PlanCells):
         checkpointer = None
         if self.sessions and self.checkpointer_url:
             checkpointer = checkpointer_from_url(self.checkpointer_url)
-        turn_cost, session_cost = budgets.cell_caps(
-            None, self.max_turn_cost, self.max_session_cost, self.shell
-        )
         agent = create_lite_agent(
             model=model,
-            model_name=self.model_name,
             workdir=self.workdir_path(),
-            sessions=self.sessions,
             checkpointer=checkpointer,
             storage=storage,
             tools=tools,
-            system_prompt=self.system_prompt,
-            max_turns=self.max_turns,
-            max_turn_tokens=self.max_turn_tokens,
-            max_turn_cost=turn_cost,
-            max_session_cost=session_cost,
-            prices=teach.prices(self),
-            approvals=self._approval_policy(),
             on_approval=approve,
-            mcp_servers=self.mcp_servers or None,
-            hooks=resolve_hooks(self.hooks, self.shell.user_ns if self.shell else {}),
-            refuse_network_fs=self.refuse_network_fs,
-            require_same_user_approval=self.require_same_user_approval,
+            **self._trait_options(),
         )
         if self.shell is not None:  # restore, undo and switches put the variables back
             shell = self.shell
@@ -881,3 +865,46 @@ class LiteAgentMagics(Magics, PlanCells):
         if agent is None:
             raise UsageError(NO_KEY_MESSAGE)
         return agent
+
+
+# ------------------------------------------------- the settings that are agent options
+
+
+def _capped(name: str) -> Callable[[LiteAgentMagics], float | None]:
+    """A cost cap setting, no higher than its lock in the kernel's configuration."""
+
+    def value(magics: LiteAgentMagics) -> float | None:
+        from . import budgets
+
+        return budgets.capped(name, getattr(magics, name), magics.shell)
+
+    return value
+
+
+def _hooks(magics: LiteAgentMagics) -> Any:
+    from .hook_paths import resolve_hooks
+
+    return resolve_hooks(magics.hooks, magics.shell.user_ns if magics.shell else {})
+
+
+OPTION_TRAITS: dict[str, Callable[[LiteAgentMagics], object] | None] = {
+    "model_name": None,
+    "sessions": None,
+    "system_prompt": None,
+    "max_turns": None,
+    "max_turn_tokens": None,
+    "max_turn_cost": _capped("max_turn_cost"),
+    "max_session_cost": _capped("max_session_cost"),
+    "prices": teach.prices,
+    "approvals": lambda magics: magics._approval_policy(),
+    "mcp_servers": lambda magics: magics.mcp_servers or None,
+    "hooks": _hooks,
+    "refuse_network_fs": None,
+    "require_same_user_approval": None,
+}
+"""The settings that are agent options (``create_lite_agent``'s keyword of the same name),
+each with how the option's value is made from the setting (``None``: the trait's value as
+it is). The one table ``_create`` builds the agent from and the settings key (a change
+rebuilds the agent) is read from: a new option the notebook sets is a trait and a row here.
+``workdir``, ``storage``, ``checkpointer`` and ``tools`` are made from several settings and
+the notebook's state (``_create``)."""

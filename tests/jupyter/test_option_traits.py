@@ -1,0 +1,84 @@
+"""The magics' settings that are agent options go through one table (``OPTION_TRAITS``): each
+row is a configurable trait and an agent option, reaches the agent built from the settings,
+and a change of it rebuilds the agent (#31 item 5). In process, no kernel."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from traitlets import TraitError
+
+from lite_agent_jupyter.agent.options import OPTION_NAMES
+from lite_agent_jupyter.agent.usage import Price
+from lite_agent_jupyter.jupyter.magics import OPTION_TRAITS, LiteAgentMagics, use_model
+from lite_agent_jupyter.providers import scripted
+
+SETTINGS: dict[str, Any] = {
+    "model_name": "my-model",
+    "sessions": False,
+    "system_prompt": "Be brief.",
+    "max_turns": 7,
+    "max_turn_tokens": 1234,
+    "max_turn_cost": 0.5,
+    "max_session_cost": 2.0,
+    "prices": {"my-model": {"input": 1.0, "output": 2.0}},
+    "approvals": "allow",
+    "mcp_servers": {"mcpServers": {"files": {"command": "true"}}},
+    "hooks": {"turn_end": "os.path:basename"},
+    "refuse_network_fs": True,
+    "require_same_user_approval": True,
+}
+"""A value other than the default for every row of the table."""
+
+
+@pytest.fixture
+def magics(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[LiteAgentMagics]:
+    monkeypatch.chdir(tmp_path)
+    magics = LiteAgentMagics(shell=None)
+    magics.storage_root = str(tmp_path / "store")
+    use_model(scripted([]))
+    yield magics
+    use_model(None)
+    magics.close()
+
+
+def test_every_row_is_a_setting_and_an_option() -> None:
+    for name in OPTION_TRAITS:
+        assert name in OPTION_NAMES, name
+        assert LiteAgentMagics.class_traits()[name].metadata.get("config"), name
+    assert set(SETTINGS) == set(OPTION_TRAITS)
+
+
+def test_each_setting_reaches_the_agent(magics: LiteAgentMagics) -> None:
+    for name, value in SETTINGS.items():
+        setattr(magics, name, value)
+    agent = magics.agent()
+    assert agent is not None
+    options = agent.options
+    assert options.model_name == "my-model" and options.sessions is False
+    assert options.system_prompt == "Be brief." and options.max_turns == 7
+    assert options.max_turn_tokens == 1234
+    assert (options.max_turn_cost, options.max_session_cost) == (0.5, 2.0)
+    assert options.prices is not None
+    assert options.prices["my-model"] == Price(input=1.0, output=2.0)
+    assert options.approvals == "allow"
+    assert [server.name for server in options.mcp_servers] == ["files"]  # type: ignore[union-attr]
+    assert options.hooks is not None and "turn_end" in options.hooks
+    assert options.refuse_network_fs is True and options.require_same_user_approval is True
+
+
+def test_a_change_of_any_row_rebuilds_the_agent(magics: LiteAgentMagics) -> None:
+    model = magics.build_model()
+    assert model is not None
+    for name, value in SETTINGS.items():
+        before = magics._settings_key(model)
+        setattr(magics, name, value)
+        assert magics._settings_key(model) != before, name
+
+
+def test_a_bad_setting_is_still_refused_by_its_trait(magics: LiteAgentMagics) -> None:
+    with pytest.raises(TraitError):
+        magics.max_turns = "many"
