@@ -470,3 +470,67 @@ def test_checkpoints_restore_preview_and_undo(
     assert target.read_text() == "DEBUG = False\n"
     both = agent_kernel.run("%agent restore 1 --files-only --conversation-only")
     assert both.status == "error" and "exclude each other" in both.text
+
+
+def test_text_printed_around_a_turn_keeps_its_place(
+    agent_kernel: Kernel, fake_anthropic: FakeAnthropicServer
+) -> None:
+    """A turn's display messages skip ipykernel's flush of stdout and stderr when nothing is
+    waiting there (#32); text printed before the turn still comes before its display, and
+    text printed after it after the last update."""
+    fake_anthropic.script(FakeReply("The answer."))
+    cell = agent_kernel.run(
+        "print('before the turn')\n"
+        "get_ipython().run_cell_magic('agent', '', 'a question')\n"
+        "print('after the turn')"
+    ).check()
+    kinds = [
+        (m["msg_type"], m["content"].get("text", ""))
+        for m in cell.messages
+        if m["msg_type"] in ("stream", "display_data", "update_display_data")
+    ]
+    assert kinds[0] == ("stream", "before the turn\n")
+    assert kinds[1][0] == "display_data"
+    assert kinds[-1] == ("stream", "after the turn\n")
+    assert "The answer." in cell.plain
+
+
+def test_a_display_flushes_only_streams_holding_text() -> None:
+    """``sinks._flush_if_written`` unit: the publisher's flush is skipped for the message
+    only when ipykernel's streams say they hold nothing, and put back after it."""
+    import sys
+    from unittest import mock
+
+    from lite_agent_jupyter.jupyter import sinks
+
+    class Stream:
+        def __init__(self, pending: bool) -> None:
+            self._flush_pending = pending
+            self._subprocess_flush_pending = False
+
+    class Publisher:
+        def __init__(self) -> None:
+            self.flushed = 0
+
+        def _flush_streams(self) -> None:
+            self.flushed += 1
+
+    class Shell:
+        display_pub = Publisher()
+
+    shell = Shell()
+    publisher = shell.display_pub
+    with mock.patch("IPython.get_ipython", return_value=shell):
+        for out, err, flushed in ((False, False, 0), (True, False, 1), (False, True, 1)):
+            publisher.flushed = 0
+            with (
+                mock.patch.object(sys, "stdout", Stream(out)),
+                mock.patch.object(sys, "stderr", Stream(err)),
+                sinks._flush_if_written(),
+            ):
+                publisher._flush_streams()
+            assert publisher.flushed == flushed
+            assert "_flush_streams" not in vars(publisher)
+        with sinks._flush_if_written():  # streams that are not ipykernel's: flushed
+            publisher._flush_streams()
+        assert publisher.flushed == 2
