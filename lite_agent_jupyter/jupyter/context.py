@@ -177,6 +177,8 @@ def is_exposed(name: str, exposed: Sequence[str]) -> bool:
 
 def user_variables(user_ns: Mapping[str, Any], exposed: Sequence[str]) -> dict[str, Any]:
     """The user's own variables that are exposed (no modules, no IPython internals)."""
+    if not exposed:  # the default: none, so the namespace is not walked (each cell, #32)
+        return {}
     hidden = {"In", "Out", "exit", "quit", "get_ipython", "open"}
     return {
         k: v
