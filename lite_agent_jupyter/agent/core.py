@@ -59,7 +59,6 @@ from .options import DEFAULT_MODEL_NAME, AgentOptions, AgentOptionsDict, options
 from .portability_api import Portability
 from .prices import merged_prices
 from .results import AgentEvent, LiteAgentResult, TurnFinished
-from .rewound import RewoundNotes
 from .seen import OutsideWatch
 from .session import SessionLog
 from .sessions_api import SessionLogs, Sessions
@@ -167,6 +166,7 @@ class LiteAgent(TimeTravelMixin):
             blobs=self.blobs,
             blob_ref=self._blob_ref,
             ensure_storage=self._ensure_storage,
+            notes_folder=self.storage.archive_dir if self.sessions_enabled else None,
         )
         self._runner = TurnRunner(
             self.checkpointer,
@@ -250,7 +250,6 @@ class LiteAgent(TimeTravelMixin):
             ),
             hooks=self.hooks if self.hooks else None,
             extra_tools=self.mcp if self.mcp else None,
-            rewound=RewoundNotes(self.storage.archive_dir if self.sessions_enabled else None),
         )
 
     # -- turns -------------------------------------------------------------------------

@@ -68,7 +68,7 @@ from .results import (
     TurnStarted,
     UsageUpdate,
 )
-from .rewound import RewoundNotes, holds_note
+from .rewound import holds_note, note_event
 from .seen import OutsideWatch, outside_notice, watched_changes
 from .seen import refresh as refresh_seen
 from .session import SessionLog
@@ -83,7 +83,8 @@ Emit = Callable[[AgentEvent], None]
 
 @dataclass(slots=True)
 class TurnSettings:
-    """What a turn needs from the agent; built once per agent, shared by every turn."""
+    """What a turn needs from the agent; built once per agent, shared by every turn (what
+    belongs to one session lives with its :class:`SessionLog`)."""
 
     provider: Provider
     model_name: str
@@ -109,17 +110,9 @@ class TurnSettings:
     """The user's hooks (``agent/hooks.py``); ``None``: none configured."""
     extra_tools: ToolSource | None = None
     """Tools that come and go while the agent lives (MCP servers' tools, ``tools/mcp``)."""
-    seen_files: dict[str, dict[str, str]] = field(default_factory=dict)
-    """Session id -> path -> hash of the content the model last read or wrote: the file
-    tools' compare-and-swap (``edit_file`` refuses a file changed since)."""
     outside_watches: list[OutsideWatch] = field(default_factory=list)
     """Besides files, what the model reads that a person may change (the notebook's cells,
     ``LiteAgent.add_outside_watch``): named in the same note as hand-edited files."""
-    rewound: RewoundNotes = field(default_factory=lambda: RewoundNotes(None))
-    """The note naming the files the newest restore, undo or branch switch put back since
-    the last prompt (``seen.rewound_note``), by session, kept on disk (``rewound.py``): it
-    goes with the next prompt, so the model is not out of step with the files, even when
-    that prompt comes from another process."""
     read_only: bool = False
     """A planning turn's settings: read-only tools only (``planning.py``)."""
     tool_specs: list[dict[str, Any]] = field(init=False)
@@ -364,7 +357,7 @@ class Turn:
         note_token: str | None = None
         if user.origin == "user":  # files the model saw, changed by hand since: named once
             outside = await outside_notice(
-                settings.seen_files.get(sid),
+                session.seen,
                 settings.workdir,
                 session.events,
                 settings.running_jobs(sid) if settings.running_jobs else (),
@@ -372,19 +365,19 @@ class Turn:
             )
             if outside is not None:
                 prompt = [*prompt, outside]
-            pending = settings.rewound.pending(sid)
+            pending = session.rewound.pending()
             if pending is not None:  # files a restore or an undo put back since the last prompt
                 note, token = pending
                 if holds_note(session.events, token):  # sent, then killed before forgetting it
-                    settings.rewound.sent(sid, token)
+                    session.rewound.sent(token)
                 else:
-                    prompt = [*prompt, settings.rewound.event(note, token)]
+                    prompt = [*prompt, note_event(note, token)]
                     note_token = token
         if settings.extra_tools is not None:
             settings.extra_tools.start()  # in the background: a turn never waits for it
         await session.append(prompt)
         if note_token is not None:  # in the log now: the note is not pending any more
-            settings.rewound.sent(sid, note_token)
+            session.rewound.sent(note_token)
         self.emit(TurnStarted(sid, checkpoint, user.origin))
 
     async def _stop_for_budget(self, tool_uses: Sequence[dict[str, Any]], why: str) -> None:
@@ -563,7 +556,7 @@ class Turn:
                 if settings.start_background is not None
                 else None
             ),
-            seen_files=settings.seen_files.setdefault(session_id, {}),
+            seen_files=session.seen,
             task_lists=settings.task_lists,
             task_list=self.task_list,
             # the running prompt's id (``3-k7f2``), read only by the tools that tag their

@@ -15,6 +15,10 @@ written, and a note whose token the log already holds (a crash between the two) 
 again. The newest restore, undo or switch replaces a note not yet sent: each leaves the
 conversation its note speaks to. Without a storage folder (``sessions=False``, where there is
 no time travel) notes live in memory.
+
+Who holds it: each session's :class:`~.session.SessionLog` holds its :class:`RewoundNote`
+(``session.rewound``): the note is the session's, as its log is. :class:`RewoundNotes` is the
+same store seen by session id, for code that holds no log (tests, tools).
 """
 
 from __future__ import annotations
@@ -32,26 +36,28 @@ TOKEN_KEY = "rewound"
 """``extra`` key of the ``internal`` user event that carried a note: the note's token."""
 
 
-class RewoundNotes:
-    """Pending notes by session: in files under ``folder``, or in memory when it is None."""
+class RewoundNote:
+    """The pending note of one session: in its file under ``folder``, or in memory when
+    ``folder`` is None."""
 
-    def __init__(self, folder: Path | None) -> None:
+    __slots__ = ("_memory", "folder", "session_id")
+
+    def __init__(self, folder: Path | None, session_id: str) -> None:
         self.folder = folder
-        self._memory: dict[str, tuple[str, str]] = {}
+        self.session_id = session_id
+        self._memory: tuple[str, str] | None = None
 
-    def _path(self, session_id: str) -> Path:
+    @property
+    def path(self) -> Path:
         assert self.folder is not None
-        return self.folder / f"{session_id}.rewound.json"
+        return self.folder / f"{self.session_id}.rewound.json"
 
-    def put(self, session_id: str, note: str | None) -> None:
+    def put(self, note: str | None) -> None:
         """Keep ``note`` for the session's next prompt (``None``: forget the pending one)."""
         if self.folder is None:
-            if note is None:
-                self._memory.pop(session_id, None)
-            else:
-                self._memory[session_id] = (note, uuid.uuid4().hex)
+            self._memory = None if note is None else (note, uuid.uuid4().hex)
             return
-        path = self._path(session_id)
+        path = self.path
         if note is None:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
@@ -64,12 +70,12 @@ class RewoundNotes:
         text = json.dumps(data, ensure_ascii=False).encode("utf-8")
         write_private_file(path, text, durable=False)
 
-    def pending(self, session_id: str) -> tuple[str, str] | None:
+    def pending(self) -> tuple[str, str] | None:
         """``(note, token)`` waiting for the session's next prompt, if any. A file that does
         not read as a note is removed (a note is advice: never worth failing a turn)."""
         if self.folder is None:
-            return self._memory.get(session_id)
-        path = self._path(session_id)
+            return self._memory
+        path = self.path
         try:
             data = json.loads(path.read_bytes())
             note, token = data["note"], data["token"]
@@ -83,23 +89,55 @@ class RewoundNotes:
             return None
         return note, token
 
+    def sent(self, token: str) -> None:
+        """The note with ``token`` is in the log now: forget it (unless a newer one replaced
+        it meanwhile)."""
+        current = self.pending()
+        if current is None or current[1] != token:
+            return
+        if self.folder is None:
+            self._memory = None
+            return
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+
+
+def note_event(note: str, token: str) -> UserEvent:
+    """The note as the log holds it: an ``internal`` user event with its token."""
+    return UserEvent(content=note, origin="internal", checkpoint=False, extra={TOKEN_KEY: token})
+
+
+class RewoundNotes:
+    """Pending notes by session id (each a :class:`RewoundNote`): in files under ``folder``,
+    or in memory when it is None."""
+
+    def __init__(self, folder: Path | None) -> None:
+        self.folder = folder
+        self._notes: dict[str, RewoundNote] = {}
+
+    def of(self, session_id: str) -> RewoundNote:
+        """The session's note (one object per session, so a note in memory is kept)."""
+        note = self._notes.get(session_id)
+        if note is None:
+            note = self._notes[session_id] = RewoundNote(self.folder, session_id)
+        return note
+
+    def put(self, session_id: str, note: str | None) -> None:
+        """Keep ``note`` for the session's next prompt (``None``: forget the pending one)."""
+        self.of(session_id).put(note)
+
+    def pending(self, session_id: str) -> tuple[str, str] | None:
+        """``(note, token)`` waiting for the session's next prompt, if any."""
+        return self.of(session_id).pending()
+
     def event(self, note: str, token: str) -> UserEvent:
-        """The note as the log holds it: an ``internal`` user event with its token."""
-        return UserEvent(
-            content=note, origin="internal", checkpoint=False, extra={TOKEN_KEY: token}
-        )
+        """The note as the log holds it (:func:`note_event`)."""
+        return note_event(note, token)
 
     def sent(self, session_id: str, token: str) -> None:
         """The note with ``token`` is in the log now: forget it (unless a newer one replaced
         it meanwhile)."""
-        current = self.pending(session_id)
-        if current is None or current[1] != token:
-            return
-        if self.folder is None:
-            self._memory.pop(session_id, None)
-            return
-        with contextlib.suppress(FileNotFoundError):
-            self._path(session_id).unlink()
+        self.of(session_id).sent(token)
 
 
 def holds_note(events: Sequence[Event], token: str) -> bool:

@@ -1,7 +1,7 @@
 """Files changed under the model: a hand edit (or another program) of a file it read or wrote.
 
 The file tools keep, per session, the hash of the content the model last read or wrote
-(``TurnSettings.seen_files``; ``edit_file`` compares against it before it writes). At the
+(``SessionLog.seen``; ``edit_file`` compares against it before it writes). At the
 start of each prompt :func:`outside_notice` hashes those files again and, for the ones that
 changed since, returns one short notice that goes with the prompt, so the model's next
 request names exactly the paths that changed outside it. A change is told once: the table

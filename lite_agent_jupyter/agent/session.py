@@ -40,6 +40,7 @@ from ..errors import CheckpointConflictError, SessionDeletedError
 from ..redact import Redactor
 from .budget import RunningCost
 from .images import ImageStore
+from .rewound import RewoundNote
 
 
 class SessionLog:
@@ -52,6 +53,7 @@ class SessionLog:
         *,
         redactor: Redactor | None = None,
         images: ImageStore | None = None,
+        rewound: RewoundNote | None = None,
     ) -> None:
         self.checkpointer = checkpointer
         self.redactor = redactor if redactor is not None else Redactor()
@@ -73,6 +75,14 @@ class SessionLog:
         """Held for a whole turn: one turn per session at a time in this agent."""
         self.running_cost = RunningCost()
         """The cost of :attr:`events` so far, priced as they arrive (``budget.py``)."""
+        self.seen: dict[str, str] = {}
+        """Path -> hash of the content the model last read or wrote in this session: the file
+        tools' compare-and-swap (``edit_file`` refuses a file changed since) and the note on
+        files changed by hand (``seen.py``). Time travel replaces it (``after_time_travel``)."""
+        self.rewound = rewound if rewound is not None else RewoundNote(None, session_id)
+        """The note the newest restore, undo or branch switch left for this session's next
+        prompt, naming the files it put back (``rewound.py``; on disk where the agent keeps
+        sessions, so it survives a restart)."""
 
     @property
     def deleted(self) -> bool:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
+from pathlib import Path
 
 from ..checkpoint.protocol import (
     Checkpointer,
@@ -31,6 +32,7 @@ from ..redact import Redactor
 from ..storage import BlobCollection, BlobRef, Blobs, Storage
 from .images import ImageStore
 from .maintenance import Maintenance
+from .rewound import RewoundNote
 from .session import SessionLog
 from .timetravel import Restorer
 from .turns import TurnRunner
@@ -42,7 +44,8 @@ __all__ = ["SessionLogs", "Sessions"]
 class SessionLogs:
     """The session logs an agent has open (cached folds), by session id: one
     :class:`SessionLog` per session, so that every turn, compaction and restore of this
-    agent reads and writes the session through the same fold and head."""
+    agent reads and writes the session through the same fold and head, and sees the same
+    per-session tables (``SessionLog.seen``, ``SessionLog.rewound``)."""
 
     def __init__(
         self,
@@ -52,8 +55,12 @@ class SessionLogs:
         blobs: Blobs,
         blob_ref: Callable[[str], BlobRef],
         ensure_storage: Callable[[], None],
+        notes_folder: Path | None = None,
     ) -> None:
         self._checkpointer = checkpointer
+        self._notes_folder = notes_folder
+        """Where each session's note after time travel is kept (``rewound.py``); ``None``:
+        in memory (no time travel without storage)."""
         self._redactor = redactor
         self._blobs = blobs
         self._blob_ref = blob_ref
@@ -70,12 +77,14 @@ class SessionLogs:
                 session_id,
                 redactor=self._redactor,
                 images=ImageStore(self._blobs, self._blob_ref(session_id)),
+                rewound=RewoundNote(self._notes_folder, session_id),
             )
         return session
 
     def forget(self, session_id: str, *, deleted_only: bool = False) -> None:
-        """Drop the session's cached log (the next :meth:`open` reads it again);
-        ``deleted_only``: only if it was deleted elsewhere (resuming it begins it anew)."""
+        """Drop the session's cached log (the next :meth:`open` reads it again), and with it
+        what the model had seen of the files in it; ``deleted_only``: only if it was deleted
+        elsewhere (resuming it begins it anew)."""
         session = self._logs.get(session_id)
         if session is not None and (session.deleted or not deleted_only):
             del self._logs[session_id]

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
 
-from .loop import TurnSettings
 from .seen import after_time_travel, rewound_note
-from .sessions_api import Sessions
+from .sessions_api import SessionLogs, Sessions
 from .timetravel import (
     Branch,
     Checkpoint,
@@ -38,7 +38,8 @@ class TimeTravelMixin:
     sessions: Sessions
     _runner: TurnRunner
     _restorer: Restorer
-    _settings: TurnSettings
+    _logs: SessionLogs
+    workdir: Path
 
     @contextlib.asynccontextmanager
     async def _rewinding(
@@ -141,7 +142,8 @@ class TimeTravelMixin:
         its note speaks to (a restore cuts it, an undo brings it back). Kept on disk
         (``rewound.py``): a kernel restart before the next prompt does not lose it."""
         restored, deleted = (result.restored, result.deleted) if files else ((), ())
-        self._settings.rewound.put(session_id, rewound_note(done, restored, deleted, result.state))
+        note = rewound_note(done, restored, deleted, result.state)
+        self._logs.open(session_id).rewound.put(note)
 
     async def _reseen(self, session_id: str, result: RestoreResult) -> None:
         """After time travel, what the model has seen of the files is what the timeline now
@@ -149,15 +151,12 @@ class TimeTravelMixin:
         model): the file tools' compare-and-swap table is rebuilt from it (``seen.py``), so
         the move is not taken for a hand edit and a hand edit after it is still named.
         Called while the session is held idle: no turn reads the table meanwhile."""
-        settings = self._settings
         # the snapshots only, from the marks the listings keep (#32: reading every event of
         # the session made a one-file restore of a 5,000-event session 3x its CPU time)
         snapshots = await self._restorer.listings.snapshots(session_id)
-        settings.seen_files[session_id] = await after_time_travel(
-            settings.seen_files.get(session_id),
-            snapshots,
-            settings.workdir,
-            (*result.restored, *result.deleted),
+        session = self._logs.open(session_id)
+        session.seen = await after_time_travel(
+            session.seen, snapshots, self.workdir, (*result.restored, *result.deleted)
         )
 
     async def changes(

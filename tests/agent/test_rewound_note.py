@@ -11,10 +11,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
 
 from lite_agent_jupyter import LiteAgent, Storage
-from lite_agent_jupyter.agent.rewound import RewoundNotes
+from lite_agent_jupyter.agent.rewound import RewoundNote, RewoundNotes
 from lite_agent_jupyter.checkpoint.events import AssistantEvent, UserEvent
 
 
@@ -239,3 +240,23 @@ def test_a_note_is_kept_on_disk_without_an_fsync(tmp_path: Path, monkeypatch: An
     found = notes.pending("s1")
     assert found is not None and found[0] == "files reverted: a.txt"
     assert RewoundNotes(tmp_path / "notes").pending("s1") == found  # another process reads it
+
+
+@pytest.mark.parametrize("on_disk", [True, False])
+def test_each_session_holds_its_own_note(tmp_path: Path, on_disk: bool) -> None:
+    """A session's log holds its note (``SessionLog.rewound``); the by-id store sees the same
+    note on disk, and a note sent with its token is gone, a newer one kept."""
+    folder = tmp_path / "notes" if on_disk else None
+    mine, other = RewoundNote(folder, "s1"), RewoundNote(folder, "s2")
+    mine.put("files reverted: a.txt")
+    assert other.pending() is None
+    pending = mine.pending()
+    assert pending is not None and pending[0] == "files reverted: a.txt"
+    if on_disk:
+        assert RewoundNotes(folder).pending("s1") == pending
+    mine.put("files restored: b.txt")  # the newest replaces it before it was sent
+    mine.sent(pending[1])  # the old token: the newer note stays
+    newer = mine.pending()
+    assert newer is not None and newer[0] == "files restored: b.txt"
+    mine.sent(newer[1])
+    assert mine.pending() is None
