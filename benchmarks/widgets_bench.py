@@ -355,9 +355,12 @@ def kernel_side(storage: Storage, workdir: Path, runs: int, events: int) -> None
         print(line)
 
     try:
-        measure("list_sessions()", facade.list_sessions)
+        measure("list_sessions()", lambda: facade.call(lambda a: a.list_sessions()))
         measure("session browser built", lambda: SessionBrowser(facade))
-        measure("list_checkpoints('slider')", lambda: facade.list_checkpoints("slider"))
+        measure(
+            "list_checkpoints('slider')",
+            lambda: facade.call(lambda a: a.list_checkpoints("slider")),
+        )
         measure("checkpoint slider built (with its preview)", lambda: CheckpointSlider(facade))
         measure(
             f"review of the {REVIEW_FILES}-file turn built (changes, panel, text twin)",
@@ -376,7 +379,7 @@ def kernel_side(storage: Storage, workdir: Path, runs: int, events: int) -> None
 def review_built(facade: Any) -> None:
     """What ``%agent review 1`` does in the kernel before it displays: the turn's changes
     (no diff: the panel makes one when its row is selected), the panel and its text twin."""
-    changes = facade.changes("review", None, diffs=False)
+    changes = facade.call(lambda a: a.changes("review", None, diffs=False))
     ReviewPanel(facade, changes)
     history_text.changes_text(changes, diffs=False)
 

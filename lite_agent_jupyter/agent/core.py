@@ -348,6 +348,14 @@ class LiteAgent(TimeTravelMixin):
         under the model (the notebook registers its cells): see ``seen.OutsideWatch``."""
         self._settings.outside_watches.append(watch)
 
+    def busy(self, session_id: str | None = None) -> bool:
+        """Whether a turn (a user's or a background completion turn) of ``session_id`` runs
+        in this agent; of any session if ``None``. The one answer to "busy?": a UI asks it
+        before an action (a notebook's widgets, from their own thread: it reads a copy of
+        the running turns and never waits); the agent's own refusals (a rewind, a
+        compaction of a busy session) read the same table."""
+        return self._runner.busy(session_id)
+
     def cost_cap_note(self, budget: Budget) -> str | None:
         """The warning that ``budget``'s dollar cap is not kept for this agent's model (it
         has no price), the first time only (per model): ``run()`` warns with it

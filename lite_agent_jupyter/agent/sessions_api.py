@@ -20,6 +20,7 @@ import contextlib
 from collections.abc import Callable
 from pathlib import Path
 
+from ..checkpoint.events import Event
 from ..checkpoint.protocol import (
     Checkpointer,
     SessionInfo,
@@ -194,6 +195,18 @@ class Sessions:
         if limit is None and before is None:  # a third-party backend may lack the page form
             return await self._checkpointer.list()
         return await self._checkpointer.list(limit=limit, before=before)
+
+    async def read_log(self, session_id: str | None = None) -> list[Event]:
+        """The events of a session's log (the current session's by default), as stored: for
+        a UI that looks back over a conversation without reaching into the checkpointer."""
+        self._check_open()
+        return await self._checkpointer.read(self.or_current(session_id))
+
+    async def log_head(self, session_id: str | None = None) -> int:
+        """How many events a session's log holds (the current session's by default; 0: it
+        has none yet), without reading them."""
+        self._check_open()
+        return await self._checkpointer.head(self.or_current(session_id))
 
     async def delete_session(self, session_id: str) -> None:
         """Delete a session: cancel its running work, then its log, archive, private task

@@ -143,11 +143,15 @@ class TurnRunner:
         """Whether a ``run()`` of this agent is streaming a turn of the session."""
         return session_id in self._foreground
 
-    def busy(self, session_id: str) -> bool:
-        """Whether a turn of the session (a user's or a background one) is running here."""
+    def busy(self, session_id: str | None = None) -> bool:
+        """Whether a turn of the session (a user's or a background one; of any session if
+        ``None``) is running here. Any thread may ask: it reads a copy of the table, taken
+        in one step (``tuple`` of a set does not let another thread in)."""
         return any(
-            turn.session_id == session_id and turn.task is not None and not turn.task.done()
-            for turn in self._turns
+            (session_id is None or turn.session_id == session_id)
+            and turn.task is not None
+            and not turn.task.done()
+            for turn in tuple(self._turns)
         )
 
     async def stream(

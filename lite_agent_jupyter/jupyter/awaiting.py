@@ -24,8 +24,6 @@ import contextvars
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..errors import SessionBusyError
-
 if TYPE_CHECKING:
     from ..agent import LiteAgent
     from .runner import AgentRunner
@@ -55,30 +53,16 @@ def is_page_heard() -> bool:
 async def agent_call(
     runner: AgentRunner, session_id: str, fn: Callable[[LiteAgent], Awaitable[T]]
 ) -> T:
-    """``fn(agent)`` on the agent's loop, refused while a turn of ``session_id`` runs:
-    awaited inside :func:`page_heard` (a kernel interrupt cancels it and waits for its
-    cleanup, a restore's rollback, before the ``KeyboardInterrupt``), else blocking."""
+    """``fn(agent)`` on the agent's loop through the kernel bridge, refused while a turn of
+    ``session_id`` runs (``call_idle``): awaited inside :func:`page_heard` (a kernel
+    interrupt cancels it and waits for its cleanup, a restore's rollback, before the
+    ``KeyboardInterrupt``), else blocking."""
     if not is_page_heard():
-        with runner.lock:
-            _idle(runner, session_id)
-            return runner.facade.call(fn)
-    _idle(runner, session_id)
-    agent = runner.agent()
-
-    async def go() -> T:
-        return await fn(agent)
-
-    future = runner.submit(go())
+        return runner.facade.call_idle(session_id, fn)
     try:
-        return await asyncio.wrap_future(future)
+        return await runner.aio.call_idle(session_id, fn)
     except asyncio.CancelledError:
-        await asyncio.get_running_loop().run_in_executor(None, runner.cancel, future)
         raise KeyboardInterrupt("interrupted") from None
-
-
-def _idle(runner: AgentRunner, session_id: str) -> None:
-    if runner.is_busy(session_id):
-        raise SessionBusyError(f"session {session_id[:8]}… is busy with a running turn")
 
 
 def run_now(coro: Coroutine[Any, Any, T]) -> T:

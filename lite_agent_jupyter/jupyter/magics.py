@@ -771,7 +771,7 @@ class LiteAgentMagics(Magics, PlanCells):
         if not agent.sessions_enabled or not self._exposed():
             return
         try:
-            events = self.runner.facade.call(lambda a: a.checkpointer.read(a.session_id))
+            events = self.runner.facade.call(lambda a: a.sessions.read_log())
         except LiteAgentError:
             return
         self.watch.remember_used(used_in_log(events))
@@ -786,10 +786,10 @@ class LiteAgentMagics(Magics, PlanCells):
         # The newest session only, and the current one's head: a page, not the whole
         # listing (a notebook with 10,000 sessions pays for one row on its first cell).
         facade = self.runner.facade
-        newest = facade.list_sessions(limit=1)
+        newest = facade.call(lambda a: a.list_sessions(limit=1))
         if not newest or newest[0].id == agent.session_id:
             return []
-        if facade.call(lambda a: a.checkpointer.head(a.session_id)) > 0:
+        if facade.call(lambda a: a.sessions.log_head()) > 0:
             return []  # the current session has a log: keep it
         latest = newest[0]
         agent.resume(latest.id)

@@ -1,4 +1,5 @@
-"""The kernel's agent runner: one ``LiteAgent`` on a dedicated event-loop thread.
+"""The kernel's agent runner: one ``LiteAgent`` on a dedicated event-loop thread, and the one
+bridge to it.
 
 Why a thread of its own: ipykernel already runs an event loop on the main thread. Nesting
 loops (``nest_asyncio``) hangs the kernel when several cells are queued ("Run All"); a loop on
@@ -7,18 +8,23 @@ widget callback (on whatever thread the front end delivers it) wait on a future.
 the agent (and the ``httpx`` client inside its provider) is only ever touched on that loop,
 so every entry point here *submits* work to it.
 
-Three faces over the same runner:
+One bridge, two shapes, for whatever the agent offers (no verb of ``LiteAgent`` is copied
+here):
 
-- :class:`AgentFacade`, sync and thread-safe, for the magics and widget callbacks;
-- :class:`AsyncAgentFacade`, for ``await agent.send(...)`` / ``async for ... in agent.run(...)``
-  in a cell (IPython's autoawait runs those on the kernel's loop; the facade hops over);
-- :meth:`AgentRunner.start_turn`, a turn whose events the main thread reads from a
-  thread-safe queue (what ``%%agent`` renders).
+- :meth:`AgentRunner.call` (blocking) / :meth:`AgentRunner.acall` (awaiting, from another
+  loop): run ``fn(*args, **kwargs)`` on the agent's loop and return its result;
+- :meth:`AgentRunner.stream`: pump an async iterator of the agent's loop into a
+  :class:`TurnStream` the caller reads, blocking or awaiting (what ``%%agent`` renders, with
+  :meth:`AgentRunner.start_turn`; ``%agent compact``'s progress; the async facade's ``run``).
 
-Which agent and which session are behind one ``RLock`` (``lock``); which turns run and who
-answers their approvals are behind a second lock that is only held for a lookup, because the
-agent's loop needs them and must never wait for ``lock`` (its holder may be waiting for the
-loop).
+The facades are thin faces over it: :class:`AgentFacade` (sync, thread-safe, for the magics
+and widget callbacks: ``facade.call(lambda a: a.list_checkpoints(sid))``) and
+:class:`AsyncAgentFacade` (``await agent.send(...)`` in a cell). Which sessions are busy is
+the agent's own answer (``LiteAgent.busy``), not a table kept here.
+
+Which agent is current is behind one ``RLock`` (``lock``); who answers a turn's approvals is
+behind a second lock that is only held for a lookup, because the agent's loop needs it and
+must never wait for ``lock`` (its holder may be waiting for the loop).
 This module knows nothing of IPython.
 """
 
@@ -32,14 +38,13 @@ import queue
 import threading
 import time
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, cast
 
 from ..abort import AbortSignal
 from ..agent.results import TurnFinished, TurnStarted, UsageUpdate
 from ..errors import AgentClosedError, LiteAgentError, SessionBusyError
-from .review_calls import ReviewCalls
 
 if TYPE_CHECKING:
     from ..agent import (
@@ -51,14 +56,12 @@ if TYPE_CHECKING:
         CompactResult,
         LiteAgent,
         LiteAgentResult,
-        RestorePlan,
-        RestoreResult,
     )
     from ..agent.approvals import Approval
     from ..agent.budget import Budget
-    from ..checkpoint.protocol import SessionInfo
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 AgentFactory = Callable[
     [Callable[["ApprovalRequest", AbortSignal], Awaitable["bool | Approval"]]], "LiteAgent"
@@ -90,7 +93,8 @@ turn's end comes right after): queued without waking the cell (:meth:`TurnStream
 
 
 class TurnStream:
-    """A running turn, read from another thread: ``get()`` returns events, then ``None``.
+    """A stream of the agent's loop (a turn, a compaction's progress), read from another
+    thread: ``get()`` / ``aget()`` return its items, then ``None``.
 
     Each wake-up of the reader costs a thread switch (and, for an awaiting cell, a turn of
     the kernel's loop), paid by every ``%%agent`` cell; on a loaded machine a few hundred
@@ -98,8 +102,9 @@ class TurnStream:
     :data:`QUIET`) is queued without waking a waiting reader: it is read, in order, with the
     next item that does wake it, or when the reader's wait times out (#32)."""
 
-    def __init__(self, runner: AgentRunner, session_id: str) -> None:
+    def __init__(self, runner: AgentRunner, session_id: str | None = None) -> None:
         self.session_id = session_id
+        """The session whose turn's approvals this stream's reader answers (``None``: none)."""
         self._items: collections.deque[Any] = collections.deque()
         self._ready = threading.Condition(threading.Lock())
         self._runner = runner
@@ -179,13 +184,14 @@ class TurnStream:
             timer.cancel()
             self._waker = None
 
-    def cancel(self, timeout: float = 30.0) -> None:
-        """Stop the turn and wait until its cleanup (the log made valid) is done."""
+    def cancel(self, timeout: float | None = 30.0) -> None:
+        """Stop the stream and wait until its cleanup (a turn's log made valid) is done: the
+        pump ends only after the agent's iterator has cleaned up (``LiteAgent.run`` waits
+        for its turn's cleanup when it is cancelled)."""
         future = self._future
         if future is None:
             return
         self._runner.cancel(future, timeout)
-        self._runner.wait_idle(self.session_id, timeout)
 
 
 class AgentRunner:
@@ -193,10 +199,10 @@ class AgentRunner:
 
     def __init__(self) -> None:
         self.lock = threading.RLock()
-        # Which sessions run a turn and who answers their approvals: behind a lock of its own,
-        # held only for these lookups, because the agent's loop uses them (a turn ending, an
-        # approval) and must never wait for ``lock``, which a caller holds while it waits for
-        # that loop (a widget callback during an awaiting %%agent cell).
+        # Who answers each session's approvals: behind a lock of its own, held only for
+        # these lookups, because the agent's loop uses them (a turn ending, an approval) and
+        # must never wait for ``lock``, which a caller holds while it waits for that loop (a
+        # widget callback during an awaiting %%agent cell).
         self._table = threading.Lock()
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
@@ -205,7 +211,6 @@ class AgentRunner:
         self._thread.start()
         self._agent: LiteAgent | None = None
         self._agent_key: object = None
-        self._busy: dict[str, threading.Event] = {}
         self._asks: dict[str, Callable[[Any], None]] = {}
         self._stopped = False
         self._holders: weakref.WeakKeyDictionary[concurrent.futures.Future[Any], _TaskHolder] = (
@@ -249,19 +254,85 @@ class AgentRunner:
                 self._loop.call_soon_threadsafe(holder.cancel)
         wait_out(future, timeout)
 
-    def call(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Run ``coro`` on the agent's loop and block for its result. A KeyboardInterrupt
+    def call(self, fn: Callable[P, Awaitable[T]], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """Run ``fn(*args, **kwargs)`` on the agent's loop (the call itself too: nothing of
+        the agent runs on the caller's thread) and block for its result. A KeyboardInterrupt
         while waiting cancels it and waits until its cleanup has finished (a restore's
         rollback, a turn's log repair) before propagating."""
         if threading.current_thread() is self._thread:
-            coro.close()
             raise RuntimeError("AgentRunner.call() from the agent loop itself would deadlock")
-        future = self.submit(coro)
+        future = self.submit(_invoke(fn, args, kwargs))
         try:
             return future.result()
         except KeyboardInterrupt:
             self.cancel(future)
             raise
+
+    async def acall(self, fn: Callable[P, Awaitable[T]], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """:meth:`call` for a caller on another event loop (a cell's top-level ``await``):
+        awaits the result without blocking that loop. Cancelled (a kernel interrupt of an
+        awaiting cell), it cancels the call and waits for its cleanup before it re-raises."""
+        future = self.submit(_invoke(fn, args, kwargs))
+        result = asyncio.wrap_future(future)
+        try:
+            # shielded: the caller's cancellation must reach the task through cancel(),
+            # which waits for its cleanup, not resolve the future at once
+            return await asyncio.shield(result)
+        except asyncio.CancelledError:
+            result.add_done_callback(_retrieved)
+            await asyncio.get_running_loop().run_in_executor(None, self.cancel, future)
+            raise
+
+    def stream(
+        self, fn: Callable[P, AsyncIterable[Any]], /, *args: P.args, **kwargs: P.kwargs
+    ) -> TurnStream:
+        """Iterate ``fn(*args, **kwargs)`` on the agent's loop into a :class:`TurnStream`
+        that another thread reads (``get``) or another loop awaits (``aget``); an exception
+        arrives as a :class:`TurnError`, the end as ``None``; ``TurnStream.cancel`` stops
+        it and waits for its cleanup."""
+        return self._stream(lambda _stream: fn(*args, **kwargs))
+
+    def _stream(
+        self,
+        items: Callable[[TurnStream], AsyncIterable[Any]],
+        approvals: str | None = None,
+    ) -> TurnStream:
+        """:meth:`stream` of ``items(stream)``; ``approvals``: the session whose approval
+        asks go into this stream while it runs (the reader answers them)."""
+        stream = TurnStream(self, approvals)
+        if approvals is not None:
+            with self._table:
+                self._asks.setdefault(approvals, stream.put)
+        try:
+            stream._future = self.submit(self._pump(items, stream))
+        except BaseException:
+            self._forget(stream)
+            raise
+        return stream
+
+    async def _pump(
+        self, items: Callable[[TurnStream], AsyncIterable[Any]], stream: TurnStream
+    ) -> None:
+        try:
+            async for item in items(stream):
+                stream.put(item, wake=not isinstance(item, QUIET))
+        except asyncio.CancelledError:
+            stream.put(TurnError(KeyboardInterrupt("interrupted")))
+            raise
+        except BaseException as exc:
+            stream.put(TurnError(exc))
+        finally:
+            self._forget(stream)
+            stream.put(_DONE)
+
+    def _forget(self, stream: TurnStream) -> None:
+        """The stream's reader no longer answers its session's approvals."""
+        sid = stream.session_id
+        if sid is None:
+            return
+        with self._table:
+            if self._asks.get(sid) == stream.put:
+                del self._asks[sid]
 
     # -- the agent ---------------------------------------------------------------------
 
@@ -274,11 +345,11 @@ class AgentRunner:
                 if self.is_busy():
                     raise SessionBusyError("a turn is running; settings apply once it ends")
                 keep = current.session_id if current is not None else None
-                new = self.call(self._build(factory))
+                new = self.call(self._build, factory)
                 if keep is not None and new.sessions_enabled and current is not None:
                     new.resume(keep)
                 if current is not None:
-                    self.call(current.close())
+                    self.call(current.close)
                 self._agent, self._agent_key = new, key
                 self.submit(self._watch(new))
                 current = new
@@ -326,32 +397,10 @@ class AgentRunner:
     # -- turns -------------------------------------------------------------------------
 
     def is_busy(self, session_id: str | None = None) -> bool:
-        """True while a turn of ``session_id`` (any session if ``None``) runs."""
-        with self._table:
-            if session_id is None:
-                return bool(self._busy)
-            return session_id in self._busy
-
-    def claim(self, session_id: str) -> threading.Event:
-        """Mark ``session_id`` busy; :class:`SessionBusyError` if it already is."""
-        with self._table:
-            if session_id in self._busy:
-                raise SessionBusyError(f"session {session_id[:8]}… is busy with a running turn")
-            done = self._busy[session_id] = threading.Event()
-            return done
-
-    def release(self, session_id: str) -> None:
-        with self._table:
-            done = self._busy.pop(session_id, None)
-            self._asks.pop(session_id, None)
-        if done is not None:
-            done.set()
-
-    def wait_idle(self, session_id: str, timeout: float | None = None) -> None:
-        with self._table:
-            done = self._busy.get(session_id)
-        if done is not None:
-            done.wait(timeout)
+        """True while a turn of ``session_id`` (any session if ``None``) runs: the agent's
+        own answer (``LiteAgent.busy``), which any thread may ask."""
+        agent = self._agent
+        return agent is not None and agent.busy(session_id)
 
     def start_turn(
         self,
@@ -363,53 +412,28 @@ class AgentRunner:
         read_only: bool = False,
         notes: Sequence[str] = (),
     ) -> TurnStream:
-        """Start a turn; its events (and approval asks) arrive in the returned stream.
-        ``budget``: this turn's caps (``None`` in one: the agent's option); ``read_only``: a
-        planning turn; ``notes``: context for the model (``LiteAgent.run``)."""
+        """Start a ``%%agent`` turn: :meth:`stream` of ``agent.run`` whose reader also
+        answers the turn's approvals and gets the checkpoint its prompt made
+        (``TurnStream.checkpoint``). ``budget``: this turn's caps (``None`` in one: the
+        agent's option); ``read_only``: a planning turn; ``notes``: context for the model
+        (``LiteAgent.run``). :class:`SessionBusyError` if a turn of the session runs (the
+        agent refuses one that starts meanwhile, through the stream)."""
+        from ..agent.budget import Budget
+
+        budget = budget or Budget()
+        options: dict[str, Any] = {
+            "session_id": session_id,
+            "max_turn_tokens": budget.turn_tokens,
+            "max_turn_cost": budget.turn_cost,
+            "max_session_cost": budget.session_cost,
+            "read_only": read_only,
+            "notes": tuple(notes),
+        }
         with self.lock:
             sid = session_id or agent.session_id
-            self.claim(sid)
-            stream = TurnStream(self, sid)
-            with self._table:
-                self._asks[sid] = stream.put
-        try:
-            from ..agent.budget import Budget
-
-            budget = budget or Budget()
-            options = {
-                "max_turn_tokens": budget.turn_tokens,
-                "max_turn_cost": budget.turn_cost,
-                "max_session_cost": budget.session_cost,
-                "read_only": read_only,
-                "notes": tuple(notes),
-            }
-            stream._future = self.submit(self._pump(agent, prompt, session_id, stream, options))
-        except BaseException:
-            self.release(sid)
-            raise
-        return stream
-
-    async def _pump(
-        self,
-        agent: LiteAgent,
-        prompt: str | Sequence[dict[str, Any]],
-        session_id: str | None,
-        stream: TurnStream,
-        options: dict[str, Any],
-    ) -> None:
-        try:
-            async for event in agent.run(prompt, session_id=session_id, **options):
-                if isinstance(event, TurnFinished) and event.result.origin == "user":
-                    stream.checkpoint = await _checkpoint_of(agent, event.result)
-                stream.put(event, wake=not isinstance(event, QUIET))
-        except asyncio.CancelledError:
-            stream.put(TurnError(KeyboardInterrupt("interrupted")))
-            raise
-        except BaseException as exc:
-            stream.put(TurnError(exc))
-        finally:
-            self.release(stream.session_id)
-            stream.put(_DONE)
+            if agent.busy(sid):
+                raise SessionBusyError(f"session {sid[:8]}… is busy with a running turn")
+            return self._stream(lambda stream: _turn(agent, prompt, options, stream), sid)
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -421,7 +445,7 @@ class AgentRunner:
             agent, self._agent = self._agent, None
             if agent is not None:
                 with contextlib.suppress(Exception):
-                    self.call(agent.close())
+                    self.call(agent.close)
             self._stopped = True
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
@@ -431,6 +455,20 @@ class AgentRunner:
     @property
     def stopped(self) -> bool:
         return self._stopped
+
+
+async def _turn(
+    agent: LiteAgent,
+    prompt: str | Sequence[dict[str, Any]],
+    options: dict[str, Any],
+    stream: TurnStream,
+) -> AsyncIterator[AgentEvent]:
+    """A ``%%agent`` turn's events; the checkpoint its prompt made is put on ``stream``
+    before :class:`TurnFinished` is (the footer's number, with no second round trip)."""
+    async for event in agent.run(prompt, **options):
+        if isinstance(event, TurnFinished) and event.result.origin == "user":
+            stream.checkpoint = await _checkpoint_of(agent, event.result)
+        yield event
 
 
 async def _checkpoint_of(agent: LiteAgent, result: LiteAgentResult) -> Checkpoint | None:
@@ -444,6 +482,30 @@ async def _checkpoint_of(agent: LiteAgent, result: LiteAgentResult) -> Checkpoin
         return None
 
 
+_CALLS = frozenset(
+    {
+        "list_sessions",
+        "list_checkpoints",
+        "preview_restore",
+        "changes",
+        "change_diff",
+        "preview_revert",
+        "list_branches",
+        "preview_switch",
+        "list_rewind_points",
+    }
+)
+"""``LiteAgent``'s coroutine methods a facade still answers by name (``facade.restore(...)``,
+``await agent.list_sessions()``), from before :meth:`AgentFacade.call` was the one way: kept
+for one release, dispatched by ``__getattr__``, never copied."""
+
+_IDLE_CALLS = frozenset(
+    {"delete_session", "restore", "undo_restore", "revert_file", "switch_branch", "delete_branch"}
+)
+"""Those of them that change a session, their first argument: refused while it is busy
+(:meth:`AgentFacade.call_idle`)."""
+
+
 class _Facade:
     """What both facades share: the runner, and the agent's synchronous members (they take
     the runner's lock, never its loop)."""
@@ -452,8 +514,17 @@ class _Facade:
         self._runner = runner
 
     @property
+    def agent(self) -> LiteAgent:
+        """The underlying agent: only run its coroutines through ``call``."""
+        return self._runner.agent()
+
+    @property
     def session_id(self) -> str:
         return self._runner.agent().session_id
+
+    @property
+    def sessions_enabled(self) -> bool:
+        return self._runner.agent().sessions_enabled
 
     def resume(self, session_id: str) -> str:
         with self._runner.lock:
@@ -463,88 +534,59 @@ class _Facade:
         with self._runner.lock:
             return self._runner.agent().clear()
 
-
-class AgentFacade(_Facade, ReviewCalls):
-    """Blocking, thread-safe access to the kernel's agent: for magics and widget callbacks.
-
-    Methods that act on a session raise :class:`SessionBusyError` while a turn of that
-    session runs (check :meth:`is_busy` first to show "busy" instead).
-    """
-
-    @property
-    def agent(self) -> LiteAgent:
-        return self._runner.agent()
-
-    @property
-    def sessions_enabled(self) -> bool:
-        return self._runner.agent().sessions_enabled
-
     def is_busy(self, session_id: str | None = None) -> bool:
+        """True while a turn of ``session_id`` (any session if ``None``) runs."""
         return self._runner.is_busy(session_id)
 
-    def call(self, fn: Callable[[LiteAgent], Awaitable[T]]) -> T:
-        """Run ``fn(agent)`` (a coroutine) on the agent's loop, under the lock; block."""
-        with self._runner.lock:
-            agent = self._runner.agent()
-
-            async def go() -> T:
-                return await fn(agent)
-
-            return self._runner.call(go())
-
-    def _idle(self, session_id: str) -> None:
+    def _refuse_busy(self, session_id: str) -> None:
         if self._runner.is_busy(session_id):
             raise SessionBusyError(f"session {session_id[:8]}… is busy with a running turn")
 
-    def list_sessions(
-        self, *, limit: int | None = None, before: SessionInfo | None = None
-    ) -> list[SessionInfo]:
-        return self.call(lambda a: a.list_sessions(limit=limit, before=before))
 
-    def delete_session(self, session_id: str) -> None:
+class AgentFacade(_Facade):
+    """Blocking, thread-safe access to the kernel's agent: for magics and widget callbacks.
+
+    One way in, whatever the verb: ``facade.call(lambda a: a.list_checkpoints(sid))``, and
+    for what changes a session ``facade.call_idle(sid, lambda a: a.restore(sid, seq))``,
+    which raises :class:`SessionBusyError` while a turn of that session runs (check
+    :meth:`is_busy` first to show "busy" instead). The older ``facade.restore(...)`` style
+    still works for the verbs in ``_CALLS`` / ``_IDLE_CALLS`` (kept for one release).
+    """
+
+    def call(
+        self,
+        fn: Callable[Concatenate[LiteAgent, P], Awaitable[T]],
+        /,
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> T:
+        """Run ``fn(agent, *args, **kwargs)`` (a coroutine) on the agent's loop, under the
+        lock (the agent is not rebuilt meanwhile); block for its result."""
         with self._runner.lock:
-            self._idle(session_id)
-            self.call(lambda a: a.delete_session(session_id))
+            return self._runner.call(fn, self._runner.agent(), *args, **kwargs)
 
-    def list_checkpoints(self, session_id: str | None = None) -> list[Checkpoint]:
-        return self.call(lambda a: a.list_checkpoints(session_id))
-
-    def preview_restore(self, session_id: str, seq: int) -> RestorePlan:
-        return self.call(lambda a: a.preview_restore(session_id, seq))
-
-    def restore(
+    def call_idle(
         self,
         session_id: str,
-        seq: int,
-        *,
-        files: bool = True,
-        conversation: bool = True,
-        force: bool = False,
-        stop_jobs: bool = False,
-        state: bool | None = None,
-    ) -> RestoreResult:
-        """Rewind ``session_id`` to checkpoint ``seq`` (and make it current); ``state``:
-        the kernel's variables too (default: with the files)."""
+        fn: Callable[Concatenate[LiteAgent, P], Awaitable[T]],
+        /,
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> T:
+        """:meth:`call`, refused with :class:`SessionBusyError` while a turn of
+        ``session_id`` runs (under the lock: a ``%%agent`` turn takes it to start)."""
         with self._runner.lock:
-            self._idle(session_id)
-            return self.call(
-                lambda a: a.restore(
-                    session_id,
-                    seq,
-                    files=files,
-                    conversation=conversation,
-                    force=force,
-                    stop_jobs=stop_jobs,
-                    state=state,
-                )
-            )
+            self._refuse_busy(session_id)
+            return self._runner.call(fn, self._runner.agent(), *args, **kwargs)
 
-    def undo_restore(
-        self, session_id: str, *, force: bool = False, stop_jobs: bool = False
-    ) -> RestoreResult:
-        with self._runner.lock:
-            self._idle(session_id)
-            return self.call(lambda a: a.undo_restore(session_id, force=force, stop_jobs=stop_jobs))
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        if name in _IDLE_CALLS:
+            return lambda sid, *a, **kw: self.call_idle(
+                sid, lambda agent: getattr(agent, name)(sid, *a, **kw)
+            )
+        if name in _CALLS:
+            return lambda *a, **kw: self.call(lambda agent: getattr(agent, name)(*a, **kw))
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def compact(
         self,
@@ -554,40 +596,24 @@ class AgentFacade(_Facade, ReviewCalls):
         on_progress: Callable[[CompactProgress], object] | None = None,
     ) -> CompactResult:
         """Compact a session (default: the current one), blocking; ``on_progress`` is called
-        on *this* thread with each stage. The session counts as busy meanwhile. A
-        KeyboardInterrupt cancels it (nothing is written before its ``persist`` stage)."""
-        runner = self._runner
-        with runner.lock:
-            agent = runner.agent()
-            sid = session_id or agent.session_id
-            runner.claim(sid)
-        steps: queue.SimpleQueue[CompactProgress] = queue.SimpleQueue()
-        ended = threading.Event()
-
-        async def go() -> CompactProgress | None:
-            try:
-                last = None
-                async for step in agent.compact(instructions, session_id=sid):
-                    steps.put(step)
-                    last = step
-                return last
-            finally:
-                ended.set()
-
+        on *this* thread with each stage. A KeyboardInterrupt cancels it (nothing is written
+        before its ``persist`` stage)."""
+        with self._runner.lock:
+            agent = self._runner.agent()
+            steps = self._runner.stream(
+                agent.compact, instructions, session_id=session_id or agent.session_id
+            )
+        last: CompactProgress | None = None
         try:
-            future = runner.submit(go())
-            try:
-                while not (ended.is_set() and steps.empty()):
-                    with contextlib.suppress(queue.Empty):
-                        step = steps.get(timeout=0.05)
-                        if on_progress is not None:
-                            on_progress(step)
-                last = future.result()
-            except KeyboardInterrupt:
-                runner.cancel(future)
-                raise
-        finally:
-            runner.release(sid)
+            while (step := steps.get(timeout=None)) is not None:
+                if isinstance(step, TurnError):
+                    raise step.error
+                last = cast("CompactProgress", step)
+                if on_progress is not None:
+                    on_progress(last)
+        except KeyboardInterrupt:
+            steps.cancel(timeout=None)
+            raise
         if last is None or last.stage == "cancelled":
             raise KeyboardInterrupt("compaction cancelled")
         if last.stage == "error":
@@ -602,21 +628,36 @@ class AsyncAgentFacade(_Facade):
 
     ``await agent.send("...")`` and ``async for event in agent.run("..."):`` work under
     IPython's autoawait (the kernel's own loop); the agent itself stays on its thread.
+    ``await agent.call(lambda a: a.list_checkpoints())`` runs any other coroutine of it.
     """
 
-    @property
-    def agent(self) -> LiteAgent:
-        """The underlying agent: only await its coroutines through :meth:`call`."""
-        return self._runner.agent()
+    async def call(
+        self,
+        fn: Callable[Concatenate[LiteAgent, P], Awaitable[T]],
+        /,
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> T:
+        """Await ``fn(agent, *args, **kwargs)`` on the agent's loop from any other loop."""
+        return await self._runner.acall(fn, self._runner.agent(), *args, **kwargs)
 
-    async def call(self, fn: Callable[[LiteAgent], Awaitable[T]]) -> T:
-        """Await ``fn(agent)`` on the agent's loop from any other loop."""
-        agent = self._runner.agent()
+    async def call_idle(
+        self,
+        session_id: str,
+        fn: Callable[Concatenate[LiteAgent, P], Awaitable[T]],
+        /,
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> T:
+        """:meth:`call`, refused with :class:`SessionBusyError` while a turn of
+        ``session_id`` runs."""
+        self._refuse_busy(session_id)
+        return await self._runner.acall(fn, self._runner.agent(), *args, **kwargs)
 
-        async def go() -> T:
-            return await fn(agent)
-
-        return await asyncio.wrap_future(self._runner.submit(go()))
+    def __getattr__(self, name: str) -> Callable[..., Awaitable[Any]]:
+        if name in _CALLS or name in _IDLE_CALLS:
+            return lambda *a, **kw: self.call(lambda agent: getattr(agent, name)(*a, **kw))
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     async def send(
         self, input: str | Sequence[dict[str, Any]], *, session_id: str | None = None
@@ -631,49 +672,29 @@ class AsyncAgentFacade(_Facade):
     async def run(
         self, input: str | Sequence[dict[str, Any]], *, session_id: str | None = None
     ) -> AsyncIterator[AgentEvent]:
-        """The turn's events, bridged from the agent's loop to the caller's."""
-        agent = self._runner.agent()
-        caller = asyncio.get_running_loop()
-        inbox: asyncio.Queue[Any] = asyncio.Queue()
-        sid = session_id or agent.session_id
-        self._runner.claim(sid)
-
-        async def pump() -> None:
-            try:
-                async for event in agent.run(input, session_id=session_id):
-                    caller.call_soon_threadsafe(inbox.put_nowait, event)
-            except BaseException as exc:
-                caller.call_soon_threadsafe(inbox.put_nowait, TurnError(exc))
-                raise
-            finally:
-                self._runner.release(sid)
-                caller.call_soon_threadsafe(inbox.put_nowait, _DONE)
-
-        try:
-            future = self._runner.submit(pump())
-        except BaseException:
-            self._runner.release(sid)
-            raise
+        """The turn's events (see ``LiteAgent.run``), bridged from the agent's loop to the
+        caller's; leaving the loop early stops the turn and waits for its cleanup."""
+        runner = self._runner
+        events = runner.stream(runner.agent().run, input, session_id=session_id)
         try:
             while True:
-                item = await inbox.get()
-                if item is _DONE:
+                try:
+                    item = await events.aget(_AWAIT_SECONDS)
+                except queue.Empty:
+                    continue
+                if item is None:
                     break
                 if isinstance(item, TurnError):
                     raise item.error
-                yield item
+                yield cast("AgentEvent", item)
         finally:
-            if not future.done():
-                runner = self._runner
-                await asyncio.get_running_loop().run_in_executor(None, runner.cancel, future)
+            if not events.finished:
+                await asyncio.get_running_loop().run_in_executor(None, events.cancel, None)
 
-    async def list_sessions(
-        self, *, limit: int | None = None, before: SessionInfo | None = None
-    ) -> list[SessionInfo]:
-        return await self.call(lambda a: a.list_sessions(limit=limit, before=before))
 
-    async def delete_session(self, session_id: str) -> None:
-        await self.call(lambda a: a.delete_session(session_id))
+_AWAIT_SECONDS = 60.0
+"""How long an awaiting reader of a stream waits before it looks again (it is woken by each
+item that matters, so this only bounds a wait for nothing)."""
 
 
 class _TaskHolder:
@@ -692,6 +713,19 @@ class _TaskHolder:
             self.task.cancel()
         else:
             self.cancelled = True
+
+
+def _retrieved(future: asyncio.Future[Any]) -> None:
+    """Mark the outcome of a call nobody awaits any more as seen (no "never retrieved")."""
+    if not future.cancelled():
+        future.exception()
+
+
+async def _invoke(
+    fn: Callable[..., Awaitable[T]], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> T:
+    """``fn(*args, **kwargs)``, called and awaited on the loop that runs this coroutine."""
+    return await fn(*args, **kwargs)
 
 
 async def _held(coro: Coroutine[Any, Any, T], holder: _TaskHolder) -> T:

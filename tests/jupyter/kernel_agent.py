@@ -48,8 +48,8 @@ def send(runner: AgentRunner, prompt: str) -> LiteAgentResult:
 
 
 def send_in_background(runner: AgentRunner, prompt: str) -> Future[LiteAgentResult]:
-    """Start a turn on the current session and read it on a thread (the runner marks the
-    session busy before this returns); the future holds its result."""
+    """Start a turn on the current session and read it on a thread (the agent marks the
+    session busy once its loop starts the turn); the future holds its result."""
     stream = runner.start_turn(runner.agent(), prompt)
     done: Future[LiteAgentResult] = Future()
 

@@ -14,6 +14,7 @@ from fake_anthropic import FakeAnthropicServer, tool_reply
 from kernel_agent import held_turn, logged_prompts, send
 
 from lite_agent_jupyter import Storage
+from lite_agent_jupyter.errors import SessionBusyError
 from lite_agent_jupyter.jupyter.runner import AgentFacade, AgentRunner
 from lite_agent_jupyter.jupyter.widgets import NOT_REWOUND, SUMMARY_CHECKPOINTS, CheckpointSlider
 
@@ -191,7 +192,15 @@ def test_a_click_while_a_turn_runs_is_busy_and_changes_nothing(
         assert (workdir / "notes.txt").read_text() == "version two\n"
         slider.undo_button.click()
         assert "busy" in slider.report.status.value
+        # the agent's own answer, from this thread; what changes a session refuses on it
+        assert runner.agent().busy(three_prompts) and runner.agent().busy()
+        sid = three_prompts
+        with pytest.raises(SessionBusyError):
+            facade.call_idle(sid, lambda a: a.undo_restore(sid))
+        with pytest.raises(SessionBusyError):
+            facade.restore(sid, 0)  # the older spelling, kept for one release
     turn.result(timeout=100)
+    assert not runner.agent().busy(three_prompts) and not facade.is_busy()
     assert len(logged_prompts(storage, three_prompts)) == 4
     slider.restore_button.click()
     assert not (workdir / "notes.txt").exists()

@@ -8,7 +8,6 @@ escaped. Assertions read the files on disk and what the widgets hold."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,7 @@ from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall, tool_re
 from ipywidgets.widgets.widget import _instances
 from kernel_agent import held_turn, send
 
-from lite_agent_jupyter.agent import FileChange, PromptChanges, RestoreResult
+from lite_agent_jupyter.agent import FileChange, LiteAgent, PromptChanges
 from lite_agent_jupyter.jupyter.runner import AgentFacade, AgentRunner
 from lite_agent_jupyter.jupyter.widgets import ReviewPanel
 
@@ -25,29 +24,18 @@ ODD = "<img src=x onerror=alert(1)>\x1b[31m.txt"
 """A file name a model could choose: markup and a terminal escape."""
 
 
-class CountingFacade:
-    """The facade, counting the diffs the panel asks it for."""
+class CountingDiffs:
+    """The agent's ``change_diff``, counting the diffs the panel asks it for."""
 
-    def __init__(self, facade: AgentFacade) -> None:
-        self.facade = facade
+    def __init__(self, agent: LiteAgent) -> None:
         self.diffs_made: list[str] = []
+        change_diff = agent.change_diff
 
-    def change_diff(self, change: FileChange) -> str | None:
-        self.diffs_made.append(change.path)
-        return self.facade.change_diff(change)
+        async def counting(change: FileChange) -> str | None:
+            self.diffs_made.append(change.path)
+            return await change_diff(change)
 
-    def revert_file(
-        self,
-        session_id: str,
-        path: str,
-        *,
-        checkpoint: int | None = None,
-        force: bool = False,
-        hunks: Sequence[int] | None = None,
-    ) -> RestoreResult:
-        return self.facade.revert_file(
-            session_id, path, checkpoint=checkpoint, force=force, hunks=hunks
-        )
+        agent.change_diff = counting  # type: ignore[method-assign]
 
 
 @pytest.fixture
@@ -72,9 +60,9 @@ def turn(runner: AgentRunner, fake_anthropic: FakeAnthropicServer, workdir: Path
     return runner.agent().session_id
 
 
-def _panel(facade: AgentFacade, session_id: str) -> tuple[ReviewPanel, CountingFacade]:
-    counting = CountingFacade(facade)
-    return ReviewPanel(counting, facade.changes(session_id, diffs=False)), counting
+def _panel(facade: AgentFacade, session_id: str) -> tuple[ReviewPanel, CountingDiffs]:
+    counting = CountingDiffs(facade.agent)
+    return ReviewPanel(facade, facade.changes(session_id, diffs=False)), counting
 
 
 def _row(panel: ReviewPanel, path: str) -> str:

@@ -7,12 +7,14 @@ wait for the other forever."""
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
-from collections.abc import Iterator
+import threading
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
-from lite_agent_jupyter.jupyter.runner import AgentRunner
+from lite_agent_jupyter.jupyter.runner import AgentRunner, TurnError
 
 
 @pytest.fixture
@@ -23,21 +25,48 @@ def idle_runner() -> Iterator[AgentRunner]:
     runner.stop()
 
 
-def test_a_turn_ending_on_the_loop_while_a_facade_call_holds_the_lock(
+def test_the_loop_looks_up_approvals_and_busy_while_a_facade_call_holds_the_lock(
     idle_runner: AgentRunner,
 ) -> None:
     runner = idle_runner
-    runner.claim("s1")
 
-    async def turn_ends() -> bool:  # what a turn's pump does when it ends, on the loop
-        runner.release("s1")
-        return runner.is_busy("s1")
+    async def on_the_loop() -> tuple[object, bool]:  # what an approval and a turn's end ask
+        return runner.asker("s1"), runner.is_busy("s1")
 
     with runner.lock:  # a facade call in a widget callback, waiting for the loop
-        future = runner.submit(turn_ends())
+        future = runner.submit(on_the_loop())
         try:
-            busy = future.result(timeout=60)
+            found = future.result(timeout=60)
         except concurrent.futures.TimeoutError:
             pytest.fail("the agent's loop waited for the lock a facade call held")
-    assert busy is False
+    assert found == (None, False)
     assert not runner.is_busy()
+
+
+def test_the_bridge_runs_any_coroutine_or_stream_on_the_agent_loop(
+    idle_runner: AgentRunner,
+) -> None:
+    """One way in for every caller (``call`` blocking, ``acall`` from another loop,
+    ``stream`` for an async iterator): the function itself is called on the loop thread."""
+    runner = idle_runner
+
+    async def where(tag: str, *, n: int) -> tuple[str, int, str]:
+        return tag, n, threading.current_thread().name
+
+    async def count(upto: int) -> AsyncIterator[tuple[int, str]]:
+        for i in range(upto):
+            yield i, threading.current_thread().name
+        if upto == 2:
+            raise ValueError("two")
+
+    assert runner.call(where, "x", n=2) == ("x", 2, "lite-agent-loop")
+    assert asyncio.run(runner.acall(where, "y", n=1)) == ("y", 1, "lite-agent-loop")
+    stream = runner.stream(count, 3)
+    items = []
+    while (item := stream.get(60)) is not None:
+        items.append(item)
+    assert items == [(i, "lite-agent-loop") for i in range(3)] and stream.finished
+    failing = runner.stream(count, 2)
+    got = [failing.get(60), failing.get(60), failing.get(60), failing.get(60)]
+    assert got[:2] == [(0, "lite-agent-loop"), (1, "lite-agent-loop")] and got[3] is None
+    assert isinstance(got[2], TurnError) and str(got[2].error) == "two"

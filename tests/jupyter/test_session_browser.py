@@ -11,6 +11,7 @@ from fake_anthropic import FakeAnthropicServer
 from kernel_agent import held_turn, log_path, logged_prompts, send
 
 from lite_agent_jupyter import Storage
+from lite_agent_jupyter.checkpoint.protocol import SessionInfo
 from lite_agent_jupyter.jupyter import render
 from lite_agent_jupyter.jupyter.runner import AgentFacade, AgentRunner
 from lite_agent_jupyter.jupyter.widgets import SessionBrowser, show_sessions
@@ -213,23 +214,23 @@ def test_paging_through_many_sessions(runner: AgentRunner, facade: AgentFacade) 
 
 
 def test_the_browser_asks_the_store_for_one_page_only(
-    runner: AgentRunner, facade: AgentFacade
+    runner: AgentRunner, facade: AgentFacade, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Every listing the browser makes is a page (``limit`` = page size + 1, ``before`` the
     previous page's last row), so 10,000 sessions cost it what 100 do (#24)."""
     ids = make_sessions(runner, [f"p{i}" for i in range(5)])
     calls: list[tuple[int | None, str | None]] = []
+    agent = runner.agent()
+    list_sessions = agent.list_sessions
 
-    class Counting:
-        def __getattr__(self, name: str) -> object:
-            return getattr(facade, name)
+    async def counting(
+        *, limit: int | None = None, before: SessionInfo | None = None
+    ) -> list[SessionInfo]:
+        calls.append((limit, None if before is None else before.id))
+        return await list_sessions(limit=limit, before=before)
 
-        def list_sessions(self, **page: object) -> object:
-            before = page.get("before")
-            calls.append((page.get("limit"), None if before is None else before.id))  # type: ignore[attr-defined]
-            return facade.list_sessions(**page)  # type: ignore[arg-type]
-
-    browser = SessionBrowser(Counting(), page_size=2)  # type: ignore[arg-type]
+    monkeypatch.setattr(agent, "list_sessions", counting)
+    browser = SessionBrowser(facade, page_size=2)
     browser.next_button.click()
     browser.select(ids[0])
     browser.refresh_button.click()

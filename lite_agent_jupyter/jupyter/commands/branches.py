@@ -26,11 +26,12 @@ def _branches(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
     facade = magics.runner.facade
     sid = facade.session_id
     if args.delete:
-        facade.delete_branch(sid, args.delete)
+        facade.call_idle(sid, lambda a: a.delete_branch(sid, args.delete))
         print(render.key_value_text([("deleted branch", args.delete)]))
         return
-    checkpoints = facade.list_checkpoints(sid)
-    print(history_text.branches_text(facade.list_branches(sid), checkpoints, len(checkpoints)))
+    checkpoints = facade.call(lambda a: a.list_checkpoints(sid))
+    branches = facade.call(lambda a: a.list_branches(sid))
+    print(history_text.branches_text(branches, checkpoints, len(checkpoints)))
 
 
 @subcommand(

@@ -24,7 +24,8 @@ def _checkpoint(magics: LiteAgentMagics, ref: str | None) -> int | None:
     if ref is None:
         return None
     facade = magics.runner.facade
-    return find_checkpoint(facade.list_checkpoints(facade.session_id), ref).seq
+    sid = facade.session_id
+    return find_checkpoint(facade.call(lambda a: a.list_checkpoints(sid)), ref).seq
 
 
 @subcommand(
@@ -39,7 +40,8 @@ def _review(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
     facade = magics.runner.facade
     text = args.text or not magics.in_kernel
     # The widget makes a file's diff when its row is selected, not before (#21).
-    changes = facade.changes(facade.session_id, _checkpoint(magics, args.prompt), diffs=text)
+    sid, checkpoint = facade.session_id, _checkpoint(magics, args.prompt)
+    changes = facade.call(lambda a: a.changes(sid, checkpoint, diffs=text))
     if text or not changes.files:
         print(history_text.changes_text(changes))
         return
@@ -67,12 +69,19 @@ def _revert(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
     facade = magics.runner.facade
     sid = facade.session_id
     checkpoint = _checkpoint(magics, args.prompt)
-    changes = facade.changes(sid, checkpoint, diffs=False)
+    changes = facade.call(lambda a: a.changes(sid, checkpoint, diffs=False))
     if args.preview:
-        plan = facade.preview_revert(sid, args.path, checkpoint=changes.checkpoint, hunks=args.hunk)
+        plan = facade.call(
+            lambda a: a.preview_revert(
+                sid, args.path, checkpoint=changes.checkpoint, hunks=args.hunk
+            )
+        )
         print(history_text.revert_preview_text(plan, changes.number, args.hunk))
         return
-    result = facade.revert_file(
-        sid, args.path, checkpoint=changes.checkpoint, force=args.force, hunks=args.hunk
+    result = facade.call_idle(
+        sid,
+        lambda a: a.revert_file(
+            sid, args.path, checkpoint=changes.checkpoint, force=args.force, hunks=args.hunk
+        ),
     )
     print(history_text.revert_text(result, args.path, changes.number, args.hunk))

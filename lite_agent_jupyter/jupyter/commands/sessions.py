@@ -57,7 +57,7 @@ def _new(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
 )
 def _resume(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
     agent = magics.require_agent()
-    sessions = magics.runner.facade.list_sessions()
+    sessions = magics.runner.facade.call(lambda a: a.list_sessions())
     if args.id is None:
         if not sessions:
             print("No sessions to resume yet.")
@@ -85,7 +85,7 @@ def _resume(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
 def _delete(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
     magics.require_agent()
     facade = magics.runner.facade
-    matches = [s for s in facade.list_sessions() if s.id.startswith(args.id)]
+    matches = [s for s in facade.call(lambda a: a.list_sessions()) if s.id.startswith(args.id)]
     if len(matches) != 1:
         raise UsageError(
             f"{args.id!r} matches {len(matches)} sessions; give an id from %agent sessions"
@@ -102,7 +102,7 @@ def _delete(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
         if answer.strip().lower() not in ("y", "yes"):
             print("kept.")
             return
-    facade.delete_session(target.id)
+    facade.call_idle(target.id, lambda a: a.delete_session(target.id))
     print(f"deleted session {render.short_id(target.id)}…")
 
 

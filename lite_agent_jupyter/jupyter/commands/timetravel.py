@@ -40,8 +40,8 @@ def _checkpoints(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
         magics.require_agent()
         facade = magics.runner.facade
         sid = facade.session_id
-        points = facade.list_rewind_points(sid)
-        print(history_text.points_text(facade.list_checkpoints(sid), points))
+        points = facade.call(lambda a: a.list_rewind_points(sid))
+        print(history_text.points_text(facade.call(lambda a: a.list_checkpoints(sid)), points))
         return
     show_widgets(magics, widgets.show_checkpoints, args.text)
 
@@ -134,9 +134,9 @@ def _find(facade: AgentFacade, sid: str, ref: str) -> Checkpoint:
     """The checkpoint ``ref`` names: a prompt (``2``, ``2-k7f2``) or a rewind point inside a
     turn (``2.3``, from ``%agent checkpoints --all``), the latter as a checkpoint-shaped
     value for the preview and result texts."""
-    checkpoints = facade.list_checkpoints(sid)
+    checkpoints = facade.call(lambda a: a.list_checkpoints(sid))
     if _POINT.fullmatch(ref.strip()):
-        for point in facade.list_rewind_points(sid):
+        for point in facade.call(lambda a: a.list_rewind_points(sid)):
             if point.name == ref.strip():
                 cp = checkpoints[point.prompt - 1]
                 return dataclasses.replace(cp, seq=point.seq, number=point.prompt, id=point.name)

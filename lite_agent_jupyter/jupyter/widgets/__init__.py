@@ -1,12 +1,13 @@
 """The session browser and the checkpoint slider, built from ipywidgets 8 built-ins only.
 
-No front-end code of our own, so they render wherever ipywidgets does. Both talk to the agent
-through a small *blocking* interface (:class:`SessionControls`, :class:`CheckpointControls`):
-the kernel's :class:`~..runner.AgentFacade`, which runs each call on the agent's own event-loop
-thread. A widget callback may run on the kernel's main thread when the kernel is idle or, with
-comms over subshells, on another thread while a cell runs; either way it only calls the
-facade, which serialises access to the agent. A click while a turn runs on the same session
-answers "busy" and changes nothing.
+No front-end code of our own, so they render wherever ipywidgets does. They talk to the agent
+through one small *blocking* interface (:class:`SessionControls`; :class:`CheckpointControls`
+is the same): the kernel's :class:`~..runner.AgentFacade`, whose ``call`` / ``call_idle`` run
+any of the agent's coroutine methods on the agent's own event-loop thread. A widget callback
+may run on the kernel's main thread when the kernel is idle or, with comms over subshells, on
+another thread while a cell runs; either way it only calls the facade, which serialises access
+to the agent. A click while a turn runs on the same session answers "busy" and changes
+nothing.
 
 A callback's exception would otherwise vanish into the browser's log console, so every action
 reports its result or error inline. Widget state is not saved in notebooks: each ``show_*``

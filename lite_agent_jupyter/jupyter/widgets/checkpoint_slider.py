@@ -180,9 +180,10 @@ class CheckpointSlider:
 
     def reload(self) -> None:
         """Re-read the checkpoints; select the newest stop and preview it."""
-        self.checkpoints = list(self.controls.list_checkpoints(self.session_id))
+        sid = self.session_id
+        self.checkpoints = list(self.controls.call(lambda a: a.list_checkpoints(sid)))
         self.forks = {}  # seq -> the branches forking there
-        for branch in self.controls.list_branches(self.session_id):
+        for branch in self.controls.call(lambda a: a.list_branches(sid)):
             self.forks.setdefault(branch.fork, []).append(branch)
         count = len(self.checkpoints)
         with batched(self.slider, self.title, self.restore_button):
@@ -225,7 +226,8 @@ class CheckpointSlider:
                 self.preview.value = "<i>No prompts in this session yet: nothing to restore.</i>"
             self._draw_diffs()
             return
-        self.plan = self.controls.preview_restore(self.session_id, checkpoint.seq)
+        sid = self.session_id
+        self.plan = self.controls.call(lambda a: a.preview_restore(sid, checkpoint.seq))
         with batched(self.readout, self.preview):
             self.readout.value = f"<b>{escape(stop_label(checkpoint))}</b>"
             self.preview.value = _preview_html(checkpoint, self.plan) + _fork_html(
@@ -277,12 +279,12 @@ class CheckpointSlider:
             if self._stale(checkpoint):
                 return
             try:
-                result = self.controls.restore(
-                    self.session_id,
-                    checkpoint.seq,
-                    files=files,
-                    conversation=conversation,
-                    force=force,
+                sid = self.session_id
+                result = self.controls.call_idle(
+                    sid,
+                    lambda a: a.restore(
+                        sid, checkpoint.seq, files=files, conversation=conversation, force=force
+                    ),
                 )
             except SessionDeletedError:
                 self._show_gone()
@@ -304,7 +306,8 @@ class CheckpointSlider:
         was deleted, or restored elsewhere and went on with other prompts): then the slider
         is redrawn as the session is now and nothing is done. A click never acts on a stale
         target; new prompts after a stop leave it a valid target."""
-        current = list(self.controls.list_checkpoints(self.session_id))
+        sid = self.session_id
+        current = list(self.controls.call(lambda a: a.list_checkpoints(sid)))
         key = (checkpoint.seq, checkpoint.prompt, checkpoint.ts)
         if any((c.seq, c.prompt, c.ts) == key for c in current):
             return False
@@ -323,7 +326,8 @@ class CheckpointSlider:
 
     def _deleted(self) -> bool:
         try:
-            self.controls.preview_restore(self.session_id, 0)
+            sid = self.session_id
+            self.controls.call(lambda a: a.preview_restore(sid, 0))
         except SessionDeletedError:
             return True
         return False
@@ -360,7 +364,8 @@ class CheckpointSlider:
             if self._busy():
                 return
             try:
-                result = self.controls.undo_restore(self.session_id)
+                sid = self.session_id
+                result = self.controls.call_idle(sid, lambda a: a.undo_restore(sid))
             except SessionDeletedError:
                 self._show_gone()
                 return

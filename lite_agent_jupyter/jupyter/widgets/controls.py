@@ -1,30 +1,28 @@
-"""What the widgets need from the agent: two small *blocking* protocols.
+"""What the widgets need from the agent: one small *blocking* protocol.
 
-The kernel's :class:`~..runner.AgentFacade` implements both (each call runs on the agent's own
-event-loop thread); tests and benchmarks pass their own. Must not know ipywidgets or IPython.
+The kernel's :class:`~..runner.AgentFacade` implements it: each call runs on the agent's own
+event-loop thread, whatever the verb (``controls.call(lambda a: a.list_checkpoints(sid))``),
+so no agent method is listed twice. Must not know ipywidgets or IPython.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Concatenate, ParamSpec, Protocol, TypeVar
 
-from ...agent import Branch, Checkpoint, RestorePlan, RestoreResult
-from ...checkpoint.protocol import SessionInfo
+if TYPE_CHECKING:
+    from ...agent import LiteAgent
+
+T = TypeVar("T")
+P = ParamSpec("P")
 
 
 class SessionControls(Protocol):
-    """The blocking agent calls the session browser needs (the kernel's facade)."""
+    """The blocking agent calls the widgets need (the kernel's facade)."""
 
     @property
     def session_id(self) -> str:
         """The current session."""
-        ...
-
-    def list_sessions(
-        self, *, limit: int | None = None, before: SessionInfo | None = None
-    ) -> list[SessionInfo]:
-        """Sessions of the store, newest first; a page with ``limit``/``before`` (see
-        ``LiteAgent.list_sessions``)."""
         ...
 
     def resume(self, session_id: str) -> str:
@@ -35,42 +33,33 @@ class SessionControls(Protocol):
         """Switch to a new, empty session and return its id."""
         ...
 
-    def delete_session(self, session_id: str) -> None:
-        """Delete the session as ``LiteAgent.delete_session`` does."""
-        ...
-
     def is_busy(self, session_id: str | None = None) -> bool:
-        """True while a turn of ``session_id`` runs."""
+        """True while a turn of ``session_id`` runs (the agent's answer)."""
         ...
 
-
-class CheckpointControls(SessionControls, Protocol):
-    """The session calls plus time travel (``list_checkpoints`` ... ``undo_restore``)."""
-
-    def list_checkpoints(self, session_id: str | None = None) -> list[Checkpoint]:
-        """One checkpoint per prompt of the session, oldest first."""
+    def call(
+        self,
+        fn: Callable[Concatenate[LiteAgent, P], Awaitable[T]],
+        /,
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> T:
+        """``fn(agent, ...)`` run on the agent's loop; its result."""
         ...
 
-    def preview_restore(self, session_id: str, seq: int) -> RestorePlan:
-        """What ``restore`` would do; changes nothing."""
-        ...
-
-    def restore(
+    def call_idle(
         self,
         session_id: str,
-        seq: int,
-        *,
-        files: bool = True,
-        conversation: bool = True,
-        force: bool = False,
-    ) -> RestoreResult:
-        """Rewind files and/or conversation to just before the prompt after ``seq``."""
+        fn: Callable[Concatenate[LiteAgent, P], Awaitable[T]],
+        /,
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> T:
+        """:meth:`call` for what changes ``session_id``: ``SessionBusyError`` while it is
+        busy."""
         ...
 
-    def undo_restore(self, session_id: str, *, force: bool = False) -> RestoreResult:
-        """Put back what the last restore of the session replaced."""
-        ...
 
-    def list_branches(self, session_id: str) -> list[Branch]:
-        """The futures the session's restores left behind (the slider marks their forks)."""
-        ...
+CheckpointControls = SessionControls
+"""The checkpoint slider's name for the same protocol (kept: it used to list the time-travel
+verbs again)."""

@@ -1,8 +1,8 @@
 """``%agent review``'s widget: every file a prompt changed, one row each, Keep or Revert the
 selected file (or one hunk of it), its diff shown only once it is selected.
 
-Owns :class:`ReviewPanel` and :func:`show_review`. Revert calls the facade's
-``revert_file`` (the agent's conflict check, journal and undo: ``%agent undo`` takes a
+Owns :class:`ReviewPanel` and :func:`show_review`. Revert calls the agent's ``revert_file``
+through the facade (the agent's conflict check, journal and undo: ``%agent undo`` takes a
 revert back); Keep only marks the file reviewed. Must not know how a revert is done.
 
 Why one list and not a row of buttons per file: a widget is a model, a message and a view,
@@ -16,15 +16,13 @@ and error reaches the page escaped by ``safe.escape``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol
-
 import ipywidgets as w
 
-from ...agent import FileChange, PromptChanges, RestoreResult
+from ...agent import FileChange, PromptChanges
 from ...errors import LiteAgentError, RestoreConflictError, SessionBusyError
 from .. import history_text, render
 from ..safe import escape
+from .controls import SessionControls
 from .parts import Look, Reporter, batched, shorten
 from .show import show_widget
 
@@ -48,20 +46,8 @@ _PATH_WIDTH = 60
 """Paths are padded to the longest one up to this width (a row is cut with "…" anyway)."""
 
 
-class ReviewControls(Protocol):
-    """What the panel needs of the kernel's facade."""
-
-    def revert_file(
-        self,
-        session_id: str,
-        path: str,
-        *,
-        checkpoint: int | None = None,
-        force: bool = False,
-        hunks: Sequence[int] | None = None,
-    ) -> RestoreResult: ...
-
-    def change_diff(self, change: FileChange) -> str | None: ...
+ReviewControls = SessionControls
+"""What the panel needs of the kernel's facade: its ``call`` / ``call_idle``."""
 
 
 def _mark(state: str | None) -> str:
@@ -228,7 +214,7 @@ class ReviewPanel:
     def _diff_of(self, path: str) -> str:
         if path not in self._diffs:
             change = self.files[path]
-            diff = self.controls.change_diff(change)
+            diff = self.controls.call(lambda a: a.change_diff(change))
             both = change.before is not None and change.after is not None
             count = sum(line.startswith("@@") for line in (diff or "").splitlines())
             self._hunks[path] = count if both else 0
@@ -282,8 +268,9 @@ class ReviewPanel:
                 self.report.ok("Select a file first.")
                 return
             try:
-                result = self.controls.revert_file(
-                    self.changes.session_id, path, checkpoint=self.changes.checkpoint, force=force
+                sid, checkpoint = self.changes.session_id, self.changes.checkpoint
+                result = self.controls.call_idle(
+                    sid, lambda a: a.revert_file(sid, path, checkpoint=checkpoint, force=force)
                 )
             except SessionBusyError:
                 raise  # said by the reporter; the row stays as it was
@@ -313,11 +300,10 @@ class ReviewPanel:
                 self.report.ok("Select a file and a hunk first.")
                 return
             try:
-                result = self.controls.revert_file(
-                    self.changes.session_id,
-                    path,
-                    checkpoint=self.changes.checkpoint,
-                    hunks=[number],
+                sid, checkpoint = self.changes.session_id, self.changes.checkpoint
+                result = self.controls.call_idle(
+                    sid,
+                    lambda a: a.revert_file(sid, path, checkpoint=checkpoint, hunks=[number]),
                 )
             except SessionBusyError:
                 raise

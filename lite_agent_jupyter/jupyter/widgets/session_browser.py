@@ -138,12 +138,16 @@ class SessionBrowser:
         self._load(self.page)
         self._draw()
 
+    def _page(self, before: SessionInfo | None) -> list[SessionInfo]:
+        """The sessions after ``before`` (``None``: the newest), one more than a page."""
+        limit = self.page_size + 1
+        return self.controls.call(lambda a: a.list_sessions(limit=limit, before=before))
+
     def _load(self, page: int) -> None:
         """Read page ``page`` (one reached before, or the next one), falling back to the
         page before it when it has become empty (sessions deleted meanwhile)."""
         while True:
-            before = self._cursors[page]
-            got = self.controls.list_sessions(limit=self.page_size + 1, before=before)
+            got = self._page(self._cursors[page])
             if got or page == 0:
                 break
             page -= 1
@@ -297,7 +301,7 @@ class SessionBrowser:
             self.confirming = None
             if not self._guard(session_id):
                 return
-            self.controls.delete_session(session_id)
+            self.controls.call_idle(session_id, lambda a: a.delete_session(session_id))
             self.refresh()
             self.report.ok(f"Deleted session {render.short_id(session_id)}.")
 

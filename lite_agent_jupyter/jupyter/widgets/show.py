@@ -104,7 +104,9 @@ def show_sessions(controls: SessionControls, *, text: bool = False) -> SessionBr
     return _show_one(
         "%agent sessions",
         text,
-        lambda: render.sessions_text(controls.list_sessions(), controls.session_id),
+        lambda: render.sessions_text(
+            controls.call(lambda a: a.list_sessions()), controls.session_id
+        ),
         lambda: SessionBrowser(controls, load=False),
     )
 
@@ -117,7 +119,9 @@ def show_checkpoints(
     return _show_one(
         "%agent checkpoints",
         text,
-        lambda: render.checkpoints_text(controls.list_checkpoints(controls.session_id)),
+        lambda: render.checkpoints_text(
+            controls.call(lambda a: a.list_checkpoints(controls.session_id))
+        ),
         lambda: CheckpointSlider(controls, load=False),
     )
 
