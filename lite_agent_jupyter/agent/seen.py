@@ -247,21 +247,24 @@ def _after_time_travel(
         if isinstance(event, FileSnapshotEvent) and event.extra.get("tool") != OUTSIDE:
             written[under(event.path)] = event.after
     table: dict[str, str] = {}
-
-    def keep(path: str, digest: str | None) -> None:
-        if digest is None:
-            return
-        table[path] = digest
-        told = seen.get(TOLD + path)
-        if told is not None and seen.get(path) == digest:  # the same news: told already
-            table[TOLD + path] = told
-
     for path, after in written.items():
-        keep(path, _hash(path) if path in moved_paths else after)
+        digest = _hash(path) if path in moved_paths else after
+        if digest is not None:
+            table[path] = digest
+    told: list[tuple[str, str]] = []
     for path, digest in seen.items():
-        if path.startswith(TOLD) or path in written:
-            continue
-        keep(path, _hash(path) if path in moved_paths else digest)
+        if path.startswith(TOLD):
+            told.append((path, digest))
+        elif path not in written:
+            kept = _hash(path) if path in moved_paths else digest
+            if kept is not None:
+                table[path] = kept
+    # News told already stays told while the file is as it was then: a pass over the few
+    # told entries, not a lookup for each of the session's files (#32).
+    for key, digest in told:
+        path = key[len(TOLD) :]
+        if path in table and seen.get(path) == table[path]:
+            table[key] = digest
     return table
 
 

@@ -285,3 +285,45 @@ def test_the_table_after_time_travel_keys_files_as_the_file_tools_do(workdir: st
     paths += ["/abs", "a\\b", "é/ü", "a/b..c", "..a", "a/..", "a b/c d.txt"]
     for path in paths:
         assert under(path) == str(Path(workdir) / path), path
+
+
+def test_the_table_after_time_travel_keeps_told_news_while_the_file_is_as_told(
+    tmp_path: Path,
+) -> None:
+    """The rebuilt table (#30, #32): the live timeline's last writes, the files only read as
+    they were seen, the moved ones hashed from the disk; a change already told stays told
+    only while the file is still what the model saw when it was told."""
+    import hashlib
+
+    from lite_agent_jupyter.agent.seen import TOLD, _after_time_travel
+    from lite_agent_jupyter.agent.tracking import OUTSIDE
+    from lite_agent_jupyter.checkpoint.events import FileSnapshotEvent
+
+    (tmp_path / "m.txt").write_bytes(b"put back\n")
+    w = f"{tmp_path}/"
+    seen = {
+        w + "a": "ha",
+        TOLD + w + "a": "told-a",  # written to what was seen: still told
+        w + "b": "hb",
+        TOLD + w + "b": "told-b",  # written to something else since: no longer told
+        w + "r": "hr",
+        TOLD + w + "r": "told-r",  # only read: as seen, still told
+        w + "m.txt": "hm",
+        w + "gone": "hg",
+    }
+    events = [
+        FileSnapshotEvent(path="a", before=None, after="ha"),
+        FileSnapshotEvent(path="b", before=None, after="hb2"),
+        FileSnapshotEvent(path="o", before=None, after="ho", extra={"tool": OUTSIDE}),
+        FileSnapshotEvent(path="gone", before="hg", after=None),
+        FileSnapshotEvent(path="m.txt", before=None, after="hm2"),
+    ]
+    table = _after_time_travel(seen, events, tmp_path, ["m.txt"])
+    assert table == {
+        w + "a": "ha",
+        TOLD + w + "a": "told-a",
+        w + "b": "hb2",
+        w + "r": "hr",
+        TOLD + w + "r": "told-r",
+        w + "m.txt": hashlib.sha256(b"put back\n").hexdigest(),
+    }
