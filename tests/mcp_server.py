@@ -57,9 +57,20 @@ JPEG = bytes.fromhex(
 SCRIPT = Path(__file__).resolve()
 
 
+STARTUP_TIMEOUT = 100
+"""Seconds a test server may take to start and list its tools: a hang guard under the suite's
+120 s per test, generous because on a loaded machine importing ``mcp`` alone took 6-9 s on
+each side (the default, 30 s, is what a person waits)."""
+
+
 def stdio_entry(**extra: Any) -> dict[str, Any]:
     """The ``mcp_servers`` entry starting this server over stdio (``extra``: env, timeout...)."""
-    return {"command": sys.executable, "args": [str(SCRIPT)], **extra}
+    return {
+        "command": sys.executable,
+        "args": [str(SCRIPT)],
+        "startup_timeout": STARTUP_TIMEOUT,
+        **extra,
+    }
 
 
 @contextlib.contextmanager

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
-from mcp_server import PNG, stdio_entry
+from mcp_server import PNG, STARTUP_TIMEOUT, stdio_entry
 
 from lite_agent_jupyter import LiteAgent, McpConfigError
 from lite_agent_jupyter.agent.approvals import ApprovalRequest
@@ -327,6 +327,7 @@ async def test_a_streamable_http_server_with_a_secret_header(
                         "type": "http",
                         "url": f"http://127.0.0.1:{port}/mcp",
                         "headers": {"Authorization": f"Bearer {token}"},
+                        "startup_timeout": STARTUP_TIMEOUT,
                     }
                 }
             },
@@ -503,8 +504,9 @@ async def test_expanded_secrets_are_redacted_in_results_requests_status_and_log(
             "cli": {
                 "command": sys.executable,
                 "args": [str(SCRIPT), "--api-key", "${LAJ_MCP_KEY}"],
+                "startup_timeout": STARTUP_TIMEOUT,
             },
-            "web": {"type": "http", "url": url},
+            "web": {"type": "http", "url": url, "startup_timeout": STARTUP_TIMEOUT},
         }
         fake_anthropic.script(calls(("cli__argv", {}), ("web__endpoint", {})), "Done.")
         agent = make_agent(model=claude(), mcp_servers=config, approvals="allow")

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall, tool_reply
-from mcp_server import PNG, SCRIPT, serve_http, stdio_entry
+from mcp_server import PNG, SCRIPT, STARTUP_TIMEOUT, serve_http, stdio_entry
 from nbkernel import SETUP, Kernel, StartKernel
 from process_helpers import wait_until
 
@@ -166,8 +166,12 @@ def test_mcp_secrets_from_the_environment_never_reach_outputs_logs_or_cassettes(
                 "cli": {
                     "command": sys.executable,
                     "args": [str(SCRIPT), "--api-key", "${LAJ_MCP_KEY}"],
+                    "startup_timeout": STARTUP_TIMEOUT,
                 },
-                "web": {"url": f"http://127.0.0.1:{port}/mcp/${{LAJ_MCP_TOKEN}}/sse"},
+                "web": {
+                    "url": f"http://127.0.0.1:{port}/mcp/${{LAJ_MCP_TOKEN}}/sse",
+                    "startup_timeout": STARTUP_TIMEOUT,
+                },
             }
         }
         cells = [kernel.run(f"%config LiteAgentMagics.mcp_servers = {servers!r}").check()]
