@@ -133,8 +133,8 @@ class FileTracker:
         self.hashes: dict[str, str] = {}
         """Tracked files: relative path -> hash of the content last seen (stored as a blob)."""
         self._lock = asyncio.Lock()
-        self._running: set[str] = set()
-        """Calls between their before and after scans (tool use ids)."""
+        self._running: set[tuple[str, str]] = set()
+        """Calls between their before and after scans: ``(session id, tool use id)``."""
         self._started = False
         self._pack: _Pack | None = None
 
@@ -153,12 +153,18 @@ class FileTracker:
         the tool use id of the call about to run, running until its :meth:`after`.
 
         While another call runs, nothing is scanned: the changes since the last scan may be
-        that call's, and are left for an after scan to record as a call's."""
+        that call's, and are left for an after scan to record as a call's. A session runs one
+        turn at a time, so when a prompt starts (``call`` is None) none of its calls can be
+        running: one still listed lost its after scan (cancelled on the way) and is dropped,
+        or it would hold back every before scan for the rest of the agent's life."""
+        sid = session.session_id
         async with self._lock:
+            if call is None:
+                self._running = {c for c in self._running if c[0] != sid}
             if not self._running:
                 await self._catch_up(session, start=start)
             if call is not None:
-                self._running.add(call)
+                self._running.add((sid, call))
 
     async def _catch_up(self, session: SessionLog, *, start: bool) -> None:
         """:meth:`before`'s scan (the lock held)."""
@@ -202,43 +208,51 @@ class FileTracker:
     ) -> ScanReport:
         """Record what changed since :meth:`before` as this call's snapshots (``approved_by``:
         the person who approved the call, recorded on each)."""
-        async with self._lock:
-            self._running.discard(tool_use_id)
-            delta = await asyncio.to_thread(self.scanner.scan)
-            report = ScanReport(
-                too_big=delta.too_big,
-                skipped_dirs=sorted(self.scanner.skipped_dirs),
-                max_file_size=self.scanner.max_file_size,
-            )
-            if not self._started:  # no baseline (the call had no before-scan): start one
-                self._started = True
-                await self._baseline(delta.created)
-                return report
-            if not delta:
-                return report
-            old = {p: self.hashes.get(p) for p in (*delta.modified, *delta.deleted)}
-            await self._unpack(old.values())  # the contents from before: into the blob store
-            new = await self._store([*delta.created, *delta.modified])
-            events: list[FileSnapshotEvent] = []
-            extra = {"tool": tool_name}
-            for path in delta.created:
-                if path in new:
-                    report.created.append(path)
-                    events.append(_snapshot(path, None, new[path], tool_use_id, extra, approved_by))
-            for path in delta.modified:
-                if path in new and old[path] != new[path]:
-                    report.modified.append(path)
-                    events.append(
-                        _snapshot(path, old[path], new[path], tool_use_id, extra, approved_by)
-                    )
-            for path in delta.deleted:
-                self.hashes.pop(path, None)
-                report.deleted.append(path)
-                events.append(_snapshot(path, old[path], None, tool_use_id, extra, approved_by))
-            if events:
-                await self._append(session, events)
-            report.events = events
+        try:
+            async with self._lock:
+                return await self._record(session, tool_use_id, tool_name, approved_by)
+        finally:  # also when cancelled waiting for the lock; before a waiting scan can run
+            self._running.discard((session.session_id, tool_use_id))
+
+    async def _record(
+        self, session: SessionLog, tool_use_id: str, tool_name: str, approved_by: str | None
+    ) -> ScanReport:
+        """:meth:`after`'s scan (the lock held)."""
+        delta = await asyncio.to_thread(self.scanner.scan)
+        report = ScanReport(
+            too_big=delta.too_big,
+            skipped_dirs=sorted(self.scanner.skipped_dirs),
+            max_file_size=self.scanner.max_file_size,
+        )
+        if not self._started:  # no baseline (the call had no before-scan): start one
+            self._started = True
+            await self._baseline(delta.created)
             return report
+        if not delta:
+            return report
+        old = {p: self.hashes.get(p) for p in (*delta.modified, *delta.deleted)}
+        await self._unpack(old.values())  # the contents from before: into the blob store
+        new = await self._store([*delta.created, *delta.modified])
+        events: list[FileSnapshotEvent] = []
+        extra = {"tool": tool_name}
+        for path in delta.created:
+            if path in new:
+                report.created.append(path)
+                events.append(_snapshot(path, None, new[path], tool_use_id, extra, approved_by))
+        for path in delta.modified:
+            if path in new and old[path] != new[path]:
+                report.modified.append(path)
+                events.append(
+                    _snapshot(path, old[path], new[path], tool_use_id, extra, approved_by)
+                )
+        for path in delta.deleted:
+            self.hashes.pop(path, None)
+            report.deleted.append(path)
+            events.append(_snapshot(path, old[path], None, tool_use_id, extra, approved_by))
+        if events:
+            await self._append(session, events)
+        report.events = events
+        return report
 
     async def _baseline(self, paths: list[str]) -> None:
         """The first scan: remember the content of every file in ``paths``. With the file blob

@@ -8,9 +8,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
 
 from lite_agent_jupyter import FileChanged, LiteAgent
+from lite_agent_jupyter.agent import loop
 from lite_agent_jupyter.agent.hooks import PreTool
 from lite_agent_jupyter.agent.tracking import OUTSIDE, snapshot_source
 from lite_agent_jupyter.checkpoint.events import FileSnapshotEvent, UserEvent
@@ -242,3 +244,42 @@ async def test_a_parallel_call_does_not_swallow_a_running_calls_new_file(
     restored = await agent.restore(agent.session_id, result.checkpoint_seq)
     assert sorted(restored.deleted) == ["go", "made.txt"]
     assert not made.exists()
+
+
+async def test_a_call_that_lost_its_after_scan_holds_back_no_later_prompt(
+    make_agent: MakeAgent,
+    claude: Callable[..., Any],
+    fake_anthropic: FakeAnthropicServer,
+    workdir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A call whose turn failed between the command and its after scan stays listed as
+    running; the session's next prompt drops it, so a hand edit made meanwhile is still
+    recorded as outside the agent (not credited to the next command, which a restore to
+    before that command would then undo)."""
+    fake_anthropic.script(
+        bash("echo v1 > a.txt", "toolu_1"),
+        "first",
+        bash("echo v2 > a.txt", "toolu_2"),
+        bash("cat a.txt", "toolu_3"),
+        "third",
+    )
+    agent = make_agent(model=claude(), approvals={"bash": "allow"})
+    await agent.send("write v1")
+
+    async def broken(seen: object) -> None:
+        raise RuntimeError("lost on the way to the after scan")
+
+    monkeypatch.setattr(loop, "refresh_seen", broken)
+    with pytest.raises(RuntimeError, match="lost on the way"):
+        await agent.send("write v2")
+    monkeypatch.undo()
+    (workdir / "a.txt").write_text("by hand")
+    await agent.send("look")
+
+    snaps = await snapshots(agent)
+    assert [(s.path, snapshot_source(s), s.tool_use_id) for s in snaps] == [
+        ("a.txt", "bash", "toolu_1"),
+        ("a.txt", OUTSIDE, None),
+    ]
+    assert await content(agent, snaps[1].after) == b"by hand"
