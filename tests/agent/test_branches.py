@@ -236,7 +236,7 @@ async def test_switch_and_revert_refuse_while_a_background_job_runs(
     await agent.restore(agent.session_id, checkpoints[1].seq)
     fake_anthropic.script(
         FakeReply(
-            "", tool_calls=[FakeToolCall("bash", {"command": "sleep 30", "background": True})]
+            "", tool_calls=[FakeToolCall("bash", {"command": "sleep 600", "background": True})]
         ),
         "Started.",
     )

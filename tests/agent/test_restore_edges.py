@@ -175,7 +175,7 @@ async def test_restore_refuses_while_a_background_job_runs_and_can_stop_it(
             "", tool_calls=[FakeToolCall("write_file", {"path": "data.txt", "content": "v1\n"})]
         ),
         "Wrote v1.",
-        _background("sleep 30; echo late > data.txt"),
+        _background("sleep 600; echo late > data.txt"),
         "Started.",
     )
     agent = make_agent(model=claude(), approvals="allow")
@@ -184,8 +184,8 @@ async def test_restore_refuses_while_a_background_job_runs_and_can_stop_it(
     [job_id] = agent._runner.running_jobs(agent.session_id)
     with pytest.raises(BackgroundJobsRunningError, match=job_id) as caught:
         await agent.restore(agent.session_id, 0)
-    assert "sleep 30" in str(caught.value) and "--stop-jobs" in str(caught.value)
-    assert caught.value.jobs == {job_id: "bash: sleep 30; echo late > data.txt"}
+    assert "sleep 600" in str(caught.value) and "--stop-jobs" in str(caught.value)
+    assert caught.value.jobs == {job_id: "bash: sleep 600; echo late > data.txt"}
     assert (workdir / "data.txt").read_text() == "v1\n"  # nothing changed
     with pytest.raises(BackgroundJobsRunningError):
         await agent.undo_restore(agent.session_id)
