@@ -217,7 +217,8 @@ class NotebookParticipant:
                     step["prev"] = op["prev"]
             steps.append(step)
         work = _Work(tuple(steps), tuple(expect), tuple(conflicts))
-        notes = ("outputs are not restored: a cell that comes back has none",) if steps else ()
+        comes_back = any(step["do"] == "insert" for step in steps)
+        notes = ("outputs are not restored: a cell that comes back has none",) * comes_back
         return StatePlan(PARTICIPANT, tuple(actions), work=work, notes=notes)
 
     async def apply(
