@@ -269,6 +269,8 @@ def notebook_tools(
         }
         if "prev" in cell:  # a deleted cell comes back after the cell that preceded it
             data["prev"] = cell["prev"]
+        if op != "execute":  # a rewind point, `%agent restore 2.3` (timetravel/points.py)
+            data["point"] = f"cell {cell['id']}"
         await write(PARTICIPANT, data)
 
     async def read_fresh(ref: int | str) -> dict[str, Any]:

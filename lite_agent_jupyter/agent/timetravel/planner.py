@@ -13,11 +13,18 @@ from __future__ import annotations
 import difflib
 from collections.abc import Sequence
 
-from ...checkpoint.events import Event, FileSnapshotEvent, ToolResultEvent, is_checkpoint
+from ...checkpoint.events import (
+    Event,
+    FileSnapshotEvent,
+    StateSnapshotEvent,
+    ToolResultEvent,
+    is_checkpoint,
+)
 from ...checkpoint.protocol import Checkpointer, read_marks
 from ...errors import MissingSnapshotError, RestoreConflictError, UnknownCheckpointError
 from ...storage import Blobs, blob_hash
 from ..tracking import OUTSIDE
+from . import points
 from .model import Action, FileAction, FilePlan, RestorePlan
 from .workdir import WorkdirFiles
 
@@ -70,16 +77,19 @@ async def plan(
 
 async def is_tool_point(checkpointer: Checkpointer, session_id: str, seq: int) -> bool:
     """Whether ``seq`` is a rewind point inside a turn (``points.py``): the result of a
-    tool call that changed files. The log cut there ends with that result, so the call's
-    ``tool_use`` is answered; the calls after it in its message are answered with the
-    fold's synthetic "interrupted" result once the conversation moves on."""
+    tool call that changed files (or a participant's named point: a notebook cell). The log
+    cut there ends with that result, so the call's ``tool_use`` is answered; the calls after
+    it in its message are answered with the fold's synthetic "interrupted" result once the
+    conversation moves on."""
     events = await checkpointer.read(session_id)  # rare (a restore mid-turn): read it all
     at = [e for e in events if e.seq == seq]
     if not at or not isinstance(at[0], ToolResultEvent):
         return False
     call = at[0].tool_use_id
     return any(
-        isinstance(e, FileSnapshotEvent) and e.tool_use_id == call and e.seq < seq for e in events
+        e.tool_use_id == call and e.seq < seq and points.point_change(e) is not None
+        for e in events
+        if isinstance(e, FileSnapshotEvent | StateSnapshotEvent)
     )
 
 
