@@ -46,6 +46,7 @@ from ..agent.timetravel.participants import (
 )
 from ..checkpoint.events import StateSnapshotEvent
 from ..errors import ToolError
+from ..storage import blob_hash
 from .awaiting import is_page_heard
 from .notebook_cells import PARTICIPANT, NotebookChannel
 
@@ -101,6 +102,8 @@ class _Work:
     steps: tuple[JSONDict, ...]
     expect: tuple[tuple[str, str | None], ...]
     conflicts: tuple[str, ...]
+    stored: frozenset[str]
+    """Blobs the recorded changes name (the session's already): not stored again."""
 
 
 def item(cell_id: str) -> str:
@@ -216,7 +219,8 @@ class NotebookParticipant:
                 if "prev" in op:
                     step["prev"] = op["prev"]
             steps.append(step)
-        work = _Work(tuple(steps), tuple(expect), tuple(conflicts))
+        stored = frozenset(d for op in ops for d in (op.get("before"), op.get("after")) if d)
+        work = _Work(tuple(steps), tuple(expect), tuple(conflicts), stored)
         comes_back = any(step["do"] == "insert" for step in steps)
         notes = ("outputs are not restored: a cell that comes back has none",) * comes_back
         return StatePlan(PARTICIPANT, tuple(actions), work=work, notes=notes)
@@ -252,8 +256,8 @@ class NotebookParticipant:
                 "index": int(did.get("index", step["index"])),
                 "cell_type": str(did.get("cell_type") or step.get("cell_type") or "code"),
                 "notebook": self.channel.path,
-                "before": None if before is None else await _put(ctx, before),
-                "after": None if after is None else await _put(ctx, after),
+                "before": None if before is None else await _put(ctx, before, work.stored),
+                "after": None if after is None else await _put(ctx, after, work.stored),
             }
             if op == "delete":
                 entry["prev"] = did.get("prev")
@@ -278,5 +282,10 @@ class NotebookParticipant:
         return result, {"ops": ops} if ops else {}
 
 
-async def _put(ctx: StateContext, source: str) -> str:
-    return await ctx.blobs.put(source.encode("utf-8"), ref=ctx.ref)
+async def _put(ctx: StateContext, source: str, stored: frozenset[str]) -> str:
+    """``source``'s blob for the undo record: one of the recorded sources (the usual case:
+    the cell held what the agent left) is in the store already, under the session's
+    reference; only another text (a forced hand edit) is stored, one durable write each."""
+    data = source.encode("utf-8")
+    digest = blob_hash(data)
+    return digest if digest in stored else await ctx.blobs.put(data, ref=ctx.ref)
