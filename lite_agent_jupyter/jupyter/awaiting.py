@@ -53,10 +53,10 @@ def is_page_heard() -> bool:
 async def agent_call(
     runner: AgentRunner, session_id: str, fn: Callable[[LiteAgent], Awaitable[T]]
 ) -> T:
-    """``fn(agent)`` on the agent's loop through the kernel bridge, refused while a turn of
-    ``session_id`` runs (``call_idle``): awaited inside :func:`page_heard` (a kernel
-    interrupt cancels it and waits for its cleanup, a restore's rollback, before the
-    ``KeyboardInterrupt``), else blocking."""
+    """``fn(agent)`` on the agent's loop, refused while a turn of ``session_id`` runs:
+    awaited inside :func:`page_heard` (a kernel interrupt cancels it and waits for its
+    cleanup, a restore's rollback, then ends the cell as ``KeyboardInterrupt``, as the
+    blocking call does), else blocking."""
     if not is_page_heard():
         return runner.facade.call_idle(session_id, fn)
     try:
