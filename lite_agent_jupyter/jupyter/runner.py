@@ -464,20 +464,40 @@ async def _turn(
     stream: TurnStream,
 ) -> AsyncIterator[AgentEvent]:
     """A ``%%agent`` turn's events; the checkpoint its prompt made is put on ``stream``
-    before :class:`TurnFinished` is (the footer's number, with no second round trip)."""
-    async for event in agent.run(prompt, **options):
-        if isinstance(event, TurnFinished) and event.result.origin == "user":
-            stream.checkpoint = await _checkpoint_of(agent, event.result)
-        yield event
+    before :class:`TurnFinished` is (the footer's number, with no second round trip).
+
+    It is looked up as soon as the prompt is written (:class:`TurnStarted`), while the model
+    is asked, and only awaited at the end: on the way from the turn's last event to the
+    cell's footer it cost the mark index's read (#32)."""
+    lookup: asyncio.Task[Checkpoint | None] | None = None
+    try:
+        async for event in agent.run(prompt, **options):
+            if isinstance(event, TurnStarted) and event.origin == "user":
+                lookup = asyncio.ensure_future(
+                    _checkpoint_of(agent, event.session_id, event.checkpoint_seq)
+                )
+            elif isinstance(event, TurnFinished) and event.result.origin == "user":
+                result = event.result
+                if lookup is None:
+                    lookup = asyncio.ensure_future(
+                        _checkpoint_of(agent, result.session_id, result.checkpoint_seq)
+                    )
+                stream.checkpoint = await lookup
+            yield event
+    finally:
+        if lookup is not None and not lookup.done():
+            lookup.cancel()  # the turn ended without its footer
+        elif lookup is not None and not lookup.cancelled():
+            lookup.exception()  # seen: a turn that failed reports its own error
 
 
-async def _checkpoint_of(agent: LiteAgent, result: LiteAgentResult) -> Checkpoint | None:
-    """The checkpoint a user's finished turn made; ``None`` without sessions (nothing to
+async def _checkpoint_of(agent: LiteAgent, session_id: str, seq: int) -> Checkpoint | None:
+    """The checkpoint a user's turn made at ``seq``; ``None`` without sessions (nothing to
     rewind to) or when it cannot be read."""
     if not agent.sessions_enabled:
         return None
     try:
-        return await agent.checkpoint_at(result.checkpoint_seq, result.session_id)
+        return await agent.checkpoint_at(seq, session_id)
     except LiteAgentError:
         return None
 

@@ -81,3 +81,40 @@ def test_a_quiet_item_is_read_without_a_wake_up_and_an_awaiting_reader_gets_it_i
     assert stream.get(timeout=0.01) == "late and quiet"  # a time-out still finds it
     with pytest.raises(queue.Empty):
         stream.get(timeout=0)
+
+
+def test_the_footer_checkpoint_is_looked_up_while_the_model_answers(
+    runner: AgentRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The checkpoint a turn's footer names is looked up once its prompt is written (#32:
+    off the way from the turn's last event to the footer), before the model's answer
+    comes, and is the one the full listing gives, turn after turn."""
+    from lite_agent_jupyter.agent import LiteAgent
+
+    order: list[str] = []
+    checkpoint_at = LiteAgent.checkpoint_at
+
+    async def looked_up(self: LiteAgent, seq: int, session_id: str | None = None) -> Any:
+        order.append("lookup")
+        return await checkpoint_at(self, seq, session_id)
+
+    monkeypatch.setattr(LiteAgent, "checkpoint_at", looked_up)
+    agent = runner.agent(
+        "key",
+        lambda approve: create_lite_agent(
+            model=scripted(["First.", "Second."], delay=0.05),  # a model that takes time
+            workdir=tmp_path,
+            storage=Storage(tmp_path / ".lite_agent", "ns"),
+            on_approval=approve,
+        ),
+    )
+    for number in (1, 2):
+        order.clear()
+        stream = runner.start_turn(agent, f"question {number}")
+        while (item := stream.get(timeout=60)) is not None:
+            if isinstance(item, TextDelta):
+                order.append("text")
+        assert order == ["lookup", "text"]
+        listed = runner.call(agent.list_checkpoints)
+        assert stream.checkpoint is not None
+        assert (stream.checkpoint.number, stream.checkpoint.id) == (number, listed[-1].id)
