@@ -63,7 +63,8 @@ from .context import (
     locate_notebook,
     variable_tools,
 )
-from .drift import VariableWatch, used_in_log
+from .continuation import Continuation
+from .drift import VariableWatch
 from .kernel_state import DEFAULT_LIMIT, DEFAULT_VALUE_LIMIT, KernelParticipant
 from .notebook_cells import NotebookChannel, notebook_tools
 from .notebook_file import NotebookIdentity, claim, notebook_storage
@@ -340,7 +341,8 @@ class LiteAgentMagics(Magics, PlanCells):
         self._api_key: str | None = None
         self._key_version = 0
         self._claude: tuple[tuple[int, str | None], Provider] | None = None
-        self._continued = False
+        self.continuation = Continuation(self.runner.facade, self.watch, self._exposed)
+        """Which session the cells write to after a kernel start (``continuation.py``)."""
         self.notebook_ids = NotebookIdentity()
         """The notebook file this kernel serves, pinned when first seen (see notebook_file)."""
         self._headless: NotebookLocation | None = None
@@ -467,7 +469,7 @@ class LiteAgentMagics(Magics, PlanCells):
         """The user chose this kernel's session (``%agent new``, ``resume``, ``import``): the
         first ``%%agent`` after a restart must not continue the notebook's latest session
         instead."""
-        self._continued = True
+        self.continuation.choose()
 
     def _approval_policy(self) -> Any:
         from ..tools import default_tools
@@ -670,18 +672,18 @@ class LiteAgentMagics(Magics, PlanCells):
             print(NO_KEY_MESSAGE)
             return None
         notes: list[str] = []
+        continuation = self.continuation
         if args.new:
             agent.clear()
-            self._continued = True
+            continuation.choose()
         elif args.session:
             agent.resume(args.session)
-            self._continued = True
-        elif teach.take_fresh_start(self, continued=self._continued):
+            continuation.choose()
+        elif teach.take_fresh_start(self, continued=continuation.chosen):
             agent.clear()  # a cassette starts from an empty conversation
-            self._continued = True
-        elif not self._continued:
-            notes += self._continue_latest(agent)
-            self._remember_used(agent)
+            continuation.choose()
+        elif not continuation.chosen:
+            notes += continuation.first_cell(agent)
         drift = self.watch.note(user_ns, self._exposed())
         stale = self.stale_note()  # cells the last prompts left stale
         replaying = teach.top_note(agent.model)
@@ -760,43 +762,10 @@ class LiteAgentMagics(Magics, PlanCells):
         it does the same, so a reopened notebook's ``%agent ui`` shows that session rather
         than an empty new one (and marks as current the session the next cell writes to)."""
         agent = self.require_agent()
-        if not self._continued:
-            for note in self._continue_latest(agent):
+        if not self.continuation.chosen:
+            for note in self.continuation.continue_latest(agent):
                 print(note)
         return agent
-
-    def _remember_used(self, agent: LiteAgent) -> None:
-        """After a kernel start: the variables the continued conversation inspected, so a
-        restart that lost them is named in the next prompt (``drift.py``)."""
-        if not agent.sessions_enabled or not self._exposed():
-            return
-        try:
-            events = self.runner.facade.call(lambda a: a.sessions.read_log())
-        except LiteAgentError:
-            return
-        self.watch.remember_used(used_in_log(events))
-
-    def _continue_latest(self, agent: LiteAgent) -> list[str]:
-        """After a kernel restart: continue the notebook's most recent session."""
-        from . import render
-
-        self._continued = True
-        if not agent.sessions_enabled:
-            return []
-        # The newest session only, and the current one's head: a page, not the whole
-        # listing (a notebook with 10,000 sessions pays for one row on its first cell).
-        facade = self.runner.facade
-        newest = facade.call(lambda a: a.list_sessions(limit=1))
-        if not newest or newest[0].id == agent.session_id:
-            return []
-        if facade.call(lambda a: a.sessions.log_head()) > 0:
-            return []  # the current session has a log: keep it
-        latest = newest[0]
-        agent.resume(latest.id)
-        count = "" if latest.turns is None else f" ({render.plural(latest.turns, 'prompt')})"
-        return [
-            f"continuing session {render.short_id(latest.id)}…{count}; `%agent new` for a fresh one"
-        ]
 
     # -- %agent ------------------------------------------------------------------------
 
