@@ -7,6 +7,7 @@ which the time-travel commands reuse. Must not know the other domains' commands.
 from __future__ import annotations
 
 import argparse
+import functools
 from collections.abc import Callable
 
 from IPython.core.error import StdinNotImplementedError, UsageError
@@ -39,7 +40,7 @@ def _sessions(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
 
 @subcommand("ui", "The session browser and the checkpoint slider of the current session.")
 def _ui(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
-    show_widgets(magics, widgets.show_ui)
+    show_widgets(magics, functools.partial(widgets.show_ui, aio=magics.runner.aio))
 
 
 @subcommand("new", "Start a new, empty session (the current one is kept).")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import re
 
 from IPython.core.error import UsageError
@@ -43,7 +44,8 @@ def _checkpoints(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
         points = facade.call(lambda a: a.list_rewind_points(sid))
         print(history_text.points_text(facade.call(lambda a: a.list_checkpoints(sid)), points))
         return
-    show_widgets(magics, widgets.show_checkpoints, args.text)
+    show = functools.partial(widgets.show_checkpoints, aio=magics.runner.aio)
+    show_widgets(magics, show, args.text)  # its buttons await the agent: the page is heard
 
 
 @subcommand(

@@ -3,22 +3,33 @@ Restore anyway and Undo restore.
 
 Owns the slider's stops, its preview and its restore/undo actions. Must not know the session
 browser or how it is shown (``show.py``); talks to the agent only through
-:class:`CheckpointControls`.
+:class:`CheckpointControls`, and in a kernel through :class:`AwaitingControls` too: there the
+preview, Restore and Undo restore run as tasks on the kernel's loop that await the agent
+(``jupyter/awaiting.py``), so a restore of the notebook's cells hears the page while the
+callback that started it has returned; elsewhere (tests, no running loop) they block.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import ipywidgets as w
 
 from ...agent import Branch, Checkpoint, RestorePlan, RestoreResult
 from ...errors import RestoreConflictError, SessionDeletedError
 from .. import history_text, render
+from ..awaiting import is_page_heard, page_heard, run_now
 from ..safe import escape
-from .controls import CheckpointControls
+from .controls import AwaitingControls, CheckpointControls
 from .parts import Look, Reporter, batched, fill, relative_time, shorten
+
+if TYPE_CHECKING:
+    from ...agent import LiteAgent
+
+T = TypeVar("T")
 
 SUMMARY_CHECKPOINTS = 20
 """The static summary under the slider lists this many of the newest checkpoints."""
@@ -67,11 +78,19 @@ class CheckpointSlider:
     """
 
     def __init__(
-        self, controls: CheckpointControls, session_id: str | None = None, *, load: bool = True
+        self,
+        controls: CheckpointControls,
+        session_id: str | None = None,
+        *,
+        load: bool = True,
+        aio: AwaitingControls | None = None,
     ) -> None:
         """``load=False`` builds the frame only; :meth:`reload` fills it (see
-        :class:`SessionBrowser`)."""
+        :class:`SessionBrowser`). ``aio``: the same calls awaited (the kernel's), used by
+        actions started on a running event loop (a widget callback in a kernel)."""
         self.controls = controls
+        self.aio = aio
+        self._tasks: set[asyncio.Task[None]] = set()
         self.session_id = session_id or controls.session_id
         self.checkpoints: list[Checkpoint] = []
         self.forks: dict[int, list[Branch]] = {}
@@ -214,9 +233,43 @@ class CheckpointSlider:
         if not self._moving:
             self._armed = True
             self.restore_button.disabled = not self.checkpoints
-            self.report.run("Preview", self._show_preview)
+            self._act("Preview", self._preview)
+
+    # -- how an action runs: awaited on the kernel's loop, or blocking ---------------------
+
+    def _act(self, what: str, action: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        """Run ``action`` once, its error shown inline: as a task of the running loop that
+        hears the page (with :attr:`aio`), else to its end now, blocking."""
+        loop = _running_loop() if self.aio is not None else None
+        if loop is None:
+            self.report.run(what, lambda: run_now(action()))
+            return
+
+        async def heard() -> None:
+            with page_heard():
+                await self.report.run_async(what, action)
+
+        task = loop.create_task(heard())
+        self._tasks.add(task)  # kept until done: the loop holds tasks weakly
+        task.add_done_callback(self._tasks.discard)
+
+    async def _call(self, fn: Callable[[LiteAgent], Awaitable[T]], *, idle: bool = False) -> T:
+        """``fn(agent)``: awaited inside an action started by :meth:`_act` on a loop (the page
+        is heard), else blocking (``idle``: refused while the session is busy)."""
+        sid = self.session_id
+        if self.aio is not None and is_page_heard():
+            return await (self.aio.call_idle(sid, fn) if idle else self.aio.call(fn))
+        return self.controls.call_idle(sid, fn) if idle else self.controls.call(fn)
 
     def _show_preview(self) -> None:
+        """The selected stop's preview: by a task that hears the page on a kernel's loop
+        (after the action that asked for it), else drawn now."""
+        if self.aio is not None and _running_loop() is not None:
+            self._act("Preview", self._preview)
+        else:
+            run_now(self._preview())
+
+    async def _preview(self) -> None:
         self._set_buttons(conflicted=False)
         checkpoint = self.selected
         if checkpoint is None:
@@ -227,7 +280,7 @@ class CheckpointSlider:
             self._draw_diffs()
             return
         sid = self.session_id
-        self.plan = self.controls.call(lambda a: a.preview_restore(sid, checkpoint.seq))
+        self.plan = await self._call(lambda a: a.preview_restore(sid, checkpoint.seq))
         with batched(self.readout, self.preview):
             self.readout.value = f"<b>{escape(stop_label(checkpoint))}</b>"
             self.preview.value = _preview_html(checkpoint, self.plan) + _fork_html(
@@ -264,7 +317,7 @@ class CheckpointSlider:
         return False
 
     def restore(self, *, force: bool = False) -> None:
-        def action() -> None:
+        async def action() -> None:
             checkpoint = self.selected
             if checkpoint is None or self._busy():
                 return
@@ -280,11 +333,11 @@ class CheckpointSlider:
                 return
             try:
                 sid = self.session_id
-                result = self.controls.call_idle(
-                    sid,
+                result = await self._call(
                     lambda a: a.restore(
                         sid, checkpoint.seq, files=files, conversation=conversation, force=force
                     ),
+                    idle=True,
                 )
             except SessionDeletedError:
                 self._show_gone()
@@ -299,7 +352,7 @@ class CheckpointSlider:
             self.result.value = _result_html(what, result)
             self.report.ok("")  # the result above is the one account of what happened
 
-        self.report.run("Restore", action)
+        self._act("Restore", action)
 
     def _stale(self, checkpoint: Checkpoint) -> bool:
         """Whether the selected stop is no longer a checkpoint of the session (the session
@@ -360,12 +413,12 @@ class CheckpointSlider:
         self.report.ok("Restore refused: files edited outside the agent.")
 
     def undo(self) -> None:
-        def action() -> None:
+        async def action() -> None:
             if self._busy():
                 return
             try:
                 sid = self.session_id
-                result = self.controls.call_idle(sid, lambda a: a.undo_restore(sid))
+                result = await self._call(lambda a: a.undo_restore(sid), idle=True)
             except SessionDeletedError:
                 self._show_gone()
                 return
@@ -376,7 +429,7 @@ class CheckpointSlider:
             self.result.value = _result_html(what, result, undo=True)
             self.report.ok("")
 
-        self.report.run("Undo restore", action)
+        self._act("Undo restore", action)
 
 
 def _preview_html(checkpoint: Checkpoint, plan: RestorePlan) -> str:
@@ -474,3 +527,11 @@ def _fork_html(branches: Sequence[Branch]) -> str:
         for b in branches
     )
     return f"<div class='lite-agent-forks'>Branches fork here:<ul>{items}</ul></div>"
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    """The event loop running on this thread (a kernel's, in a widget callback), if any."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None

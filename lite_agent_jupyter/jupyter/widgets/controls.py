@@ -63,3 +63,30 @@ class SessionControls(Protocol):
 CheckpointControls = SessionControls
 """The checkpoint slider's name for the same protocol (kept: it used to list the time-travel
 verbs again)."""
+
+
+class AwaitingControls(Protocol):
+    """The same calls, awaited (the kernel's ``AsyncAgentFacade``): what the checkpoint
+    slider uses in a kernel so that a restore of the notebook's cells hears the page while
+    the kernel's loop waits (``jupyter/awaiting.py``)."""
+
+    async def call(
+        self,
+        fn: Callable[Concatenate[LiteAgent, P], Awaitable[T]],
+        /,
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> T:
+        """``fn(agent, ...)`` run on the agent's loop, awaited; its result."""
+        ...
+
+    async def call_idle(
+        self,
+        session_id: str,
+        fn: Callable[Concatenate[LiteAgent, P], Awaitable[T]],
+        /,
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> T:
+        """:meth:`call`, refused while ``session_id`` is busy."""
+        ...

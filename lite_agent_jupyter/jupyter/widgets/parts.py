@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -20,6 +20,7 @@ from ipywidgets.widgets.widget_string import HTMLStyle
 from ...controls import terminal_safe
 from ...errors import LiteAgentError, SessionBusyError
 from .. import render
+from ..awaiting import run_now
 from ..safe import escape
 
 
@@ -114,11 +115,20 @@ class Reporter:
 
     def run(self, what: str, action: Callable[[], None]) -> None:
         """Run one action; its exception is shown inline, never lost in the browser's log."""
+
+        async def now() -> None:
+            action()
+
+        run_now(self.run_async(what, now))
+
+    async def run_async(self, what: str, action: Callable[[], Awaitable[None]]) -> None:
+        """:meth:`run` of an action that awaits (on the kernel's loop, see
+        ``checkpoint_slider.py``): one at a time, a second click meanwhile says busy."""
         if not self.lock.acquire(blocking=False):
             self.status.value = "<b>busy</b>: the previous action has not finished."
             return
         try:
-            action()
+            await action()
         except SessionBusyError:  # a turn started between our check and the call
             self.status.value = "<b>busy</b>: a turn is running in this session; nothing changed."
         except Exception as error:

@@ -16,7 +16,7 @@ from IPython import display as _ipython_display
 
 from .. import render
 from .checkpoint_slider import CheckpointSlider
-from .controls import CheckpointControls, SessionControls
+from .controls import AwaitingControls, CheckpointControls, SessionControls
 from .session_browser import SessionBrowser
 
 display: Callable[..., Any] = _ipython_display.display  # untyped in IPython
@@ -112,22 +112,23 @@ def show_sessions(controls: SessionControls, *, text: bool = False) -> SessionBr
 
 
 def show_checkpoints(
-    controls: CheckpointControls, *, text: bool = False
+    controls: CheckpointControls, *, text: bool = False, aio: AwaitingControls | None = None
 ) -> CheckpointSlider | None:
     """``%agent checkpoints``: the slider of the current session with its static summary
-    printed under it; with ``text=True`` every checkpoint as a table only."""
+    printed under it; with ``text=True`` every checkpoint as a table only. ``aio``: the
+    same calls awaited (the kernel's), so that its actions hear the page."""
     return _show_one(
         "%agent checkpoints",
         text,
         lambda: render.checkpoints_text(
             controls.call(lambda a: a.list_checkpoints(controls.session_id))
         ),
-        lambda: CheckpointSlider(controls, load=False),
+        lambda: CheckpointSlider(controls, load=False, aio=aio),
     )
 
 
 def show_ui(
-    controls: CheckpointControls, *, text: bool = False
+    controls: CheckpointControls, *, text: bool = False, aio: AwaitingControls | None = None
 ) -> tuple[SessionBrowser, CheckpointSlider] | None:
     """``%agent ui``: the session browser over the checkpoint slider of the current session,
     one summary for both printed under them."""
@@ -136,6 +137,6 @@ def show_ui(
         show_checkpoints(controls, text=True)
         return None
     browser = SessionBrowser(controls, load=False)
-    slider = CheckpointSlider(controls, load=False)
+    slider = CheckpointSlider(controls, load=False, aio=aio)
     _show("%agent ui", browser, slider)
     return browser, slider
