@@ -3,7 +3,9 @@ client against the fake server: a turn edits cell 2 and inserts a cell after cel
 ``%agent restore 1`` puts cell 2's old source back and removes the inserted cell, on the page;
 ``%agent undo`` brings both back; a person's edit to cell 2 makes the next restore a conflict
 that names the cell and changes nothing. A ``delete_cell`` then a restore to the tool-call
-point before it (``%agent restore 1.1``) puts the cell back at its position with its id.
+point before it (``%agent restore 1.1``) puts the cell back at its position with its id, and
+``%agent switch`` to the future that restore kept deletes it again. The checkpoint slider's
+preview, Restore and Undo restore do the same from its buttons.
 
 The restore cells await (their cells are coroutines in this kernel), so the page's answers
 reach the kernel while they run; the page applies the rewind to the notebook's shared model,
@@ -147,6 +149,7 @@ def test_a_deleted_cell_comes_back_at_its_position_with_its_id(
         "Deleted b.",
     )
     cells = [SETUP, "a = 1", "b = 2", "c = 3", "%%agent\nDrop b", "%agent restore 1.1"]
+    cells.append("%agent switch b1")  # the future the restore kept: b deleted again
     path = write_notebook(lab_root / "deleted.ipynb", cells)
     nb = LabNotebook(page, lab, "deleted.ipynb").open()
     nb.run_cell(0)
@@ -169,3 +172,49 @@ def test_a_deleted_cell_comes_back_at_its_position_with_its_id(
     assert f"Notebook cells restored: cell {deleted}" in restored, restored
     page.keyboard.press("Control+s")
     wait_for(lambda: saved_ids(path)[2:3] == [deleted], "the saved cell with its old id", 30)
+
+    gone = [SETUP, "a = 10", "c = 3", cells[4], cells[5], cells[6]]
+    run_until(nb, 6, lambda: shows(nb, gone), "b deleted again by the switch")
+    wait_for(lambda: "b1" in nb.output_text(5), "the switch's result")
+    assert f"Notebook cells deleted: cell {deleted}" in nb.output_text(5), nb.output_text(5)
+
+
+@pytest.mark.timeout(300)
+def test_the_checkpoint_slider_restores_and_undoes_cells(
+    lab: JupyterLabServer,
+    lab_root: Path,
+    page: Any,
+    fake_anthropic: FakeAnthropicServer,
+) -> None:
+    """The slider's buttons run as tasks on the kernel's loop (their callbacks return at
+    once), so the restore they start hears the page: its preview lists the cell, Restore
+    puts it back, Undo restore brings the agent's edit back."""
+    fake_anthropic.script(
+        tool_reply("Reading.", "read_notebook"),
+        tool_reply("Editing.", "edit_cell", cell=2, source="b = 20"),
+        "Edited b.",
+    )
+    cells = [SETUP, "a = 1", "b = 2", "%%agent\nEdit b", "%agent checkpoints"]
+    write_notebook(lab_root / "slider.ipynb", cells)
+    nb = LabNotebook(page, lab, "slider.ipynb").open()
+    nb.run_cell(0)
+    run_until(nb, 3, lambda: "Edited b." in nb.output_text(3), "the agent's edit")
+    assert shows(nb, [SETUP, "a = 1", "b = 20"])
+    edited = cell_id(fake_anthropic, 2)
+
+    nb.run_cell(4)
+    slider = page.locator(".lite-agent-checkpoints")
+    preview = slider.locator(".lite-agent-preview")
+    wait_for(lambda: f"cell {edited}" in preview.inner_text(), "the cell in the preview", 60)
+    assert "Notebook cells:" in preview.inner_text(), preview.inner_text()
+    assert "blocked" not in preview.inner_text(), preview.inner_text()  # the page was heard
+
+    slider.locator(".lite-agent-restore").click()
+    wait_for(lambda: shows(nb, [SETUP, "a = 1", "b = 2"]), "cell 2 back from the slider", 60)
+    result = slider.locator(".lite-agent-result")
+    wait_for(lambda: f"cell {edited}" in result.inner_text(), "the slider's result", 60)
+    assert "Restored to before prompt 1" in result.inner_text(), result.inner_text()
+
+    slider.locator(".lite-agent-undo").click()
+    wait_for(lambda: shows(nb, [SETUP, "a = 1", "b = 20"]), "the edit back by Undo restore", 60)
+    no_widget_errors(page)
