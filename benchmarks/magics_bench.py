@@ -20,6 +20,8 @@ Messages API server on 127.0.0.1 (TCP_NODELAY) through the official ``anthropic`
    asyncio loop vs a plain lock), which is why the two published figures disagreed.
 2. Display messages: a reply streamed over ~1.5 s in many small deltas. Target: display
    messages <= 20 per second of streaming + 2.
+   Beside it, each side's CPU per cell in the kernel process (all its threads: what a cell
+   costs, without the waits for a core that dominate the wall time on a busy machine).
 3. First text: the server holds the stream just before the first text delta, then releases it
    and notes the time; the front end notes when the first display message arrives. Target:
    <= 10 ms (#24; was <= 50). Reference printed beside it: the round trip of an empty cell
@@ -60,8 +62,32 @@ def timed(kernel: Kernel, code: str) -> float:
     return time.perf_counter() - started
 
 
+def kernel_cpu(kernel: Kernel) -> float:
+    """Seconds of CPU the kernel process's threads have run (Linux ``schedstat``, ns); NaN
+    where there is no ``/proc``. A cell's CPU does not grow with the machine's load the way
+    its wall time does (waiting for a core), so it compares the sides on a busy machine."""
+    pid = kernel.km.provisioner.process.pid
+    total = 0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return float("nan")
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue  # a thread that ended meanwhile
+    return total / 1e9
+
+
+CPU: dict[str, list[float]] = {}
+"""Kernel CPU per cell of each side of :func:`overhead` (filled by it)."""
+
+
 def overhead(kernel: Kernel, server: FakeAnthropicServer, cells: int) -> tuple[float, float, float]:
-    """Medians of (``%%agent`` cell, the magic run blocking, bare ``send()`` cell)."""
+    """Medians of (``%%agent`` cell, the magic run blocking, bare ``send()`` cell); each
+    cell's kernel CPU (from its request to a moment after its reply) goes in :data:`CPU`."""
     server.default = FakeReply("Short answer.")
     kernel.run(BARE_SETUP).check()
     sides = {
@@ -74,9 +100,14 @@ def overhead(kernel: Kernel, server: FakeAnthropicServer, cells: int) -> tuple[f
             timed(kernel, code.format(i=i))
     times: dict[str, list[float]] = {name: [] for name in sides}
     order = list(sides)
+    for name in order:
+        CPU[name] = []
     for i in range(cells):
         for name in order[i % 3 :] + order[: i % 3]:  # each side first in turn
+            cpu = kernel_cpu(kernel)
             times[name].append(timed(kernel, sides[name].format(i=i)))
+            time.sleep(0.01)  # what the cell left running (its last display messages)
+            CPU[name].append(kernel_cpu(kernel) - cpu)
     return tuple(statistics.median(times[name]) for name in order)  # type: ignore[return-value]
 
 
@@ -138,6 +169,12 @@ def main() -> None:
             f"(medians of {args.cells}): overhead {ms:.2f} ms per cell "
             f"(target <= 3 ms: {'ok' if ms <= 3 else 'MISSED'}; ratio to target {ms / 3:.2f})"
         )
+    cpu = {name: statistics.median(values) * 1000 for name, values in CPU.items()}
+    print(
+        f"   kernel CPU per cell (all threads, medians): %%agent {cpu['magic']:.2f} ms, "
+        f"blocking {cpu['blocking']:.2f} ms, bare {cpu['bare']:.2f} ms: "
+        f"{cpu['magic'] - cpu['bare']:+.2f} / {cpu['blocking'] - cpu['bare']:+.2f} ms"
+    )
     print(
         f"2. {messages} display messages over {streaming:.2f} s of streaming; budget "
         f"20/s + 2 = {budget:.1f} (ratio {messages / budget:.2f}: "
