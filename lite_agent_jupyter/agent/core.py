@@ -55,7 +55,7 @@ from .identity import current_user
 from .loop import TurnSettings, run_turn
 from .maintenance import Maintenance
 from .notices import NoticeHub, Subscription
-from .options import DEFAULT_MODEL_NAME, AgentOptions, AgentOptionsDict, options_from
+from .options import DEFAULT_MODEL_NAME, AgentOptions, AgentOptionsDict, TurnChoices, options_from
 from .portability_api import Portability
 from .prices import merged_prices
 from .results import AgentEvent, LiteAgentResult, TurnFinished
@@ -178,7 +178,6 @@ class LiteAgent(TimeTravelMixin):
             on_background_result=self._background_finished,
             check_open=self._check_open,
             is_closed=self._is_closed,
-            task_list=options.task_list,
         )
         self._maintenance = Maintenance(
             workdir=workdir,
@@ -333,11 +332,7 @@ class LiteAgent(TimeTravelMixin):
         context = [_note_event(note) for note in notes]
         # aclosing: leaving this loop early closes the stream now, which aborts the turn
         events = self._runner.stream(
-            sid,
-            [prompt, *context],
-            task_list=turn.task_list,
-            budget=turn.budget,
-            read_only=bool(read_only),
+            sid, [prompt, *context], choices=turn, read_only=bool(read_only)
         )
         async with contextlib.aclosing(events):
             async for event in events:
@@ -374,20 +369,21 @@ class LiteAgent(TimeTravelMixin):
         signal: AbortSignal,
         emit: Callable[[AgentEvent], None],
         *,
-        task_list: str | None,
-        budget: Budget | None,
+        choices: TurnChoices | None,
         read_only: bool = False,
     ) -> Awaitable[LiteAgentResult]:
         """One turn with this agent's settings (what ``turns.TurnRunner`` runs); a background
-        completion turn comes with no budget: the options' (:meth:`AgentOptions.for_turn`)."""
+        completion turn comes with no choices: the options' (:meth:`AgentOptions.for_turn`)."""
+        if choices is None:
+            choices = self.options.for_turn()
         return run_turn(
             self._settings,
             session,
             prompt,
             signal,
             emit,
-            task_list=task_list,
-            budget=self.options.for_turn().budget if budget is None else budget,
+            task_list=choices.task_list,
+            budget=choices.budget,
             read_only=read_only,
         )
 

@@ -18,7 +18,7 @@ import logging
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..abort import AbortController, AbortSignal
 from ..checkpoint.events import BackgroundCompletedEvent, Event, UserEvent, to_dict
@@ -30,7 +30,6 @@ from ..errors import (
     SessionDeletedError,
 )
 from ..tools.base import BackgroundJob, BackgroundOutcome
-from .budget import Budget
 from .results import (
     AgentEvent,
     BackgroundEvent,
@@ -42,6 +41,9 @@ from .results import (
 )
 from .session import SessionLog
 
+if TYPE_CHECKING:
+    from .options import TurnChoices
+
 log = logging.getLogger(__name__)
 
 _END = object()
@@ -50,7 +52,9 @@ _CLAIM_POLL_SECONDS = 0.2
 
 
 class RunTurn(Protocol):
-    """Runs one turn on an open session log (``loop.run_turn`` with the agent's settings)."""
+    """Runs one turn on an open session log (``loop.run_turn`` with the agent's settings);
+    ``choices``: the turn's task list and budget, ``None`` for a background completion turn
+    (the agent's options)."""
 
     def __call__(
         self,
@@ -59,8 +63,7 @@ class RunTurn(Protocol):
         signal: AbortSignal,
         emit: Callable[[AgentEvent], None],
         *,
-        task_list: str | None,
-        budget: Budget | None,
+        choices: TurnChoices | None,
         read_only: bool = False,
     ) -> Awaitable[LiteAgentResult]: ...
 
@@ -105,8 +108,7 @@ class TurnRunner:
     (``None`` in memory mode); ``after_turn`` is called after each finished turn (the agent
     starts auto-compaction there); ``publish`` fans background notices out to subscribers;
     ``on_background_result`` gets each completion turn's result; ``check_open`` raises once
-    the agent is closed and ``is_closed`` says so; ``task_list`` is the shared task list of
-    completion turns (the agent's option).
+    the agent is closed and ``is_closed`` says so.
     """
 
     def __init__(
@@ -121,7 +123,6 @@ class TurnRunner:
         on_background_result: Callable[[LiteAgentResult], None],
         check_open: Callable[[], None],
         is_closed: Callable[[], bool],
-        task_list: str | None,
     ) -> None:
         self._checkpointer = checkpointer
         self._open_log = open_log
@@ -132,7 +133,6 @@ class TurnRunner:
         self._on_background_result = on_background_result
         self._check_open = check_open
         self._is_closed = is_closed
-        self._task_list = task_list
         self._turns: set[_Turn] = set()
         self._foreground: dict[str, _Turn] = {}
         self._jobs: dict[str, _BackgroundJob] = {}
@@ -159,17 +159,14 @@ class TurnRunner:
         session_id: str,
         prompt: list[Event],
         *,
-        task_list: str | None,
-        budget: Budget | None,
+        choices: TurnChoices,
         read_only: bool = False,
     ) -> AsyncGenerator[AgentEvent, None]:
         """Run a user's turn, yielding its events and then :class:`TurnFinished`. Closing
         the iterator early (or cancelling its reader) aborts the turn and waits for its
         cleanup, so the log stays valid. Check :meth:`streaming` first: one per session.
         ``read_only``: a planning turn (``planning.py``)."""
-        turn = self._start(
-            session_id, prompt, task_list=task_list, budget=budget, read_only=read_only
-        )
+        turn = self._start(session_id, prompt, choices=choices, read_only=read_only)
         self._foreground[session_id] = turn
         try:
             while True:
@@ -190,8 +187,7 @@ class TurnRunner:
         prompt: list[Event],
         emit: Callable[[AgentEvent], None] | None = None,
         *,
-        task_list: str | None = None,
-        budget: Budget | None = None,
+        choices: TurnChoices | None = None,
         origin: Event | None = None,
         read_only: bool = False,
     ) -> _Turn:
@@ -214,8 +210,7 @@ class TurnRunner:
                         prompt,
                         turn.controller.signal,
                         sink,
-                        task_list=task_list,
-                        budget=budget,
+                        choices=choices,
                         read_only=read_only,
                     )
                 self._after_turn(session)
@@ -324,7 +319,6 @@ class TurnRunner:
                 sid,
                 prompt,
                 lambda event: publish(BackgroundEvent(sid, job_id, event)),
-                task_list=self._task_list,
                 origin=record.origin,
             )
             assert turn.task is not None
