@@ -10,9 +10,10 @@ of the timeline, and telling the model at its next request what changed under it
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 
+from ..checkpoint.events import StateSnapshotEvent
 from .seen import after_time_travel, rewound_note
 from .sessions_api import SessionLogs, Sessions
 from .timetravel import (
@@ -199,6 +200,33 @@ class TimeTravelMixin:
         async with self._rewinding("revert_file", session_id, stop_jobs) as sid:
             result = await self._restorer.revert(sid, path, checkpoint, force=force, hunks=hunks)
             await self._reseen(sid, result)
+        return result
+
+    async def revert_state(
+        self,
+        session_id: str | None,
+        participant: str,
+        item: str,
+        select: Callable[[StateSnapshotEvent], bool],
+        *,
+        checkpoint: int | None = None,
+        force: bool = False,
+        stop_jobs: bool = False,
+    ) -> RestoreResult:
+        """Put one item of a rewind participant's state (``item``, as its plans name it, e.g.
+        the notebook's ``cell 3f2a``) back to before the prompt at ``checkpoint`` (default:
+        the last prompt): the participant's records of that prompt that ``select`` picks
+        (``PromptChanges.state`` lists them) are rewound, files, the conversation and other
+        items kept. The twin of :meth:`revert_file` for state besides files: refused when
+        the item changed after that prompt (unless ``force=True``), journaled, undone by
+        :meth:`undo_restore`, and the model is told at the next request."""
+        async with self._rewinding("revert_state", session_id, stop_jobs) as sid:
+            prompt = await self._restorer.changes(sid, checkpoint, diffs=False)
+            result = await self._restorer.revert_state(
+                sid, prompt.checkpoint, participant, item, select, force=force
+            )
+        done = f"reverted {item} to before prompt {prompt.number}"
+        self._note_rewound(sid, done, result, files=False)
         return result
 
     async def preview_revert(

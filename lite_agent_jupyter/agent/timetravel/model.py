@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
+    from ...checkpoint.events import StateSnapshotEvent
     from .participants import StatePlan, StateResult
 
 Action = Literal["rewrite", "delete", "recreate", "unchanged", "conflict"]
@@ -149,6 +150,10 @@ class PromptChanges:
     files: tuple[FileChange, ...]
     by: str | None = None
     """Who wrote the prompt (``None``: not recorded)."""
+    state: tuple[StateSnapshotEvent, ...] = ()
+    """The participants' records of what the prompt changed besides files (the notebook's
+    cells, the kernel's variables), as logged, oldest first: their layer turns them into
+    rows (:meth:`LiteAgent.revert_state` puts one item back)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,7 @@ from typing import Any
 from ...checkpoint.events import (
     Event,
     FileSnapshotEvent,
+    StateSnapshotEvent,
     UnknownEvent,
     UserEvent,
     encode,
@@ -144,6 +145,72 @@ class Restorer:
             force=force,
             hunks=hunks,
         )
+
+    async def revert_state(
+        self,
+        session_id: str,
+        seq: int | None,
+        participant: str,
+        item: str,
+        select: Callable[[StateSnapshotEvent], bool],
+        *,
+        force: bool,
+    ) -> RestoreResult:
+        """One item of a participant's state (``item``, as its plans name it: ``cell 3f2a``)
+        back to before the prompt at ``seq``: the participant rewinds only the prompt's own
+        records of it (those of ``participant`` that ``select`` picks), so a later prompt's
+        change or a hand edit since is its conflict, as for a file. Files, the conversation
+        and the other items stay; journaled as a state-only restore (its undo record is the
+        newest, so :meth:`undo` takes it back)."""
+        validate_session_id(session_id)
+        async with self.journal.locked(session_id):
+            await self.journal.recover_locked(session_id)
+            seq, number, _, events, head, _ = await reviewer.prompt_events(
+                self.checkpointer, session_id, seq
+            )
+            chosen = [
+                e
+                for e in events
+                if isinstance(e, StateSnapshotEvent) and e.participant == participant and select(e)
+            ]
+            if not chosen:
+                raise UnknownCheckpointError(
+                    f"prompt {number} (checkpoint {seq}) did not change {item}"
+                )
+            states = await self._state_plans(session_id, chosen, force=force)
+            states = [p for p in states if p.changes_something or p.cannot]
+            done = RestoreResult((), (), (), (), conversation_restored=False)
+            if not any(p.changes_something for p in states):  # already as before the prompt
+                return await self._apply_states(session_id, done, states, None, force=force)
+            record = self.journal.next_record(session_id)
+            journal = {
+                "op": "restore",
+                "record": record.name,
+                "session_id": session_id,
+                "seq": seq,
+                "head_before": head,
+                "head_after": head,
+                "log": "none",
+                "files": [],
+                "in_record": True,
+            }
+            header = UnknownEvent(
+                unknown_type="restore",
+                extra={
+                    "seq": seq,
+                    "head_before": head,
+                    "head_after": head,
+                    "files": False,
+                    "conversation": False,
+                    "notice": False,
+                    "state_only": True,
+                    "revert": item,
+                    "journal": journal,
+                },
+            )
+            data = (encode(header, seq=0, ts=now_iso()) + "\n").encode("utf-8")
+            done = await self.journal.apply(session_id, journal, data, [], [], [], False)
+            return await self._apply_states(session_id, done, states, record, force=force)
 
     async def preview_revert(
         self, session_id: str, path: str, seq: int | None, hunks: Sequence[int] | None

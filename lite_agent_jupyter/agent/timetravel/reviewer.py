@@ -26,6 +26,7 @@ from ...checkpoint.events import (
     AssistantEvent,
     Event,
     FileSnapshotEvent,
+    StateSnapshotEvent,
     UnknownEvent,
     UserEvent,
     encode,
@@ -158,7 +159,10 @@ async def changes(
         if after is not None and not (planner.diffable(old) and planner.diffable(new)):
             summary += ", binary or too large for a diff"
         files.append(FileChange(path, before, after, tuple(tools), diff, summary, people))
-    return PromptChanges(session_id, seq, number, shown_prompt(prompt), tuple(files), by=prompt.by)
+    state = tuple(e for e in events if isinstance(e, StateSnapshotEvent))
+    return PromptChanges(
+        session_id, seq, number, shown_prompt(prompt), tuple(files), by=prompt.by, state=state
+    )
 
 
 def _diff(path: str, after: str | None, old: bytes | None, new: bytes | None) -> str | None:
