@@ -24,12 +24,7 @@ import lite_agent_jupyter
 PACKAGE = "lite_agent_jupyter"
 ROOT = Path(lite_agent_jupyter.__file__).parent
 
-TEMPORARY = {
-    f"{PACKAGE}.jupyter.runner.AgentFacade": (
-        "the sync facade and its ReviewCalls half are being replaced by one kernel bridge "
-        "(#31 item 4, the kernel-bridge branch)"
-    ),
-}
+TEMPORARY: dict[str, str] = {}
 """Classes allowed several package bases for now, each with why and until when. An entry
 that no longer has several bases fails the test: take it out."""
 
