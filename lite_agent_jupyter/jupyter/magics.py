@@ -26,7 +26,6 @@ imports ``commands/``), nor how a turn is drawn (``cell.py``, ``sinks.py``, ``re
 
 from __future__ import annotations
 
-import argparse
 import functools
 import inspect
 import json
@@ -44,12 +43,10 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from traitlets import Bool, Dict, Float, Int, List, TraitError, Unicode, Union, validate
 
 from .._lazy import attach
-from ..controls import terminal_safe
 from ..errors import (
     BudgetError,
     LiteAgentError,
     NetworkFilesystemError,
-    RestoreConflictError,
 )
 from ..providers.base import DEFAULT_MODEL_NAME, Usage
 from ..providers.servers import is_anthropic, resolve_base_url
@@ -71,17 +68,7 @@ from .notebook_file import NotebookIdentity, claim, notebook_storage
 from .notebook_rewind import NotebookParticipant
 from .outputs import CellOutputs, cell_output_tool, expand_cells
 from .plan_cells import PLAN_FIRST, PlanCells
-from .registry import (
-    SUBCOMMANDS,
-    HelpShown,
-    Parser,
-    Subcommand,
-    arg,
-    help_text,
-    loaded,
-    parser,
-    subcommand,
-)
+from .registry import SUBCOMMANDS, HelpShown, Parser, arg, find, say_error, subcommand
 from .runner import AgentRunner
 from .shared_storage import LockingNotes, backend_folder
 
@@ -775,7 +762,7 @@ class LiteAgentMagics(Magics, PlanCells):
         key, help. `%agent help` lists them; `%agent SUBCOMMAND -h` shows its options."""
         from .awaiting import run_now
 
-        found = self._subcommand(line)
+        found = find(line)
         if found is None:
             return
         sub, args, words = found
@@ -784,7 +771,7 @@ class LiteAgentMagics(Magics, PlanCells):
             if inspect.iscoroutine(outcome):  # an AWAITED one, here blocking (awaiting.py)
                 run_now(outcome)
         except LiteAgentError as exc:
-            self._say_error(exc, words)
+            say_error(exc, words)
 
     async def agent_line_async(self, line: str) -> None:
         """``%agent SUB`` of :data:`~.registry.AWAITED` as a coroutine, awaited by its cell
@@ -792,7 +779,7 @@ class LiteAgentMagics(Magics, PlanCells):
         (``awaiting.py``)."""
         from .awaiting import page_heard
 
-        found = self._subcommand(line)
+        found = find(line)
         if found is None:
             return
         sub, args, words = found
@@ -802,30 +789,7 @@ class LiteAgentMagics(Magics, PlanCells):
                 if inspect.iscoroutine(outcome):
                     await outcome
         except LiteAgentError as exc:
-            self._say_error(exc, words)
-
-    def _subcommand(self, line: str) -> tuple[Subcommand, argparse.Namespace, list[str]] | None:
-        """The subcommand ``line`` names and its parsed arguments; ``None``: help shown."""
-        words = shlex.split(line)
-        if not words or words[0] in ("help", "-h", "--help"):
-            print(help_text())
-            return None
-        sub = loaded().get(words[0])
-        if sub is None:
-            raise UsageError(f"%agent: unknown subcommand {words[0]!r}\n\n{help_text()}")
-        try:
-            return sub, parser(sub).parse_args(words[1:]), words
-        except HelpShown:
-            return None
-
-    def _say_error(self, exc: LiteAgentError, words: Sequence[str]) -> None:
-        if isinstance(exc, RestoreConflictError):  # the notebook's words, not force=True
-            from . import history_text
-
-            force = None if "--force" in words else shlex.join(["%agent", *words, "--force"])
-            print(history_text.refusal_text(exc, force))
-        else:
-            print(terminal_safe(f"{type(exc).__name__}: {exc}"))
+            say_error(exc, words)
 
     def require_agent(self) -> LiteAgent:
         from .cell import NO_KEY_MESSAGE

@@ -1,8 +1,10 @@
 """The ``%agent SUB ...`` registry: the table of subcommands, their parser and help.
 
 Owns :data:`SUBCOMMANDS`, the :func:`subcommand` decorator, :func:`arg`, the argparse parser
-that turns a usage mistake into IPython's ``UsageError`` (and ``-h`` into printed help), and
-the text of ``%agent help``. Must not know any subcommand, the magics class or the agent: it
+that turns a usage mistake into IPython's ``UsageError`` (and ``-h`` into printed help), the
+text of ``%agent help``, and reading a ``%agent`` line (:func:`find`: which subcommand, with
+which arguments) and saying a subcommand's typed error (:func:`say_error`); the magics only
+call the handler. Must not know any subcommand, the magics class or the agent: it
 sits below all of them, so anything may register into it without an import circle.
 
 Adding a subcommand domain is a one-file job: create ``jupyter/commands/<domain>.py`` and
@@ -37,6 +39,9 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from IPython.core.error import UsageError
+
+from ..controls import terminal_safe
+from ..errors import LiteAgentError, RestoreConflictError
 
 Handler = Callable[[Any, argparse.Namespace], object]
 """``handler(magics, args)``: ``magics`` is the kernel's ``LiteAgentMagics`` (typed ``Any``
@@ -116,6 +121,39 @@ def parser(sub: Subcommand) -> Parser:
     for flags, kwargs in sub.arguments:
         parser.add_argument(*flags, **kwargs)
     return parser
+
+
+def find(line: str) -> tuple[Subcommand, argparse.Namespace, list[str]] | None:
+    """The subcommand ``%agent LINE`` names, its parsed arguments and the line's words;
+    ``None`` when help was printed instead (``help``, ``-h``). An unknown name is a
+    ``UsageError`` that lists them."""
+    import shlex
+
+    words = shlex.split(line)
+    if not words or words[0] in ("help", "-h", "--help"):
+        print(help_text())
+        return None
+    sub = loaded().get(words[0])
+    if sub is None:
+        raise UsageError(f"%agent: unknown subcommand {words[0]!r}\n\n{help_text()}")
+    try:
+        return sub, parser(sub).parse_args(words[1:]), words
+    except HelpShown:
+        return None
+
+
+def say_error(exc: LiteAgentError, words: Sequence[str]) -> None:
+    """Print a subcommand's typed error as one line; a refused rewind in the notebook's
+    words, with the command that forces it (not ``force=True`` or seqs)."""
+    import shlex
+
+    if isinstance(exc, RestoreConflictError):
+        from . import history_text
+
+        force = None if "--force" in words else shlex.join(["%agent", *words, "--force"])
+        print(history_text.refusal_text(exc, force))
+    else:
+        print(terminal_safe(f"{type(exc).__name__}: {exc}"))
 
 
 def help_text() -> str:
