@@ -320,7 +320,7 @@ class AnthropicProvider:
             if end is not None:
                 end = _End(_IncompleteStream("the stream ended before message_stop"))
         except Exception as exc:
-            end = _End(exc)
+            end = _End(exc if stream is None else _mid_stream(exc))
         finally:
             if stream is not None:
                 with contextlib.suppress(Exception):
@@ -502,6 +502,25 @@ class _End:
 
 class _IncompleteStream(Exception):
     """The HTTP body ended cleanly but before ``message_stop``."""
+
+
+def _mid_stream(exc: Exception) -> BaseException:
+    """What broke a stream already under way, as :meth:`AnthropicProvider._describe` names it.
+
+    Newer SDKs (2.x) wrap a failed read of the body in ``APIConnectionError``, which before
+    the response meant "could not reach the API (after retries)"; mid-stream it is the lost
+    connection beneath it, never retried."""
+    import anthropic as sdk
+
+    cause = exc.__cause__
+    if (
+        isinstance(exc, sdk.APIConnectionError)
+        and not isinstance(exc, sdk.APITimeoutError)
+        and cause is not None
+        and _is_transport_error(cause)
+    ):
+        return cause
+    return exc
 
 
 class _Accumulator:
