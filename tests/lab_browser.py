@@ -338,8 +338,11 @@ class NotebookSevenPage(LabNotebook):
         url = f"{self.server.url}/api/sessions?token={self.server.token}"
 
         def idle() -> bool:
-            with urllib.request.urlopen(url, timeout=5) as response:
-                sessions = json.loads(response.read())
+            try:  # a server too busy to answer in time is not idle yet, not a failure
+                with urllib.request.urlopen(url, timeout=30) as response:
+                    sessions = json.loads(response.read())
+            except OSError:
+                return False
             return any(
                 s.get("path", "").endswith(self.name)
                 and (s.get("kernel") or {}).get("execution_state") == "idle"
