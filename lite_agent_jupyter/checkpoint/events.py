@@ -183,7 +183,7 @@ class HookEvent(Event):
 class StateSnapshotEvent(Event):
     """What one tool call did to state outside the workdir that a rewind can put back, as
     recorded by the *participant* that owns that state (``"kernel"``: the notebook's
-    variables; notebook cells next). ``data`` is the participant's own JSON record (blob
+    variables; ``"notebook"``: its cells). ``data`` is the participant's own JSON record (blob
     hashes of what it kept, fingerprints of what it left); only that participant reads it
     (``agent/timetravel/participants.py``). Older releases read this type as unknown and
     keep it; the model never sees it.

@@ -1,7 +1,7 @@
 """Rewind participants: state outside the workdir that restore, undo and branches put back.
 
 Files are time travel's own business (``planner.py``, ``journal.py``). Other state a tool can
-change - the notebook kernel's variables (``run_cell``), notebook cells next (#33) - belongs to
+change - the notebook kernel's variables (``run_cell``), the notebook's cells (#33) - belongs to
 a layer this package must not import (Jupyter). That layer registers a *participant*
 (:class:`Participant`) with the agent, and the restorer drives it at fixed points of every
 operation, so files stay exactly as they are and each participant plugs in the same way:
