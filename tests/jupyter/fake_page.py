@@ -3,7 +3,7 @@
 :class:`FakePage` plays the package's front-end extension (``labextension/static/
 remoteEntry.js``) against a real kernel driven by ``jupyter_client`` (``nbkernel.Kernel``):
 it answers the kernel's ``hello`` on the comm target ``lite_agent_jupyter.notebook`` and
-applies each request (read, get, edit, insert, delete, outputs) to a list of cells held in
+applies each request (read, get, edit, insert, delete, outputs, rewind) to a list of cells held in
 this process, with the same answers and the same "changed" refusal as the page. The comm is
 the real one: requests leave the kernel on IOPub and the answers go back as ``comm_msg`` on
 the shell channel while the ``%%agent`` cell awaits, as a browser's do. A test edits
@@ -110,13 +110,55 @@ class FakePage:
             index = self._find(request["cell"])
             self._check(index, request.get("expect"))
             gone = self._describe(index)
+            gone["prev"] = self.cells[index - 1]["id"] if index > 0 else None
             del self.cells[index]
             return gone
+        if op == "rewind":
+            return self._rewind(request)
         if op == "outputs":
             index = self._find(request["cell"])
             self.cells[index]["outputs"] = list(request.get("outputs") or [])
             return {"index": index, "id": self.cells[index]["id"]}
         raise ValueError(f"unknown request {op!r}")
+
+    def _at(self, cell_id: str) -> int:
+        return next((i for i, c in enumerate(self.cells) if c["id"] == cell_id), -1)
+
+    def _rewind(self, request: dict[str, Any]) -> Any:
+        """The page's ``rewind`` (remoteEntry.js): every expectation checked first, then
+        the steps in order, each answering what it replaced."""
+        for cell_id, source in (request.get("expect") or {}).items():
+            at = self._at(cell_id)
+            if (None if at < 0 else self.cells[at]["source"]) != source:
+                raise ValueError(f"changed: {cell_id}")
+        done = []
+        for step in request.get("steps") or []:
+            at = self._at(step["id"])
+            cell = self.cells[at] if at >= 0 else None
+            did: dict[str, Any] = {
+                "before": cell["source"] if cell else None,
+                "index": at,
+                "cell_type": cell["cell_type"] if cell else None,
+            }
+            if step["do"] == "delete":
+                if cell is not None:
+                    did["prev"] = self.cells[at - 1]["id"] if at > 0 else None
+                    del self.cells[at]
+            elif cell is not None:
+                cell["source"] = step["source"]
+            else:
+                place = min(max(step.get("index") or 0, 0), len(self.cells))
+                prev = step.get("prev", "")
+                if prev is None:
+                    place = 0
+                elif prev and self._at(prev) >= 0:
+                    place = self._at(prev) + 1
+                made = code_cell(step["source"], step["id"])
+                made["cell_type"] = step.get("cell_type") or "code"
+                self.cells.insert(place, made)
+                did["index"] = place
+            done.append(did)
+        return {"steps": done}
 
     # -- the comm ----------------------------------------------------------------------
 

@@ -1,17 +1,19 @@
-"""A restore that involves the notebook's cells, in a kernel no page with the extension
-answers (driven by ``jupyter_client``, as nbclient, nbconvert or VS Code drive one): it
-refuses, naming the cells, and changes nothing; ``--files-only`` leaves the cells as they
+"""A restore that involves the notebook's cells, in a real kernel: where no page with the
+extension answers (driven by ``jupyter_client``, as nbclient, nbconvert or VS Code drive one)
+it refuses, naming the cells, and changes nothing; ``--files-only`` leaves the cells as they
 are and rewinds the files. A page that answers but cannot be heard (the restore blocks the
-kernel's main thread: a cell that is not the command alone) refuses the same way. The page's
-side (cells put back, undone, a person's edit a conflict) is tested in
-tests/browser/test_notebook_rewind_in_jupyterlab.py."""
+kernel's main thread: a cell that is not the command alone) refuses the same way. With a page
+over the real comm (``fake_page.FakePage``), a person's edit is a conflict that ``--force``
+overwrites and ``%agent undo`` brings back. The page itself is tested in Chromium
+(tests/browser/test_notebook_rewind_in_jupyterlab.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from fake_anthropic import FakeAnthropicServer, write_then_done
+from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall, write_then_done
+from fake_page import FakePage
 from nbkernel import SETUP, Kernel, StartKernel
 
 from lite_agent_jupyter.jupyter.notebook_cells import TARGET
@@ -96,3 +98,41 @@ def test_a_blocking_restore_cannot_hear_the_page_and_refuses(
     assert "a blocking call cannot hear the page" in refused, refused
     assert "in a cell of its own" in refused, refused
     assert (tmp_path / "work" / "a.txt").exists()
+
+
+def test_force_overwrites_a_hand_edited_cell_and_undo_brings_it_back(
+    agent_kernel: Kernel, fake_anthropic: FakeAnthropicServer
+) -> None:
+    page = FakePage(agent_kernel, "cells.ipynb", ["a = 1", "b = 2", "c = 3"])
+    page.run("%config LiteAgentMagics.notebook_tools = True").check()
+    fake_anthropic.script("Hello.")
+    page.run("%%agent\nhello").check()  # prompt 1 opens the channel; the page answers
+    calls = [
+        FakeToolCall("edit_cell", {"cell": 1, "source": "b = 20"}),
+        FakeToolCall("insert_cell", {"after": 2, "source": "d = 4"}),
+    ]
+    fake_anthropic.script(
+        FakeReply("Reading.", tool_calls=[FakeToolCall("read_notebook", {})]),
+        FakeReply("Changing.", tool_calls=calls),
+        "Done.",
+    )
+    page.run("%%agent\nchange b, add d").check()  # prompt 2
+    assert page.sources == ["a = 1", "b = 20", "c = 3", "d = 4"]
+    inserted = page.cells[3]["id"]
+
+    page.cells[1]["source"] = "b = 201"  # the person types in the page
+    preview = page.run("%agent restore 2 --preview").check().stream_text
+    assert "conflict  cell c1" in preview and f"delete    cell {inserted}" in preview, preview
+    refused = page.run("%agent restore 2").check().stream_text
+    assert "notebook cell c1" in refused and "changed by hand" in refused, refused
+    assert "--force overwrites" in refused, refused
+    assert page.sources == ["a = 1", "b = 201", "c = 3", "d = 4"]  # nothing changed
+
+    forced = page.run("%agent restore 2 --force").check().stream_text
+    assert "Overwritten although changed by hand (--force): cell c1" in forced, forced
+    assert page.sources == ["a = 1", "b = 2", "c = 3"]
+
+    undone = page.run("%agent undo").check().stream_text
+    assert "Undid the restore to before prompt 2" in undone, undone
+    assert page.sources == ["a = 1", "b = 201", "c = 3", "d = 4"]  # the person's text back
+    assert page.cells[3]["id"] == inserted
