@@ -157,11 +157,12 @@ class NotebookParticipant:
             return StatePlan(PARTICIPANT, ())
         why = self._unreachable(list(cells.values()))
         if why:
-            return StatePlan(
-                PARTICIPANT, tuple(StateAction(item(c), "blocked", why) for c in cells)
-            )
+            return _blocked(cells, why)
         assert self.channel is not None
-        found = await self.channel.request("read", cells=None)
+        try:
+            found = await self.channel.request("read", cells=None)
+        except ToolError as exc:  # gone or silent: the cells cannot be checked, so not moved
+            return _blocked(cells, f"the page did not answer ({exc}); --files-only leaves them")
         live = {str(c["id"]): c for c in found["cells"]}
         sources: dict[str, str] = {}
 
@@ -280,6 +281,12 @@ class NotebookParticipant:
             notes=plan.notes,
         )
         return result, {"ops": ops} if ops else {}
+
+
+def _blocked(cells: dict[str, _Cell], why: str) -> StatePlan:
+    """Every cell ``cells`` names, blocked for ``why``: the operation refuses (force or
+    not) rather than leave them as they are unasked."""
+    return StatePlan(PARTICIPANT, tuple(StateAction(item(c), "blocked", why) for c in cells))
 
 
 async def _put(ctx: StateContext, source: str, stored: frozenset[str]) -> str:
