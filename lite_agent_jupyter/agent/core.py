@@ -3,12 +3,12 @@
 This module builds the agent from its options and holds turns (``send``/``run``, stopped by
 ``close()``), background notices, compaction and the lifecycle. The rest is composed, one
 object per concept with its own state: ``agent.sessions`` (``sessions_api.py``: the current
-session, the open logs, list, delete, usage) and ``agent.portability``
-(``portability_api.py``: export, import); ``LiteAgent``'s methods of those domains delegate
-to them in one line each. The time-travel methods are still mixed in from
-``timetravel_api.py`` (#31 moves them to an object of their own). The running turns and jobs
-are ``turns.py``'s, housekeeping ``maintenance.py``'s, the turn itself ``loop.py``'s;
-persistence is the Checkpointer's.
+session, the open logs, list, delete, usage), ``agent.portability`` (``portability_api.py``:
+export, import) and ``agent.timetravel`` (``timetravel_api.py``: checkpoints, restore, undo,
+review, revert, branches); ``LiteAgent``'s methods of those domains delegate to them in one
+line each (time travel's as ``delegate.py`` declarations: the same names, signatures and
+docstrings). The running turns and jobs are ``turns.py``'s, housekeeping
+``maintenance.py``'s, the turn itself ``loop.py``'s; persistence is the Checkpointer's.
 Every method is a coroutine of the event loop the caller runs on; the agent knows nothing of
 Jupyter (the magic runs it on a loop thread of its own, see ``jupyter/``).
 """
@@ -50,6 +50,7 @@ from .approvals import ApprovalGate, ask_user_tool
 from .budget import Budget, UnpricedCapWarning
 from .bundle import DEFAULT_MAX_SIZE, BundleInfo, ImportResult
 from .compact import AUTO_COMPACT_THRESHOLD, Compaction, CompactSettings, context_tokens
+from .delegate import delegate
 from .hooks import HookRunner, check_hooks
 from .identity import current_user
 from .loop import TurnSettings, run_turn
@@ -62,8 +63,7 @@ from .results import AgentEvent, LiteAgentResult, TurnFinished
 from .seen import OutsideWatch
 from .session import SessionLog
 from .sessions_api import SessionLogs, Sessions
-from .timetravel import Restorer
-from .timetravel_api import TimeTravelMixin
+from .timetravel_api import TimeTravel
 from .tracking import FileTracker
 from .turns import TurnRunner
 from .usage import Prices, UsageTotals
@@ -78,7 +78,7 @@ files to any earlier prompt: edits by the file tools and by shell commands in th
 recorded (not .git, virtualenvs, node_modules or very large files)."""
 
 
-class LiteAgent(TimeTravelMixin):
+class LiteAgent:
     """A persistent, resumable agent. Build it with :func:`create_lite_agent`."""
 
     def __init__(self, options: AgentOptions) -> None:
@@ -157,9 +157,6 @@ class LiteAgent(TimeTravelMixin):
         self._closed = False
         self._compactions: weakref.WeakSet[Compaction] = weakref.WeakSet()
         self._storage_ready = False
-        self._restorer = Restorer(
-            self.checkpointer, self.blobs, self.workdir, self.storage, self._blob_ref
-        )
         self._logs = SessionLogs(
             self.checkpointer,
             redactor=self.redactor,
@@ -172,7 +169,7 @@ class LiteAgent(TimeTravelMixin):
             self.checkpointer,
             open_log=self._logs.open,
             run=self._run_turn,
-            recover=self._restorer.recover if self.sessions_enabled else None,
+            recover=self._recover if self.sessions_enabled else None,
             after_turn=self._maybe_auto_compact,
             publish=self._notices.publish,
             on_background_result=self._background_finished,
@@ -197,7 +194,7 @@ class LiteAgent(TimeTravelMixin):
             task_lists=self.task_lists,
             prices=self.prices,
             runner=self._runner,
-            restorer=self._restorer,
+            recover=self._recover,
             maintenance=self._maintenance,
             check_open=self._check_open,
         )
@@ -210,7 +207,7 @@ class LiteAgent(TimeTravelMixin):
             blob_ref=self._blob_ref,
             redactor=self.redactor,
             runner=self._runner,
-            restorer=self._restorer,
+            recover=self._recover,
             ensure_storage=self._ensure_storage,
         )
         """Export and import of sessions as bundle files (``portability_api.py``)."""
@@ -250,6 +247,19 @@ class LiteAgent(TimeTravelMixin):
             hooks=self.hooks if self.hooks else None,
             extra_tools=self.mcp if self.mcp else None,
         )
+        self.timetravel = TimeTravel(
+            self.checkpointer,
+            self.blobs,
+            self.workdir,
+            self.storage,
+            self._blob_ref,
+            session=self.sessions.time_travel_session,
+            make_current=self.sessions.make_current,
+            turns=self._runner,
+            open_log=self._logs.open,
+        )
+        """The session's time travel (``timetravel_api.py``); its verbs are this agent's
+        too (``restore`` ... ``delete_branch`` below)."""
 
     # -- turns -------------------------------------------------------------------------
 
@@ -406,6 +416,26 @@ class LiteAgent(TimeTravelMixin):
         """Wait until every background job and its completion turn has finished."""
         await self._runner.wait_background()
 
+    # -- time travel: agent.timetravel's verbs, as the agent's own (timetravel_api.py) --
+
+    list_checkpoints = delegate("timetravel", TimeTravel.list_checkpoints)
+    checkpoint_at = delegate("timetravel", TimeTravel.checkpoint_at)
+    find_checkpoint = delegate("timetravel", TimeTravel.find_checkpoint)
+    preview_restore = delegate("timetravel", TimeTravel.preview_restore)
+    restore = delegate("timetravel", TimeTravel.restore)
+    undo_restore = delegate("timetravel", TimeTravel.undo_restore)
+    add_rewind_participant = delegate("timetravel", TimeTravel.add_rewind_participant)
+    changes = delegate("timetravel", TimeTravel.changes)
+    change_diff = delegate("timetravel", TimeTravel.change_diff)
+    revert_file = delegate("timetravel", TimeTravel.revert_file)
+    revert_state = delegate("timetravel", TimeTravel.revert_state)
+    preview_revert = delegate("timetravel", TimeTravel.preview_revert)
+    list_rewind_points = delegate("timetravel", TimeTravel.list_rewind_points)
+    list_branches = delegate("timetravel", TimeTravel.list_branches)
+    preview_switch = delegate("timetravel", TimeTravel.preview_switch)
+    switch_branch = delegate("timetravel", TimeTravel.switch_branch)
+    delete_branch = delegate("timetravel", TimeTravel.delete_branch)
+
     # -- compaction --------------------------------------------------------------------
 
     def compact(
@@ -433,7 +463,7 @@ class LiteAgent(TimeTravelMixin):
             tool_specs=settings.tool_specs,
             max_tokens=settings.max_tokens,
             hooks=settings.hooks,
-            settle=self._restorer.recover if self.sessions_enabled else None,
+            settle=self._recover if self.sessions_enabled else None,
         )
 
     def _maybe_auto_compact(self, session: SessionLog) -> None:
@@ -594,6 +624,12 @@ class LiteAgent(TimeTravelMixin):
     def _check_open(self) -> None:
         if self._closed:
             raise AgentClosedError("this agent was closed; create a new one")
+
+    async def _recover(self, session_id: str) -> bool:
+        """Settle a restore a killed process left half-done (:meth:`TimeTravel.recover`):
+        what a turn, a compaction, a delete and an export call first. Looked up when called,
+        since time travel is built after the parts that call it (it holds them idle)."""
+        return await self.timetravel.recover(session_id)
 
     def _is_closed(self) -> bool:
         return self._closed

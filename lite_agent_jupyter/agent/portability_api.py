@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from ..checkpoint.protocol import Checkpointer, SupportsVerbatimAppend, new_session_id
@@ -24,7 +24,6 @@ from . import bundle
 from .bundle import DEFAULT_MAX_SIZE, BundleInfo, ImportResult
 from .bundle_secrets import redact_session
 from .sessions_api import Sessions
-from .timetravel import Restorer
 from .turns import TurnRunner
 
 __all__ = ["Portability"]
@@ -32,7 +31,8 @@ __all__ = ["Portability"]
 
 class Portability:
     """Export and import of this agent's sessions. ``sessions`` picks the session and
-    deletes or resumes one; the rest are the stores a bundle is read from and written to."""
+    deletes or resumes one; ``recover`` settles a half-done restore before an export (time
+    travel's); the rest are the stores a bundle is read from and written to."""
 
     def __init__(
         self,
@@ -44,7 +44,7 @@ class Portability:
         blob_ref: Callable[[str], BlobRef],
         redactor: Redactor,
         runner: TurnRunner,
-        restorer: Restorer,
+        recover: Callable[[str], Awaitable[bool]],
         ensure_storage: Callable[[], None],
     ) -> None:
         self._sessions = sessions
@@ -54,7 +54,7 @@ class Portability:
         self._blob_ref = blob_ref
         self._redactor = redactor
         self._runner = runner
-        self._restorer = restorer
+        self._recover = recover
         self._ensure_storage = ensure_storage
 
     async def export_session(
@@ -78,7 +78,7 @@ class Portability:
         sid = self._sessions.time_travel_session("export_session", session_id)
         cassette_data = Path(cassette).read_bytes() if cassette is not None else None
         async with self._runner.idle(sid):
-            await self._restorer.recover(sid)
+            await self._recover(sid)
             events = await self._checkpointer.read(sid)
             if not events:
                 raise BundleError(f"session {sid!r} has no events: nothing to export")

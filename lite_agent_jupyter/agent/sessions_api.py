@@ -17,7 +17,7 @@ through it).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from ..checkpoint.events import Event
@@ -35,7 +35,6 @@ from .images import ImageStore
 from .maintenance import Maintenance
 from .rewound import RewoundNote
 from .session import SessionLog
-from .timetravel import Restorer
 from .turns import TurnRunner
 from .usage import Prices, UsageTotals, usage_totals
 
@@ -96,7 +95,8 @@ class SessionLogs:
 
 class Sessions:
     """The agent's sessions (``agent.sessions``); ``LiteAgent``'s session methods delegate
-    here, one line each. ``check_open`` raises once the agent is closed; the other
+    here, one line each. ``check_open`` raises once the agent is closed; ``recover``
+    settles a restore a killed process left half-done (``agent.timetravel``'s); the other
     arguments are the agent's parts a session's life touches."""
 
     def __init__(
@@ -112,7 +112,7 @@ class Sessions:
         task_lists: TaskLists,
         prices: Prices,
         runner: TurnRunner,
-        restorer: Restorer,
+        recover: Callable[[str], Awaitable[bool]],
         maintenance: Maintenance,
         check_open: Callable[[], None],
     ) -> None:
@@ -127,7 +127,7 @@ class Sessions:
         self._task_lists = task_lists
         self._prices = prices
         self._runner = runner
-        self._restorer = restorer
+        self._recover = recover
         self._maintenance = maintenance
         self._check_open = check_open
 
@@ -223,7 +223,7 @@ class Sessions:
         # a restore or undo a killed process left half-done is settled first (finished, or
         # every file put back): deleting its journal with the archive would leave the folder
         # half-rewound for good. A rollback that cannot be done yet refuses the delete.
-        await self._restorer.recover(session_id)
+        await self._recover(session_id)
         await self._checkpointer.delete(session_id)
         self._logs.forget(session_id)
         base = self._storage.base

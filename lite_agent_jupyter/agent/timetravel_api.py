@@ -1,46 +1,122 @@
-"""The time-travel half of :class:`LiteAgent`'s API: checkpoints, restore and undo, per-prompt
-changes and reverts, rewind points and branches.
+"""``TimeTravel``: the one object that holds a session's time travel for :class:`LiteAgent`
+(``agent.timetravel``): checkpoints, restore and undo, per-prompt changes and reverts,
+rewind points and branches.
 
-The work is done in ``timetravel/`` (the :class:`Restorer`); these methods add what the
-agent knows and the restorer must not: which session is current, refusing while a turn or a
-background job of the session runs (``turns.py``), holding the turn claim around each change
-of the timeline, and telling the model at its next request what changed under it.
+It owns the engine of ``timetravel/`` (the workdir's files, the listings, the crash journal,
+the branches, the rewind participants, and the :class:`Restorer` composed of them) and adds
+what the engine must not know: which session a call is about (the agent's resolver, which
+refuses a closed agent and memory mode), refusing while a turn or a background job of the
+session runs and holding the turn claim around each change of the timeline (the agent's
+turns, ``turns.py``), and telling the model at its next request what changed under it (the
+session log's seen-files table and rewound note). Everything it needs from the agent is
+a constructor argument; it reads nothing else of the agent.
+
+``LiteAgent`` keeps each verb as its own public name, declared in one line
+(``agent/delegate.py``): ``agent.restore`` is ``agent.timetravel.restore``. One name per verb
+at every layer: the agent's, this object's, the restorer's, the branches' and the listings'
+(``undo_restore``, ``list_branches``, ``switch_branch``, ``list_rewind_points`` ...).
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
+from typing import Protocol
 
 from ..checkpoint.events import StateSnapshotEvent
+from ..checkpoint.protocol import Checkpointer
+from ..storage import BlobRef, Blobs, Storage
 from .seen import after_time_travel, rewound_note
-from .sessions_api import SessionLogs, Sessions
+from .session import SessionLog
 from .timetravel import (
     Branch,
     Checkpoint,
     FileChange,
     PromptChanges,
     RestorePlan,
-    Restorer,
     RestoreResult,
     RewindPoint,
     SwitchResult,
+    points,
+    reviewer,
 )
+from .timetravel.branches import Branches
 from .timetravel.checkpoint_ids import find_checkpoint
-from .timetravel.participants import Participant
-from .turns import TurnRunner
+from .timetravel.journal import Journal
+from .timetravel.listing import Listings
+from .timetravel.participants import Participant, Participants
+from .timetravel.restorer import Restorer
+from .timetravel.workdir import WorkdirFiles
 
 
-class TimeTravelMixin:
-    """``LiteAgent``'s time-travel methods (mixed into it; reads only the parts declared
-    here, which ``LiteAgent.__init__`` sets)."""
+class Turns(Protocol):
+    """What time travel needs of the agent's running turns (``turns.TurnRunner``)."""
 
-    sessions: Sessions
-    _runner: TurnRunner
-    _restorer: Restorer
-    _logs: SessionLogs
-    workdir: Path
+    async def settle_jobs(self, session_id: str, stop: bool) -> None: ...
+
+    def idle(self, session_id: str) -> AbstractAsyncContextManager[None]: ...
+
+    async def refuse_deleted(self, session_id: str) -> None: ...
+
+
+class TimeTravel:
+    """A session's time travel over one checkpointer, blob store, workdir and storage.
+
+    ``session(what, session_id)`` resolves the session a call is about (``None``: the
+    current one), refusing a closed agent and memory mode; ``make_current(session_id)``
+    makes it the agent's current session (a restore, an undo and a switch do); ``turns``
+    holds a session idle around a change; ``open_log(session_id)`` is the session's log,
+    whose tables this object rewrites after each move: ``seen`` (what the model last saw
+    of each file) and ``rewound`` (the note for the next prompt)."""
+
+    def __init__(
+        self,
+        checkpointer: Checkpointer,
+        blobs: Blobs,
+        workdir: Path,
+        storage: Storage,
+        blob_ref: Callable[[str], BlobRef],
+        *,
+        session: Callable[[str, str | None], str],
+        make_current: Callable[[str], object],
+        turns: Turns,
+        open_log: Callable[[str], SessionLog],
+    ) -> None:
+        self.checkpointer = checkpointer
+        self.blobs = blobs
+        self.storage = storage
+        self.blob_ref = blob_ref
+        """The session's blob reference: undo data is recorded as the session's."""
+        self.files = WorkdirFiles(workdir, storage.root)
+        self.workdir = self.files.workdir
+        self.listings = Listings(checkpointer)
+        self.journal = Journal(checkpointer, blobs, self.files, storage, self.listings)
+        self.branches = Branches(checkpointer, blobs, self.files, storage, self.journal)
+        self.participants = Participants()
+        """State besides files a rewind puts back (the kernel's variables, the notebook's
+        cells), registered by the layer that owns it (``timetravel/participants.py``)."""
+        self.restorer = Restorer(
+            checkpointer,
+            blobs,
+            self.files,
+            storage,
+            blob_ref,
+            journal=self.journal,
+            branches=self.branches,
+            participants=self.participants,
+        )
+        self._session = session
+        self._make_current = make_current
+        self._turns = turns
+        self._open_log = open_log
+
+    async def recover(self, session_id: str) -> bool:
+        """Finish or roll back an operation a killed process left on ``session_id``; True if
+        there was one. Cheap when there is none (one ``stat``): a turn, a compaction, an
+        export and a delete call it first."""
+        return await self.journal.recover(session_id)
 
     @contextlib.asynccontextmanager
     async def _rewinding(
@@ -49,26 +125,27 @@ class TimeTravelMixin:
         """Around a change of the session's timeline (yields its id): refuse memory mode,
         settle its background jobs (refuse, or ``stop_jobs``), then hold it idle (no turn
         here or elsewhere, not deleted) until the change is done."""
-        sid = self.sessions.time_travel_session(what, session_id)
-        await self._runner.settle_jobs(sid, stop_jobs)
-        async with self._runner.idle(sid):
+        sid = self._session(what, session_id)
+        await self._turns.settle_jobs(sid, stop_jobs)
+        async with self._turns.idle(sid):
             yield sid
 
     async def list_checkpoints(self, session_id: str | None = None) -> list[Checkpoint]:
         """One :class:`Checkpoint` per user prompt of the session (default: the current
         one), oldest first: ``seq`` to pass to :meth:`restore`, the prompt, its time and
         the files changed from there on. Reads the backend's mark index, not the log."""
-        sid = self.sessions.time_travel_session("list_checkpoints", session_id)
-        return await self._restorer.list_checkpoints(sid)
+        sid = self._session("list_checkpoints", session_id)
+        await self.recover(sid)
+        return await self.listings.list_checkpoints(sid)
 
     async def checkpoint_at(self, seq: int, session_id: str | None = None) -> Checkpoint | None:
         """The checkpoint at ``seq`` (a turn's ``checkpoint_seq``) with its number and id, or
         ``None`` if no prompt starts there; its ``files`` are left empty. Costs what was
         appended since the last call, not the session's length: what a footer after each
         turn asks (:meth:`list_checkpoints` builds every checkpoint with its files)."""
-        sid = self.sessions.time_travel_session("checkpoint_at", session_id)
-        await self._restorer.recover(sid)
-        return await self._restorer.listings.checkpoint_at(sid, seq)
+        sid = self._session("checkpoint_at", session_id)
+        await self.recover(sid)
+        return await self.listings.checkpoint_at(sid, seq)
 
     async def find_checkpoint(self, ref: str | int, session_id: str | None = None) -> Checkpoint:
         """The checkpoint ``ref`` names in the session (default: the current one): a prompt
@@ -79,9 +156,10 @@ class TimeTravelMixin:
 
     async def preview_restore(self, session_id: str, seq: int) -> RestorePlan:
         """What :meth:`restore` would do now, per file with diffs; changes nothing."""
-        sid = self.sessions.time_travel_session("preview_restore", session_id)
-        await self._runner.refuse_deleted(sid)
-        return await self._restorer.preview(sid, seq)
+        sid = self._session("preview_restore", session_id)
+        await self._turns.refuse_deleted(sid)
+        await self.recover(sid)
+        return await self.restorer.preview_restore(sid, seq)
 
     async def restore(
         self,
@@ -104,13 +182,13 @@ class TimeTravelMixin:
         variables, :meth:`add_rewind_participant`); default: with the files.
         Makes ``session_id`` current."""
         async with self._rewinding("restore", session_id, stop_jobs) as sid:
-            result = await self._restorer.restore(
+            result = await self.restorer.restore(
                 sid, seq, files=files, conversation=conversation, force=force, state=state
             )
             await self._reseen(sid, result)
         if conversation or result.state:  # a files-only restore notes its files in the log
             self._note_rewound(sid, "restored an earlier checkpoint", result, files=conversation)
-        self.sessions.make_current(sid)
+        self._make_current(sid)
         return result
 
     async def undo_restore(
@@ -122,17 +200,17 @@ class TimeTravelMixin:
         prompt 2)``), and so does the note the model gets at the next request. Background
         jobs of the session refuse it as they refuse :meth:`restore`."""
         async with self._rewinding("undo_restore", session_id, stop_jobs) as sid:
-            result = await self._restorer.undo(sid, force=force)
+            result = await self.restorer.undo_restore(sid, force=force)
             await self._reseen(sid, result)
         self._note_rewound(sid, f"undid {result.undid or 'a restore'}", result)
-        self.sessions.make_current(sid)
+        self._make_current(sid)
         return result
 
     def add_rewind_participant(self, participant: Participant) -> None:
         """Let restore, undo and branch switches put back state besides files (the
         notebook registers the kernel's variables): see ``timetravel/participants.py``.
         A participant of the same name is replaced."""
-        self._restorer.participants.add(participant)
+        self.participants.add(participant)
 
     def _note_rewound(
         self, session_id: str, done: str, result: RestoreResult, *, files: bool = True
@@ -144,7 +222,7 @@ class TimeTravelMixin:
         (``rewound.py``): a kernel restart before the next prompt does not lose it."""
         restored, deleted = (result.restored, result.deleted) if files else ((), ())
         note = rewound_note(done, restored, deleted, result.state)
-        self._logs.open(session_id).rewound.put(note)
+        self._open_log(session_id).rewound.put(note)
 
     async def _reseen(self, session_id: str, result: RestoreResult) -> None:
         """After time travel, what the model has seen of the files is what the timeline now
@@ -154,8 +232,8 @@ class TimeTravelMixin:
         Called while the session is held idle: no turn reads the table meanwhile."""
         # the snapshots only, from the marks the listings keep (#32: reading every event of
         # the session made a one-file restore of a 5,000-event session 3x its CPU time)
-        snapshots = await self._restorer.listings.snapshots(session_id)
-        session = self._logs.open(session_id)
+        snapshots = await self.listings.snapshots(session_id)
+        session = self._open_log(session_id)
         session.seen = await after_time_travel(
             session.seen, snapshots, self.workdir, (*result.restored, *result.deleted)
         )
@@ -167,14 +245,14 @@ class TimeTravelMixin:
         changed, through the file tools and shell commands, with diffs; changes nothing.
         ``diffs=False`` leaves each file's ``diff`` out (``None``) for :meth:`change_diff`
         to make when it is shown: listing a 100-file turn then diffs nothing."""
-        sid = self.sessions.time_travel_session("changes", session_id)
-        await self._restorer.recover(sid)
-        return await self._restorer.changes(sid, checkpoint, diffs=diffs)
+        sid = self._session("changes", session_id)
+        await self.recover(sid)
+        return await reviewer.changes(self.checkpointer, self.blobs, sid, checkpoint, diffs=diffs)
 
     async def change_diff(self, change: FileChange) -> str | None:
         """The unified diff of one file of :meth:`changes` (made now if ``changes`` left it
         out); ``None`` for a binary or too large file. Reads two blobs, changes nothing."""
-        return await self._restorer.change_diff(change)
+        return await reviewer.change_diff(self.blobs, change)
 
     async def revert_file(
         self,
@@ -198,7 +276,18 @@ class TimeTravelMixin:
         later edits elsewhere in it: each hunk's lines must still be as the prompt left them,
         else it is a conflict that ``force`` does not override (revert the whole file)."""
         async with self._rewinding("revert_file", session_id, stop_jobs) as sid:
-            result = await self._restorer.revert(sid, path, checkpoint, force=force, hunks=hunks)
+            result = await reviewer.revert_file(
+                self.checkpointer,
+                self.blobs,
+                self.files,
+                self.journal,
+                self.blob_ref(sid),
+                sid,
+                path,
+                checkpoint,
+                force=force,
+                hunks=hunks,
+            )
             await self._reseen(sid, result)
         return result
 
@@ -221,8 +310,10 @@ class TimeTravelMixin:
         the item changed after that prompt (unless ``force=True``), journaled, undone by
         :meth:`undo_restore`, and the model is told at the next request."""
         async with self._rewinding("revert_state", session_id, stop_jobs) as sid:
-            prompt = await self._restorer.changes(sid, checkpoint, diffs=False)
-            result = await self._restorer.revert_state(
+            prompt = await reviewer.changes(
+                self.checkpointer, self.blobs, sid, checkpoint, diffs=False
+            )
+            result = await self.restorer.revert_state(
                 sid, prompt.checkpoint, participant, item, select, force=force
             )
         done = f"reverted {item} to before prompt {prompt.number}"
@@ -240,27 +331,33 @@ class TimeTravelMixin:
         """What :meth:`revert_file` would do now (one file: its action, the diff from the
         disk to the result, a conflict in ``conflicts`` with its reason in the summary);
         changes nothing."""
-        sid = self.sessions.time_travel_session("preview_revert", session_id)
-        return await self._restorer.preview_revert(sid, path, checkpoint, hunks)
+        sid = self._session("preview_revert", session_id)
+        await self.recover(sid)
+        return await reviewer.preview_revert(
+            self.checkpointer, self.blobs, self.files, sid, path, checkpoint, hunks
+        )
 
     async def list_rewind_points(self, session_id: str | None = None) -> list[RewindPoint]:
         """Every tool call of the session that changed files, oldest first: each
         :class:`RewindPoint`'s ``seq`` is a point :meth:`restore` accepts (just after that
         call, mid-turn; the conversation stays valid for the API)."""
-        sid = self.sessions.time_travel_session("list_rewind_points", session_id)
-        return await self._restorer.rewind_points(sid)
+        sid = self._session("list_rewind_points", session_id)
+        await self.recover(sid)
+        return await points.list_rewind_points(self.checkpointer, sid)
 
     async def list_branches(self, session_id: str | None = None) -> list[Branch]:
         """The futures the session's restores (and switches) left behind, oldest first: each
         :class:`Branch` with its name, fork point, prompts and files."""
-        sid = self.sessions.time_travel_session("list_branches", session_id)
-        return await self._restorer.list_branches(sid)
+        sid = self._session("list_branches", session_id)
+        await self.recover(sid)
+        return await self.branches.list_branches(sid)
 
     async def preview_switch(self, session_id: str | None, name: str) -> RestorePlan:
         """What :meth:`switch_branch` would do now, per file with diffs; changes nothing."""
-        sid = self.sessions.time_travel_session("preview_switch", session_id)
-        await self._runner.refuse_deleted(sid)
-        return await self._restorer.preview_switch(sid, name)
+        sid = self._session("preview_switch", session_id)
+        await self._turns.refuse_deleted(sid)
+        await self.recover(sid)
+        return await self.restorer.preview_switch(sid, name)
 
     async def switch_branch(
         self, session_id: str | None, name: str, *, force: bool = False, stop_jobs: bool = False
@@ -270,13 +367,13 @@ class TimeTravelMixin:
         journaled as :meth:`restore` is, and refused the same way while background jobs of
         the session run (``stop_jobs=True`` stops them). Makes the session current."""
         async with self._rewinding("switch_branch", session_id, stop_jobs) as sid:
-            result = await self._restorer.switch(sid, name, force=force)
+            result = await self.restorer.switch_branch(sid, name, force=force)
             await self._reseen(sid, result.result)
         self._note_rewound(sid, f"switched to branch {name}", result.result)
-        self.sessions.make_current(sid)
+        self._make_current(sid)
         return result
 
     async def delete_branch(self, session_id: str | None, name: str) -> None:
         """Forget branch ``name`` (its blobs are freed with the session)."""
-        sid = self.sessions.time_travel_session("delete_branch", session_id)
-        await self._restorer.delete_branch(sid, name)
+        sid = self._session("delete_branch", session_id)
+        await self.restorer.delete_branch(sid, name)

@@ -284,7 +284,7 @@ async def test_the_journal_lock_excludes_a_filelock_holder_and_back(tmp_path: Pa
     storage = Storage(tmp_path / "store", "ns")
     (tmp_path / "project").mkdir()
     agent = create_lite_agent(model=scripted([]), workdir=tmp_path / "project", storage=storage)
-    journal = agent._restorer.journal
+    journal = agent.timetravel.journal
     path = str(storage.archive_dir / "s1.restore.lock")
     async with journal.locked("s1"):  # the first one makes the archive folder
         with pytest.raises(Timeout):

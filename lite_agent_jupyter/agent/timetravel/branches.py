@@ -1,14 +1,14 @@
 """Branches: the future a restore abandons is kept, and a switch moves files and
 conversation to any kept future's tip.
 
-Owns :class:`Branches`: saving a future (:meth:`Branches.save`; a restore calls it), listing,
+Owns :class:`Branches`: saving a future (:meth:`Branches.prepare`; a restore calls it), listing,
 deleting, previewing and carrying out a switch. A branch is one small JSON file beside the
 undo records (``archive/<id>.branch-<name>.json``, a few hundred bytes: its fork point, what
 it holds, and two blob hashes) and two blobs under the session's reference: its events (the
 cut tail, JSON lines) and its files' contents at its tip (``{path: blob hash or null}``).
 File contents are never copied: the tip's versions are blobs the snapshots already hold, or
 are stored once like any snapshot. Branches go with the session (``delete_session`` removes
-the archive and the session's blob reference) or one by one (:meth:`Branches.delete`).
+the archive and the session's blob reference) or one by one (:meth:`Branches.delete_branch`).
 
 A switch reuses the one conflict check (:func:`.planner.three_way`) and the crash journal
 (:meth:`.journal.Journal.apply`, log change ``replace``: the log truncated to the fork, then
@@ -104,14 +104,14 @@ class Branches:
         try:
             data: dict[str, Any] = json.loads(path.read_bytes())
         except FileNotFoundError:
-            known = ", ".join(b.name for b in self.kept(session_id)) or "none"
+            known = ", ".join(b.name for b in self._kept(session_id)) or "none"
             raise UnknownBranchError(
                 f"session {session_id!r} has no branch {name!r} (its branches: {known})"
             ) from None
         return data
 
-    def kept(self, session_id: str) -> list[Branch]:
-        """The session's branches, oldest first."""
+    def _kept(self, session_id: str) -> list[Branch]:
+        """The session's branches as their files say, oldest first."""
         validate_session_id(session_id)
         folder = self.journal.archive()
         if not folder.is_dir():
@@ -133,10 +133,11 @@ class Branches:
             )
         return sorted(found, key=lambda b: (b.created, b.name))
 
-    async def listed(self, session_id: str) -> list[Branch]:
-        """:meth:`kept`, with the first prompt of a branch an older release kept with a
-        context note in place of the person's words read again from its events (#30)."""
-        branches = self.kept(session_id)
+    async def list_branches(self, session_id: str) -> list[Branch]:
+        """The session's branches, oldest first; the first prompt of a branch an older
+        release kept with a context note in place of the person's words is read again from
+        its events (#30)."""
+        branches = self._kept(session_id)
         for i, branch in enumerate(branches):
             if branch.first_prompt.startswith(LEGACY_NOTE_PREFIX):
                 first = await self._first_prompt(self._read(session_id, branch.name))
@@ -158,7 +159,7 @@ class Branches:
         return None
 
     def _free_name(self, session_id: str) -> str:
-        taken = {b.name for b in self.kept(session_id)}
+        taken = {b.name for b in self._kept(session_id)}
         number = len(taken) + 1
         while f"b{number}" in taken:
             number += 1
@@ -217,7 +218,7 @@ class Branches:
         text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
         return {self._file_name(session_id, name): text}
 
-    def delete(self, session_id: str, name: str) -> None:
+    def delete_branch(self, session_id: str, name: str) -> None:
         """Forget branch ``name`` (its blobs go when the session does)."""
         self._read(session_id, name)
         (self.journal.archive() / self._file_name(session_id, name)).unlink()
@@ -226,7 +227,7 @@ class Branches:
         """The file names of the branches the restore ``record`` made."""
         folder = self.journal.archive()
         names = []
-        for branch in self.kept(session_id):
+        for branch in self._kept(session_id):
             file_name = self._file_name(session_id, branch.name)
             if json.loads((folder / file_name).read_bytes()).get("record") == record:
                 names.append(file_name)
@@ -279,7 +280,7 @@ class Branches:
             plans.append(FilePlan(path, target, disk, disk_hash, action))
         return branch, head, live, events, plans
 
-    async def preview(self, session_id: str, name: str) -> RestorePlan:
+    async def preview_switch(self, session_id: str, name: str) -> RestorePlan:
         """What switching to ``name`` would do now, per file with diffs; changes nothing."""
         branch, head, live, _, plans = await self._plan(session_id, name)
         actions = []
@@ -299,7 +300,7 @@ class Branches:
             conflicts=tuple(p.path for p in plans if p.action == "conflict"),
         )
 
-    async def switch(
+    async def switch_branch(
         self, session_id: str, name: str, ref: BlobRef, *, force: bool
     ) -> SwitchResult:
         """Move files and conversation to branch ``name``'s tip; the future left is kept as a

@@ -50,7 +50,7 @@ class Listings:
         self.checkpointer = checkpointer
         self._listings: dict[str, _Listing] = {}
 
-    async def checkpoints(self, session_id: str) -> list[Checkpoint]:
+    async def list_checkpoints(self, session_id: str) -> list[Checkpoint]:
         """One checkpoint per prompt of ``session_id``, oldest first."""
         listing = await self._listing(session_id)
         if listing.checkpoints is None:

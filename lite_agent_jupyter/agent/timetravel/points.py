@@ -1,6 +1,6 @@
 """Rewind points inside a turn: every tool call that changed files, under its prompt.
 
-Owns :class:`RewindPoint` and :func:`rewind_points` (read the log, list each tool call whose
+Owns :class:`RewindPoint` and :func:`list_rewind_points` (read the log, list each tool call whose
 ``file_snapshot`` events precede its ``tool_result``; a participant's ``state_snapshot``
 whose data names a ``point`` counts as well: the notebook's cells, ``cell 3f9c…``). A
 point's ``seq`` is the seq of that result: ``restore(session_id, point.seq)`` rewinds files
@@ -44,7 +44,7 @@ class RewindPoint:
         return f"{self.prompt}.{self.call}"
 
 
-async def rewind_points(checkpointer: Checkpointer, session_id: str) -> list[RewindPoint]:
+async def list_rewind_points(checkpointer: Checkpointer, session_id: str) -> list[RewindPoint]:
     """Every file-changing tool call of the session, oldest first (reads the whole log)."""
     points: list[RewindPoint] = []
     prompt = call = 0

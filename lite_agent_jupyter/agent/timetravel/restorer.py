@@ -1,11 +1,15 @@
-"""Restore and undo: rewind a session's files and conversation to a checkpoint, and back.
+"""Restore, undo and branch switches: rewind a session's files, conversation and the
+participants' state to a checkpoint, and back.
 
-Owns :class:`Restorer`, what ``LiteAgent`` calls for time travel, and the two operations it
-runs: :meth:`Restorer.restore` (plan, conflict check, undo record, journaled apply, and the
-log truncated or a notice appended) and :meth:`Restorer.undo` (the newest undo record played
-backwards). The planning is ``planner.py``'s, the crash safety ``journal.py``'s, the listing
-``listing.py``'s and the file access ``workdir.py``'s: an operation added next (review,
-revert, branches) composes those the same way instead of copying them. Must not know Jupyter.
+Owns :class:`Restorer` and the operations that change the timeline with the participants'
+state beside the files: :meth:`Restorer.restore` (plan, conflict check, undo record,
+journaled apply, and the log truncated or a notice appended), :meth:`Restorer.undo_restore`
+(the newest undo record played backwards) and :meth:`Restorer.switch_branch` (the branches'
+switch, with the participants' state kept beside each branch). The planning is
+``planner.py``'s, the crash safety ``journal.py``'s and the file access ``workdir.py``'s;
+they are built once by the agent's ``TimeTravel`` (``agent/timetravel_api.py``), which also
+calls the read-only parts (``listing.py``, ``points.py``) and review and revert
+(``reviewer.py``) directly. Must not know Jupyter.
 """
 
 from __future__ import annotations
@@ -30,14 +34,10 @@ from ...checkpoint.protocol import Checkpointer, read_marks, validate_session_id
 from ...errors import RestoreConflictError, UnknownCheckpointError
 from ...storage import BlobRef, Blobs, Storage, blob_hash
 from . import planner, points, reviewer
-from .branches import Branch, Branches
+from .branches import Branches
 from .journal import Journal
-from .listing import Listings
 from .model import (
-    Checkpoint,
-    FileChange,
     FilePlan,
-    PromptChanges,
     RestorePlan,
     RestoreResult,
     SwitchResult,
@@ -59,29 +59,32 @@ RESTORED = "restore"
 
 
 class Restorer:
-    """Time travel over one checkpointer, blob store, workdir and storage namespace."""
+    """Restore, undo and branch switches over one checkpointer, blob store, workdir and
+    storage namespace, composed of the journal, the branches and the rewind participants
+    :class:`~..timetravel_api.TimeTravel` owns and hands it."""
 
     def __init__(
         self,
         checkpointer: Checkpointer,
         blobs: Blobs,
-        workdir: Path,
+        files: WorkdirFiles,
         storage: Storage,
         blob_ref: Callable[[str], BlobRef],
+        *,
+        journal: Journal,
+        branches: Branches,
+        participants: Participants,
     ) -> None:
         self.checkpointer = checkpointer
         self.blobs = blobs
         self.blob_ref = blob_ref
         """The session's blob reference: undo data is recorded as the session's."""
         self.storage = storage
-        self.files = WorkdirFiles(workdir, storage.root)
-        self.workdir = self.files.workdir
-        self.listings = Listings(checkpointer)
-        self.journal = Journal(checkpointer, blobs, self.files, storage, self.listings)
-        self.branches = Branches(checkpointer, blobs, self.files, storage, self.journal)
-        self.participants = Participants()
-        """State besides files a rewind puts back (the kernel's variables), registered by
-        the layer that owns it (``participants.py``)."""
+        self.files = files
+        self.journal = journal
+        self.branches = branches
+        self.participants = participants
+        """State besides files a rewind puts back (``participants.py``)."""
 
     def state_context(self, session_id: str) -> StateContext:
         return StateContext(session_id, self.blobs, self.blob_ref(session_id))
@@ -98,12 +101,7 @@ class Restorer:
         _refuse_conflicts(plans, force=force)
         return plans
 
-    async def list_checkpoints(self, session_id: str) -> list[Checkpoint]:
-        await self.recover(session_id)
-        return await self.listings.checkpoints(session_id)
-
-    async def preview(self, session_id: str, seq: int) -> RestorePlan:
-        await self.recover(session_id)
+    async def preview_restore(self, session_id: str, seq: int) -> RestorePlan:
         plan = await planner.preview(self.checkpointer, self.files, self.blobs, session_id, seq)
         if not self.participants.registered:
             return plan
@@ -111,40 +109,7 @@ class Restorer:
         states = await self._state_plans(session_id, events, force=None)
         return dataclasses.replace(plan, state=tuple(states))
 
-    async def recover(self, session_id: str) -> bool:
-        """Finish or roll back an operation a killed process left on ``session_id``; True if
-        there was one. Cheap when there is none (one ``stat``)."""
-        return await self.journal.recover(session_id)
-
-    # -- review and revert (reviewer.py) ----------------------------------------------------
-
-    async def changes(self, session_id: str, seq: int | None, *, diffs: bool) -> PromptChanges:
-        return await reviewer.changes(self.checkpointer, self.blobs, session_id, seq, diffs=diffs)
-
-    async def change_diff(self, change: FileChange) -> str | None:
-        return await reviewer.change_diff(self.blobs, change)
-
-    async def revert(
-        self,
-        session_id: str,
-        path: str,
-        seq: int | None,
-        *,
-        force: bool,
-        hunks: Sequence[int] | None = None,
-    ) -> RestoreResult:
-        return await reviewer.revert_file(
-            self.checkpointer,
-            self.blobs,
-            self.files,
-            self.journal,
-            self.blob_ref(session_id),
-            session_id,
-            path,
-            seq,
-            force=force,
-            hunks=hunks,
-        )
+    # -- one item of a participant's state (the twin of reviewer.revert_file) ---------------
 
     async def revert_state(
         self,
@@ -161,7 +126,7 @@ class Restorer:
         records of it (those of ``participant`` that ``select`` picks), so a later prompt's
         change or a hand edit since is its conflict, as for a file. Files, the conversation
         and the other items stay; journaled as a state-only restore (its undo record is the
-        newest, so :meth:`undo` takes it back)."""
+        newest, so :meth:`undo_restore` takes it back)."""
         validate_session_id(session_id)
         async with self.journal.locked(session_id):
             await self.journal.recover_locked(session_id)
@@ -212,27 +177,10 @@ class Restorer:
             done = await self.journal.apply(session_id, journal, data, [], [], [], False)
             return await self._apply_states(session_id, done, states, record, force=force)
 
-    async def preview_revert(
-        self, session_id: str, path: str, seq: int | None, hunks: Sequence[int] | None
-    ) -> RestorePlan:
-        await self.recover(session_id)
-        return await reviewer.preview_revert(
-            self.checkpointer, self.blobs, self.files, session_id, path, seq, hunks
-        )
-
-    async def rewind_points(self, session_id: str) -> list[points.RewindPoint]:
-        await self.recover(session_id)
-        return await points.rewind_points(self.checkpointer, session_id)
-
-    # -- branches (branches.py) --------------------------------------------------------------
-
-    async def list_branches(self, session_id: str) -> list[Branch]:
-        await self.recover(session_id)
-        return await self.branches.listed(session_id)
+    # -- branches (branches.py), with the participants' state ------------------------------
 
     async def preview_switch(self, session_id: str, name: str) -> RestorePlan:
-        await self.recover(session_id)
-        plan = await self.branches.preview(session_id, name)
+        plan = await self.branches.preview_switch(session_id, name)
         states = await self._switch_states(session_id, name, force=None)
         return dataclasses.replace(plan, state=tuple(states)) if states else plan
 
@@ -253,14 +201,14 @@ class Restorer:
         _refuse_conflicts(states, force=force)
         return states
 
-    async def switch(self, session_id: str, name: str, *, force: bool) -> SwitchResult:
-        """Files and conversation by :meth:`Branches.switch`; the participants' state goes
+    async def switch_branch(self, session_id: str, name: str, *, force: bool) -> SwitchResult:
+        """Files and conversation by :meth:`Branches.switch_branch`; the participants' state goes
         to what the branch's tip held (kept beside the branch when it was made), and the
         state left is kept beside the branch the switch makes."""
         states = await self._switch_states(session_id, name, force=force)
         archive = self.storage.archive_dir
         target = branch_sidecar(archive, self.branches.file_name(session_id, name))
-        switched = await self.branches.switch(
+        switched = await self.branches.switch_branch(
             session_id, name, self.blob_ref(session_id), force=force
         )
         target.unlink(missing_ok=True)
@@ -278,7 +226,7 @@ class Restorer:
     async def delete_branch(self, session_id: str, name: str) -> None:
         async with self.journal.locked(session_id):
             await self.journal.recover_locked(session_id)
-            self.branches.delete(session_id, name)
+            self.branches.delete_branch(session_id, name)
             file_name = self.branches.file_name(session_id, name)
             branch_sidecar(self.storage.archive_dir, file_name).unlink(missing_ok=True)
 
@@ -425,7 +373,7 @@ class Restorer:
     ) -> RestoreResult:
         """After the files and the log: the participants' part, and their records beside
         the operation's undo record (``record``; ``None``: the operation has none, so this
-        part cannot be undone by :meth:`undo`)."""
+        part cannot be undone by :meth:`undo_restore`)."""
         if record is not None:
             sidecar(record).unlink(missing_ok=True)  # a record number an undo freed
         if not plans:
@@ -442,7 +390,7 @@ class Restorer:
 
     # -- undo ------------------------------------------------------------------------------
 
-    async def undo(self, session_id: str, *, force: bool) -> RestoreResult:
+    async def undo_restore(self, session_id: str, *, force: bool) -> RestoreResult:
         validate_session_id(session_id)
         async with self.journal.locked(session_id):
             await self.journal.recover_locked(session_id)
@@ -535,7 +483,7 @@ class Restorer:
         if seq in prompts:
             where = f"before prompt {prompts.index(seq) + 1}"
         else:  # a rewind point inside a turn (list_rewind_points)
-            found = await points.rewind_points(self.checkpointer, session_id)
+            found = await points.list_rewind_points(self.checkpointer, session_id)
             names = {p.seq: p.name for p in found}
             where = f"just after tool call {names[seq]}" if seq in names else "an earlier point"
         if header.get("revert"):
