@@ -52,13 +52,15 @@ by a file lock beside the journal.
 The package, one module per job (review, revert and branches join it and reuse these, never
 copy them): ``model.py`` the shared types; ``workdir.py`` file access through the tools'
 confinement; ``planner.py`` the plan, the three-way conflict check and the preview;
-``journal.py`` the lock, the journal, undo records, apply, rollback and recovery;
+``journal.py`` the lock, the journal, undo records, apply, rollback and recovery
+(``entries.py`` its typed entries: the journal of an operation, an undo record's header);
 ``listing.py`` the checkpoints; ``restorer.py`` restore and undo; ``reviewer.py`` a
 prompt's changes and the revert of one file or some of its hunks (a one-file, files-only
 restore; ``hunks.py`` the hunks); ``branches.py``
 the futures restores abandon, and switching to them. Imports go
-model <- workdir <- planner, listing <- journal <- restorer. Nothing here knows Jupyter;
-``LiteAgent`` exposes it.
+model, entries <- workdir <- planner, listing <- journal <- restorer. Nothing here knows
+Jupyter nor the agent; the agent's ``TimeTravel`` (``agent/timetravel_api.py``) builds it and
+exposes it (``agent.timetravel``, and the same verbs on ``LiteAgent``).
 """
 
 from __future__ import annotations

@@ -45,6 +45,7 @@ from ...checkpoint.protocol import Checkpointer, validate_session_id
 from ...errors import RestoreConflictError, UnknownBranchError
 from ...storage import BlobRef, Blobs, Storage, blob_hash
 from . import planner
+from .entries import JournalEntry, file_entries
 from .journal import Journal, tail_digest
 from .model import FileAction, FilePlan, RestorePlan, SwitchResult
 from .workdir import WorkdirFiles
@@ -330,22 +331,22 @@ class Branches:
                     fork_mark=branch["fork_mark"],
                     later=later,
                 )
-            journal = {
-                "op": "switch",
-                "session_id": session_id,
-                "branch": name,
-                "seq": fork,
-                "head_before": head,
-                "head_after": fork + len(events),
-                "log": "replace",
-                "events": branch["events"],
-                "old_tail": tail_digest(live),
-                "new_tail": tail_digest(events),
-                "files": [{"path": p.path, "old": p.disk_hash, "new": p.new} for p in todo],
-                "drop_on_finish": [self._file_name(session_id, name)],
-                "write_on_finish": saved,
-            }
-            data = json.dumps(journal, ensure_ascii=False, separators=(",", ":")).encode()
+            journal = JournalEntry(
+                op="switch",
+                session_id=session_id,
+                branch=name,
+                seq=fork,
+                head_before=head,
+                head_after=fork + len(events),
+                log="replace",
+                events=branch["events"],
+                old_tail=tail_digest(live),
+                new_tail=tail_digest(events),
+                files=file_entries([(p.path, p.disk_hash, p.new) for p in todo]),
+                drop_on_finish=(self._file_name(session_id, name),),
+                write_on_finish=saved,
+            )
+            data = journal.to_bytes()
             skipped = [p.path for p in plans if p.action == "unchanged"]
             result = await self.journal.apply(
                 session_id, journal, data, todo, skipped, (), True, blobs=(ref, later)

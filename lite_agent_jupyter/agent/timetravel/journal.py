@@ -43,6 +43,7 @@ from ...storage import (
 from ...storage.blobstore import FileBlobStore
 from ...swap import RENAME_EXCHANGE, RENAME_NOREPLACE, SwapUnsupported, renameat2
 from ...tools.paths import Target
+from .entries import JournalEntry, RecordHeader
 from .listing import Listings
 from .model import FilePlan, RestoreResult
 from .workdir import WorkdirFiles, holds, read_entry
@@ -123,9 +124,9 @@ class Journal:
             number = int(match[1]) + 1
         return self.storage.archive_dir / f"{session_id}.restore-{number:06d}.jsonl"
 
-    def load(self, session_id: str) -> dict[str, Any] | None:
+    def load(self, session_id: str) -> JournalEntry | None:
         """The journal an unfinished operation left, ``None`` if there is none: a JSON object
-        (an undo's), or a restore's undo record whose header carries it."""
+        (an undo's, a switch's), or a restore's undo record whose header carries it."""
         path = self.path(session_id)
         try:
             data = path.read_bytes()
@@ -135,24 +136,24 @@ class Journal:
         try:  # written in one atomic write: damage here is not a crash of ours
             journal = json.loads(first)
             if isinstance(journal, dict) and "op" in journal:
-                return journal
+                return JournalEntry.from_json(journal)
             header = decode(first)
             found = header.extra.get("journal") if header.type == "restore" else None
+            if isinstance(found, dict) and "op" in found:
+                return JournalEntry.from_json(found)
         except ValueError as exc:
-            found, why = None, str(exc)
+            why = str(exc)
         else:
             why = "no journal in its first line"
-        if not isinstance(found, dict) or "op" not in found:
-            raise CorruptLogError(
-                path,
-                1,
-                f"not a restore journal ({why}); nothing on session {session_id!r} is done "
-                "until it is repaired or moved aside",
-            )
-        return found
+        raise CorruptLogError(
+            path,
+            1,
+            f"not a restore journal ({why}); nothing on session {session_id!r} is done "
+            "until it is repaired or moved aside",
+        )
 
     @staticmethod
-    def read_record(path: Path) -> tuple[dict[str, Any], list[FileSnapshotEvent], list[Event]]:
+    def read_record(path: Path) -> tuple[RecordHeader, list[FileSnapshotEvent], list[Event]]:
         with path.open(encoding="utf-8") as f:
             lines = [line for line in f if line.strip()]
         try:
@@ -162,9 +163,13 @@ class Journal:
         header = events[0] if events else None
         if not isinstance(header, UnknownEvent) or header.type != "restore":
             raise CorruptLogError(path, 1, "not a restore record: its first line is no header")
+        try:
+            typed = RecordHeader.from_extra(header.extra)
+        except ValueError as exc:
+            raise CorruptLogError(path, 1, f"not a restore record's header: {exc}") from None
         snapshots = [e for e in events[1:] if isinstance(e, FileSnapshotEvent) and e.seq == 0]
         tail = [e for e in events[1:] if e.seq > 0]
-        return header.extra, snapshots, tail
+        return typed, snapshots, tail
 
     def record_tail(self, path: Path) -> list[Event]:
         """The cut tail of a record, to append again (the backend stamps seq and ts anew)."""
@@ -173,7 +178,7 @@ class Journal:
     async def apply(
         self,
         session_id: str,
-        journal: dict[str, Any],
+        journal: JournalEntry,
         journal_data: bytes,
         todo: Sequence[FilePlan],
         skipped: Sequence[str],
@@ -228,7 +233,7 @@ class Journal:
     async def _write_files(
         self,
         session_id: str,
-        journal: dict[str, Any],
+        journal: JournalEntry,
         journal_data: bytes,
         todo: Sequence[FilePlan],
         blobs: tuple[BlobRef, Sequence[bytes]] | None = None,
@@ -288,15 +293,15 @@ class Journal:
                     disk = read_entry(target, plan.path) if target is not None else None
                     if not holds(disk, plan.disk_hash):
                         raise RestoreConflictError(
-                            f"{plan.path} changed while the {journal['op']} ran (another "
+                            f"{plan.path} changed while the {journal.op} ran (another "
                             "program wrote it); every file was put back and nothing was "
                             "changed",
                             paths=(plan.path,),
                         )
                     if target is not None and data is not None:
-                        _commit_checked(writes.pop(target.dir_fd), plan, journal["op"])
+                        _commit_checked(writes.pop(target.dir_fd), plan, journal.op)
                     elif target is not None and disk is not None:
-                        _unlink_checked(target, plan, journal["op"])
+                        _unlink_checked(target, plan, journal.op)
 
                 # the renames in threads too: on a busy disk one can take milliseconds
                 done = await asyncio.gather(
@@ -338,14 +343,12 @@ class Journal:
             stored = [await blobs.put(data, ref=ref) for data in contents]
         assert list(stored) == digests, stored  # the branch file names them by these
 
-    def _write_kept(self, journal: dict[str, Any]) -> None:
+    def _write_kept(self, journal: JournalEntry) -> None:
         """Write the branch files ``journal`` carries (``write_on_finish``), durably."""
-        for name, text in journal.get("write_on_finish", {}).items():  # a branch kept
+        for name, text in journal.write_on_finish.items():  # a branch kept
             write_private_file(self.archive() / name, text.encode("utf-8"))
 
-    def finish(
-        self, session_id: str, journal: dict[str, Any], *, kept_written: bool = False
-    ) -> None:
+    def finish(self, session_id: str, journal: JournalEntry, *, kept_written: bool = False) -> None:
         """Forget a finished operation. A restore's journal is its undo record: renamed into
         place (no fsync: if a power loss undoes the rename, the journal is found again and the
         restore, its log change made, finished again). An undo's record goes with it.
@@ -354,21 +357,21 @@ class Journal:
         path = self.path(session_id)
         if not kept_written:
             self._write_kept(journal)
-        for name in journal.get("drop_on_finish", ()):  # a branch switched to (or back to)
+        for name in journal.drop_on_finish:  # a branch switched to (or back to)
             with contextlib.suppress(FileNotFoundError):
                 (self.archive() / name).unlink()
-        if journal.get("in_record"):
-            os.rename(path, self.archive() / journal["record"])
+        if journal.in_record:
+            os.rename(path, self.archive() / _record(journal))
             return
         path.unlink()
-        if journal["op"] == "undo":
+        if journal.op == "undo":
             with contextlib.suppress(FileNotFoundError):
-                (self.archive() / journal["record"]).unlink()
+                (self.archive() / _record(journal)).unlink()
 
     async def _change_log(
-        self, session_id: str, journal: dict[str, Any], appended: Sequence[Event]
+        self, session_id: str, journal: JournalEntry, appended: Sequence[Event]
     ) -> None:
-        op, before, after = journal["log"], journal["head_before"], journal["head_after"]
+        op, before, after = journal.log, journal.head_before, journal.head_after
         if op in ("truncate", "cut"):
             await self.checkpointer.truncate(session_id, after, expected_head=before)
             self.listings.trim(session_id, after)
@@ -376,33 +379,33 @@ class Journal:
             assert appended
             await self.checkpointer.append(session_id, appended, expected_head=before)
         elif op == "reappend":
-            tail = self.record_tail(self.archive() / journal["record"])
+            tail = self.record_tail(self.archive() / _record(journal))
             await self.checkpointer.append(session_id, tail, expected_head=before)
         elif op == "replace":  # a branch switch: the log cut to the fork, the branch appended
-            fork = journal["seq"]
+            fork = _fork(journal)
             if before > fork:
                 await self.checkpointer.truncate(session_id, fork, expected_head=before)
                 self.listings.trim(session_id, fork)
             await self._append_branch(session_id, journal)
 
-    async def _append_branch(self, session_id: str, journal: dict[str, Any]) -> None:
-        data = await self.blobs.get(journal["events"])
+    async def _append_branch(self, session_id: str, journal: JournalEntry) -> None:
+        data = await self.blobs.get(journal.events or "")
         events = [decode(line) for line in data.splitlines() if line.strip()]
-        await self.checkpointer.append(session_id, events, expected_head=journal["seq"])
+        await self.checkpointer.append(session_id, events, expected_head=_fork(journal))
 
-    async def _replaced(self, session_id: str, journal: dict[str, Any], head: int) -> bool:
+    async def _replaced(self, session_id: str, journal: JournalEntry, head: int) -> bool:
         """Whether a switch's log change is done (finishing it first if the kill came
         between the cut and the append). Compared by content: the tail after the fork is the
         branch's (done), or the old one (not done)."""
-        fork = journal["seq"]
+        fork = _fork(journal)
         tail = await self.checkpointer.read(session_id, after=fork)
         digest = tail_digest(tail)
-        if head == journal["head_before"] and digest == journal["old_tail"]:
+        if head == journal.head_before and digest == journal.old_tail:
             return False
-        if head == fork and journal["head_before"] > fork:
+        if head == fork and journal.head_before > fork:
             await self._append_branch(session_id, journal)
             return True
-        return bool(head == journal["head_after"] and digest == journal["new_tail"])
+        return bool(head == journal.head_after and digest == journal.new_tail)
 
     # -- crash recovery --------------------------------------------------------------------
 
@@ -421,26 +424,26 @@ class Journal:
             return False
         self._remove_temps(journal, time.time())
         head = await self.checkpointer.head(session_id)
-        before, after, op = journal["head_before"], journal["head_after"], journal["log"]
+        before, after, op = journal.head_before, journal.head_after, journal.log
         done = op != "none" and before != after and head == after
         if op == "replace":
             done = await self._replaced(session_id, journal, head)
         if done and op == "notice":
             last = await self.checkpointer.read(session_id, after=head - 1)
-            done = bool(last) and last[-1].extra.get("restore") == journal["record"]
+            done = bool(last) and last[-1].extra.get("restore") == journal.record
         if done:
             log.warning(
                 "session %s: completed a %s interrupted after its log change",
                 session_id,
-                journal["op"],
+                journal.op,
             )
             self.finish(session_id, journal)
         else:
-            log.warning("session %s: rolled back an interrupted %s", session_id, journal["op"])
+            log.warning("session %s: rolled back an interrupted %s", session_id, journal.op)
             failed = await self.rollback(session_id, journal)
             if failed:
                 raise RestoreConflictError(
-                    f"session {session_id!r}: an interrupted {journal['op']} could not be "
+                    f"session {session_id!r}: an interrupted {journal.op} could not be "
                     f"rolled back for {', '.join(failed)} (see the log for why: a folder on "
                     "the path is now a symlink, a permission); nothing else is done on this "
                     "session until that is fixed, then the next call finishes the rollback",
@@ -448,26 +451,26 @@ class Journal:
                 )
         return True
 
-    def _remove_temps(self, journal: dict[str, Any], written_before: float) -> None:
+    def _remove_temps(self, journal: JournalEntry, written_before: float) -> None:
         """Delete the temp files the killed process left beside the journal's files (written,
         not yet renamed); a live writer's (locked) are left alone."""
-        for entry in journal["files"]:
+        for entry in journal.files:
             try:
-                target = self.files.open(entry["path"])
+                target = self.files.open(entry.path)
             except (OSError, RestoreConflictError):
                 continue  # the rollback says why
             if target is not None:
                 with target:
                     remove_dead_temps(target.dir_fd, target.name, written_before=written_before)
 
-    async def rollback(self, session_id: str, journal: dict[str, Any]) -> list[str]:
+    async def rollback(self, session_id: str, journal: JournalEntry) -> list[str]:
         """Put every file of ``journal`` back to its ``old`` content, then forget the
         operation. A file someone else changed meanwhile is left as it is. Returns the paths
         that could not be put back (the confinement refused, an I/O error): then the journal
         is kept, and the next call on the session tries again."""
         failed: list[str] = []
-        for entry in journal["files"]:
-            path, old, new = entry["path"], entry["old"], entry["new"]
+        for entry in journal.files:
+            path, old, new = entry.path, entry.old, entry.new
             try:
                 if holds(self.files.read(path), old):
                     continue
@@ -482,15 +485,27 @@ class Journal:
                 failed.append(path)
         if failed:
             return failed
-        for name in journal.get("write_on_finish", {}):  # a branch written with the log change
+        for name in journal.write_on_finish:  # a branch written with the log change
             with contextlib.suppress(FileNotFoundError):
                 (self.archive() / name).unlink()
-        if journal["op"] == "restore":
+        if journal.op == "restore":
             with contextlib.suppress(FileNotFoundError):
-                (self.archive() / journal["record"]).unlink()
+                (self.archive() / _record(journal)).unlink()
         with contextlib.suppress(FileNotFoundError):
             self.path(session_id).unlink()
         return []
+
+
+def _record(journal: JournalEntry) -> str:
+    """The undo record a restore's or an undo's journal names (checked when it was made)."""
+    assert journal.record is not None, journal
+    return journal.record
+
+
+def _fork(journal: JournalEntry) -> int:
+    """A switch's fork point, its journal's ``seq`` (checked when it was made)."""
+    assert journal.seq is not None, journal
+    return journal.seq
 
 
 def _raced(plan: FilePlan, op: str, kept: str | None = None) -> RestoreConflictError:

@@ -15,16 +15,13 @@ calls the read-only parts (``listing.py``, ``points.py``) and review and revert
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
 
 from ...checkpoint.events import (
     Event,
     FileSnapshotEvent,
     StateSnapshotEvent,
-    UnknownEvent,
     UserEvent,
     encode,
     is_checkpoint,
@@ -35,6 +32,7 @@ from ...errors import RestoreConflictError, UnknownCheckpointError
 from ...storage import BlobRef, Blobs, Storage, blob_hash
 from . import planner, points, reviewer
 from .branches import Branches
+from .entries import JournalEntry, LogChange, RecordHeader, file_entries
 from .journal import Journal
 from .model import (
     FilePlan,
@@ -148,31 +146,27 @@ class Restorer:
             if not any(p.changes_something for p in states):  # already as before the prompt
                 return await self._apply_states(session_id, done, states, None, force=force)
             record = self.journal.next_record(session_id)
-            journal = {
-                "op": "restore",
-                "record": record.name,
-                "session_id": session_id,
-                "seq": seq,
-                "head_before": head,
-                "head_after": head,
-                "log": "none",
-                "files": [],
-                "in_record": True,
-            }
-            header = UnknownEvent(
-                unknown_type="restore",
-                extra={
-                    "seq": seq,
-                    "head_before": head,
-                    "head_after": head,
-                    "files": False,
-                    "conversation": False,
-                    "notice": False,
-                    "state_only": True,
-                    "revert": item,
-                    "journal": journal,
-                },
+            journal = JournalEntry(
+                op="restore",
+                record=record.name,
+                session_id=session_id,
+                seq=seq,
+                head_before=head,
+                head_after=head,
+                log="none",
+                files=(),
+                in_record=True,
             )
+            header = RecordHeader(
+                head_before=head,
+                head_after=head,
+                files=False,
+                conversation=False,
+                notice=False,
+                state_only=True,
+                revert=item,
+                journal=journal,
+            ).event()
             data = (encode(header, seq=0, ts=now_iso()) + "\n").encode("utf-8")
             done = await self.journal.apply(session_id, journal, data, [], [], [], False)
             return await self._apply_states(session_id, done, states, record, force=force)
@@ -267,7 +261,7 @@ class Restorer:
                 )
             if not conversation:
                 tail = []
-            log_op = "none"
+            log_op: LogChange = "none"
             appended: list[Event] = []
             if conversation and head > seq:
                 log_op, head_after = "truncate", seq
@@ -302,33 +296,29 @@ class Restorer:
                     later=branch_blobs,
                     encoded=tail_lines,
                 )
-            journal = {
-                "op": "restore",
-                "record": record.name,
-                "session_id": session_id,
-                "seq": seq,
-                "head_before": head,
-                "head_after": head_after,
-                "log": log_op,
-                "files": [{"path": p.path, "old": old_hashes[p.path], "new": p.new} for p in todo],
-                "in_record": True,
-                "write_on_finish": kept,
-            }
-            header = UnknownEvent(
-                unknown_type="restore",
-                extra={
-                    "seq": seq,
-                    "head_before": head,
-                    "head_after": head_after,
-                    "files": files,
-                    "conversation": conversation and head > seq,
-                    "notice": log_op == "notice",
-                    # only the participants' state changes (--kernel-only): undone from
-                    # the records beside this one
-                    "state_only": not todo and log_op == "none",
-                    "journal": journal,
-                },
+            journal = JournalEntry(
+                op="restore",
+                record=record.name,
+                session_id=session_id,
+                seq=seq,
+                head_before=head,
+                head_after=head_after,
+                log=log_op,
+                files=file_entries([(p.path, old_hashes[p.path], p.new) for p in todo]),
+                in_record=True,
+                write_on_finish=kept,
             )
+            header = RecordHeader(
+                head_before=head,
+                head_after=head_after,
+                files=files,
+                conversation=conversation and head > seq,
+                notice=log_op == "notice",
+                # only the participants' state changes (--kernel-only): undone from the
+                # records beside this one
+                state_only=not todo and log_op == "none",
+                journal=journal,
+            ).event()
             lines = [encode(header, seq=0, ts=now_iso())]
             lines += [
                 encode(FileSnapshotEvent(path=p.path, before=old_hashes[p.path], after=p.new))
@@ -400,10 +390,10 @@ class Restorer:
             record = records[-1]
             header, snapshots, _ = self.journal.read_record(record)
             head = await self.checkpointer.head(session_id)
-            if head != header["head_after"]:
+            if head != header.head_after:
                 raise RestoreConflictError(
                     f"session {session_id!r} moved on since that restore (head {head}, the "
-                    f"restore left {header['head_after']}); undoing it would lose the newer "
+                    f"restore left {header.head_after}); undoing it would lose the newer "
                     "events, so nothing was changed",
                     paths=(),
                     moved_on=True,
@@ -436,32 +426,33 @@ class Restorer:
                     paths=tuple(conflicts),
                     forceable=True,
                 )
-            if header.get("conversation"):
-                log_op = "reappend"
-            elif header.get("notice"):
-                log_op = "cut"
+            undo_log: LogChange
+            if header.conversation:
+                undo_log = "reappend"
+            elif header.notice:
+                undo_log = "cut"
             else:
-                log_op = "none"
-            journal = {
-                "op": "undo",
-                "record": record.name,
-                "session_id": session_id,
-                "head_before": head,
-                "head_after": header["head_before"],
-                "log": log_op,
-                "files": [{"path": p.path, "old": p.disk_hash, "new": p.new} for p in todo],
+                undo_log = "none"
+            journal = JournalEntry(
+                op="undo",
+                record=record.name,
+                session_id=session_id,
+                head_before=head,
+                head_after=header.head_before,
+                log=undo_log,
+                files=file_entries([(p.path, p.disk_hash, p.new) for p in todo]),
                 # undoing a restore is the switch back: the branch it kept is live again
-                "drop_on_finish": self.branches.made_by(session_id, record.name),
-            }
+                drop_on_finish=tuple(self.branches.made_by(session_id, record.name)),
+            )
             ref = self.blob_ref(session_id)  # the current content may be new (an outside
             await self.blobs.add_refs(ref, {p.disk_hash for p in todo if p.disk_hash})  # edit)
             for plan in todo:
                 if plan.disk is not None:
                     await self.blobs.put(plan.disk, ref=ref)
-            data = json.dumps(journal, ensure_ascii=False, separators=(",", ":")).encode()
+            data = journal.to_bytes()
             skipped = [s.path for s in snapshots if s.path not in {p.path for p in todo}]
             result = await self.journal.apply(
-                session_id, journal, data, todo, skipped, (), log_op in ("reappend", "cut")
+                session_id, journal, data, todo, skipped, (), undo_log in ("reappend", "cut")
             )
             results: list[StateResult] = []
             if states:
@@ -473,11 +464,11 @@ class Restorer:
             undid = await self._undid(session_id, header)
             return dataclasses.replace(result, undid=undid, state=tuple(results))
 
-    async def _undid(self, session_id: str, header: dict[str, Any]) -> str:
+    async def _undid(self, session_id: str, header: RecordHeader) -> str:
         """What the undo record ``header`` was, in words (``RestoreResult.undid``), read
         after the undo: the prompts a restore cut are back, so its numbers are the ones
         ``%agent checkpoints`` shows."""
-        seq = header.get("journal", {}).get("seq")  # the header's own "seq" is its line's
+        seq = header.seq
         marks = await read_marks(self.checkpointer, session_id, kinds=("checkpoint",))
         prompts = [e.seq - 1 for e in marks if isinstance(e, UserEvent) and is_checkpoint(e)]
         if seq in prompts:
@@ -486,15 +477,15 @@ class Restorer:
             found = await points.list_rewind_points(self.checkpointer, session_id)
             names = {p.seq: p.name for p in found}
             where = f"just after tool call {names[seq]}" if seq in names else "an earlier point"
-        if header.get("revert"):
-            chosen = header.get("hunks") or []
+        if header.revert:
+            chosen = header.hunks
             part = f"hunk{'s' * (len(chosen) > 1)} {', '.join(map(str, chosen))} of " * bool(chosen)
-            return f"the revert of {part}{header['revert']} (to {where})"
-        if header.get("state_only"):
+            return f"the revert of {part}{header.revert} (to {where})"
+        if header.state_only:
             kind = "kernel-only "
-        elif not header.get("files"):
+        elif not header.files:
             kind = "conversation-only "
-        elif header.get("notice"):  # files rewound, the conversation kept with a notice
+        elif header.notice:  # files rewound, the conversation kept with a notice
             kind = "files-only "
         else:
             kind = ""

@@ -27,7 +27,6 @@ from ...checkpoint.events import (
     Event,
     FileSnapshotEvent,
     StateSnapshotEvent,
-    UnknownEvent,
     UserEvent,
     encode,
     is_checkpoint,
@@ -40,6 +39,7 @@ from ...storage import BlobRef, Blobs, blob_hash
 from ..tracking import OUTSIDE
 from . import hunks as hunk_ops
 from . import planner
+from .entries import FileEntry, JournalEntry, RecordHeader
 from .journal import Journal
 from .model import (
     Action,
@@ -370,32 +370,27 @@ async def revert_file(
         disk, target = plan.disk, plan.new
         old = await blobs.put(disk, ref=ref) if disk is not None else None
         record = journal.next_record(session_id)
-        entry = {"path": path, "old": old, "new": target}
-        log = {
-            "op": "restore",
-            "record": record.name,
-            "session_id": session_id,
-            "seq": seq,
-            "head_before": head,
-            "head_after": head + 2,
-            "log": "notice",
-            "files": [entry],
-            "in_record": True,
-        }
-        header = UnknownEvent(
-            unknown_type="restore",
-            extra={
-                "seq": seq,
-                "head_before": head,
-                "head_after": head + 2,
-                "files": True,
-                "conversation": False,
-                "notice": True,
-                "revert": path,
-                "hunks": list(todo.hunks),
-                "journal": log,
-            },
+        log = JournalEntry(
+            op="restore",
+            record=record.name,
+            session_id=session_id,
+            seq=seq,
+            head_before=head,
+            head_after=head + 2,
+            log="notice",
+            files=(FileEntry(path, old, target),),
+            in_record=True,
         )
+        header = RecordHeader(
+            head_before=head,
+            head_after=head + 2,
+            files=True,
+            conversation=False,
+            notice=True,
+            revert=path,
+            hunks=todo.hunks,
+            journal=log,
+        ).event()
         lines = [
             encode(header, seq=0, ts=now_iso()),
             encode(FileSnapshotEvent(path=path, before=old, after=target)),
