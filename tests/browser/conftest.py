@@ -20,6 +20,20 @@ ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = Path(os.environ.get("LITE_AGENT_BROWSER_ARTIFACTS", ROOT / "build" / "browser"))
 
 
+BROWSER_TIMEOUT = 600
+"""pytest-timeout's bound for a browser test without its own (pyproject's 120 s is for the
+rest). The bound is a hang guard, not a measure: one of these tests starts JupyterLab (twice,
+for a saved notebook reopened), Chromium and a kernel, and on a busy 2-core machine (a CI run
+beside a JupyterLab and a browser, load 15-20) the saved-widgets test took 125 s (#30)."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    for item in items:
+        if here in item.path.parents and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(BROWSER_TIMEOUT))
+
+
 @pytest.fixture
 def artifacts() -> Path:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
