@@ -91,9 +91,15 @@ class JupyterLabServer:
         *,
         env: Mapping[str, str] | None = None,
         app: str = "jupyterlab",
+        collaboration: bool = False,
     ) -> None:
-        """``app``: ``jupyterlab`` or ``notebook`` (Notebook 7, the same front-end parts)."""
+        """``app``: ``jupyterlab`` or ``notebook`` (Notebook 7, the same front-end parts).
+        ``collaboration``: real-time collaboration on (``jupyter-collaboration``, in the
+        browser extra). Off by default: with it the server saves a shared notebook to disk
+        by itself a second after each change, while the other tests check that nothing
+        reaches the file until the person saves."""
         self.app = app
+        self.collaboration = collaboration
         self.root = root
         self.state = state
         self.port = free_port()
@@ -147,6 +153,8 @@ class JupyterLabServer:
         ]
         if self.app == "jupyterlab":
             cmd.append("--LabApp.news_url=")
+        if not self.collaboration:
+            cmd.append("--YDocExtension.disable_rtc=True")
         log = self.log_path.open("wb")
         # its own process group: a server that will not stop is killed with its kernels
         self.process = subprocess.Popen(
@@ -369,6 +377,22 @@ def write_then_change(server: FakeAnthropicServer) -> None:
         tool_reply("Changing it.", "write_file", path="notes.txt", content="version two\n"),
         "Changed notes.txt.",
     )
+
+
+def allow(nb: LabNotebook, index: int) -> str:
+    """Wait for the next Allow button of the agent cell (cell ``index``), read the
+    question, click it."""
+    button = nb.cell(index).get_by_role("button", name="Allow").first
+    button.wait_for(state="visible", timeout=60_000)
+    question = nb.output_text(index)
+    button.click()
+    return question
+
+
+def option_texts(select: Any) -> list[str]:
+    """The options of a ``<select>`` as a person reads them (the review's rows: their
+    non-breaking spaces as spaces)."""
+    return [t.replace("\u00a0", " ") for t in select.locator("option").all_inner_texts()]
 
 
 def no_widget_errors(page: Any) -> None:

@@ -60,8 +60,25 @@ def hunk_words(hunks: Sequence[int] | None) -> str:
 def revert_text(
     result: RestoreResult, path: str, number: int, hunks: Sequence[int] | None = None
 ) -> str:
-    """What ``%agent revert`` did."""
+    """What ``%agent revert`` did (of a file, or of an item of other state: a cell)."""
     part = f"{hunk_words(hunks)} of " if hunks else ""
+    put = [name for state in result.state for name in (*state.restored, *state.forced)]
+    removed = [name for state in result.state for name in state.deleted]
+    if put or removed:  # a cell (revert_state): its result is its participant's
+        how = "removed (the prompt added it)" if removed and not put else "put back"
+        forced = " It had been changed after that prompt; overwritten (--force)." * bool(
+            any(state.forced for state in result.state)
+        )
+        notes = "".join(f" {note}." for state in result.state for note in state.notes)
+        return printable(
+            f"Reverted {path} to before prompt {number}: {how}; the model is told at the next "
+            f"prompt.{forced}{notes}\n`%agent undo` takes the revert back."
+        )
+    cannot = [name for state in result.state for name in state.cannot]
+    if cannot or (result.state and not result.restored and not result.deleted):
+        # its participant could not put it back (no page, the page refused, a failure)
+        why = [*cannot, *(note for state in result.state for note in state.notes)]
+        return printable(f"{path} not reverted: {'; '.join(why) or 'nothing to do'}.")
     if not result.restored and not result.deleted:
         return printable(f"{part}{path} already as before prompt {number}: nothing changed.")
     how = "deleted (it did not exist before)" if result.deleted else "put back"

@@ -58,7 +58,7 @@ class Subcommand:
     arguments: Sequence[Argument]
 
 
-AWAITED = frozenset({"restore", "undo", "switch"})
+AWAITED = frozenset({"restore", "undo", "switch", "revert"})
 """Subcommands whose handler is a coroutine function: a rewind that may put the notebook's
 cells back must hear the page, so the cell awaits it where the kernel allows
 (``awaiting.py``). A fixed set, known before any subcommand module is imported: the input

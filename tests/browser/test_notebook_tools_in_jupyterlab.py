@@ -19,6 +19,7 @@ from fake_anthropic import FakeAnthropicServer, tool_reply
 from lab_browser import (
     JupyterLabServer,
     LabNotebook,
+    allow,
     editor_text,
     logged_cell_changes,
     no_widget_errors,
@@ -44,16 +45,6 @@ def tool_result(fake: FakeAnthropicServer, request: int) -> str:
     assert block["type"] == "tool_result", block
     content = block["content"]
     return content if isinstance(content, str) else json.dumps(content)
-
-
-def allow(nb: LabNotebook, index: int) -> str:
-    """Wait for the next Allow button of the agent cell (cell ``index``), read the
-    question, click it."""
-    button = nb.cell(index).get_by_role("button", name="Allow").first
-    button.wait_for(state="visible", timeout=60_000)
-    question = nb.output_text(index)
-    button.click()
-    return question
 
 
 def saved_cells(path: Path) -> int:

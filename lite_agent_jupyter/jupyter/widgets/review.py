@@ -16,9 +16,12 @@ and error reaches the page escaped by ``safe.escape``.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable, Callable
+
 import ipywidgets as w
 
-from ...agent import FileChange, PromptChanges
+from ...agent import FileChange, PromptChanges, RestoreResult
 from ...errors import LiteAgentError, RestoreConflictError, SessionBusyError
 from .. import history_text, render
 from ..safe import escape
@@ -48,6 +51,11 @@ _PATH_WIDTH = 60
 
 ReviewControls = SessionControls
 """What the panel needs of the kernel's facade: its ``call`` / ``call_idle``."""
+
+Reverter = Callable[[str, str, int | None, bool], Awaitable[RestoreResult] | None]
+"""``reverter(session_id, path, checkpoint, force)``: the revert of a row that is not a file, as an
+awaitable the panel runs as a task on the kernel's loop (a notebook cell's asks the page,
+whose answers reach the kernel only while its main thread is free), or ``None``: a file."""
 
 
 def _mark(state: str | None) -> str:
@@ -98,9 +106,19 @@ class ReviewPanel:
     a walk down the list; the row of a decided file says so (``✓ kept``, ``↶ reverted``,
     ``! not reverted`` after a refused revert, which changed nothing)."""
 
-    def __init__(self, controls: ReviewControls, changes: PromptChanges) -> None:
+    def __init__(
+        self,
+        controls: ReviewControls,
+        changes: PromptChanges,
+        reverter: Reverter | None = None,
+    ) -> None:
         self.controls = controls
         self.changes = changes
+        self.reverter = reverter
+        """Reverts a row that is not a file (a notebook cell) as an awaitable; ``None`` for
+        a file (the facade reverts it)."""
+        self.pending: asyncio.Future[RestoreResult] | None = None
+        """The last revert run as a task (a cell's, which asks the page)."""
         self.files = {change.path: change for change in changes.files}
         self.states: dict[str, str] = {}
         self._diffs: dict[str, str] = {}
@@ -267,29 +285,56 @@ class ReviewPanel:
             if path is None:
                 self.report.ok("Select a file first.")
                 return
+            sid, checkpoint = self.changes.session_id, self.changes.checkpoint
+            later = self.reverter(sid, path, checkpoint, force) if self.reverter else None
+            if later is not None:  # a revert that asks the page (a cell's): a task
+                self.report.ok(f"Reverting {shorten(path, 200)}…")
+                self.pending = asyncio.ensure_future(later)
+                self.pending.add_done_callback(lambda done: self._settle(path, done))
+                return
             try:
-                sid, checkpoint = self.changes.session_id, self.changes.checkpoint
                 result = self.controls.call_idle(
                     sid, lambda a: a.revert_file(sid, path, checkpoint=checkpoint, force=force)
                 )
             except SessionBusyError:
                 raise  # said by the reporter; the row stays as it was
             except LiteAgentError as exc:  # a conflict: said, nothing changed
-                why = history_text.refusal_text(exc, None)
-                if isinstance(exc, RestoreConflictError) and exc.forceable:
-                    self.forceable.add(path)
-                    why += " “Revert anyway” overwrites it; `%agent undo` takes that back."
-                self._decided(path, "not reverted", stay=path in self.forceable)
-                self.report.ok(f"{shorten(path, 200)} not reverted: {why}")
+                self._refused(path, exc)
                 return
-            self.forceable.discard(path)
-            self._decided(path, "reverted")
-            text = " ".join(
-                history_text.revert_text(result, path, self.changes.number).splitlines()
-            )
-            self.report.ok(text + self._left())
+            self._reverted(path, result)
 
         self.report.run("Revert", action)
+
+    def _settle(self, path: str, done: asyncio.Future[RestoreResult]) -> None:
+        """A revert that ran as a task (on the kernel's loop, which hears the page) ended."""
+
+        def action() -> None:
+            try:
+                result = done.result()
+            except SessionBusyError:
+                raise
+            except LiteAgentError as exc:
+                self._refused(path, exc)
+                return
+            self._reverted(path, result)
+
+        self.report.run("Revert", action)
+
+    def _refused(self, path: str, exc: LiteAgentError) -> None:
+        """A revert refused (a conflict): said, with "Revert anyway" where forcing would do;
+        nothing changed."""
+        why = history_text.refusal_text(exc, None)
+        if isinstance(exc, RestoreConflictError) and exc.forceable:
+            self.forceable.add(path)
+            why += " “Revert anyway” overwrites it; `%agent undo` takes that back."
+        self._decided(path, "not reverted", stay=path in self.forceable)
+        self.report.ok(f"{shorten(path, 200)} not reverted: {why}")
+
+    def _reverted(self, path: str, result: RestoreResult) -> None:
+        self.forceable.discard(path)
+        self._decided(path, "reverted")
+        text = " ".join(history_text.revert_text(result, path, self.changes.number).splitlines())
+        self.report.ok(text + self._left())
 
     def revert_hunk(self, path: str | None, number: int | None) -> None:
         """Revert one hunk of ``path`` (its number in the diff shown); the file stays
@@ -335,10 +380,12 @@ def _headline_html(changes: PromptChanges) -> str:
     )
 
 
-def show_review(controls: ReviewControls, changes: PromptChanges) -> ReviewPanel:
+def show_review(
+    controls: ReviewControls, changes: PromptChanges, reverter: Reverter | None = None
+) -> ReviewPanel:
     """Display the panel with its plain-text twin (what a saved notebook keeps: the files,
     without the diffs the panel made only on demand), and print the twin under it."""
-    panel = ReviewPanel(controls, changes)
+    panel = ReviewPanel(controls, changes, reverter)
     summary = history_text.changes_text(changes, diffs=False)
     command = f"%agent review {changes.number}"
     html = render.static_html(summary)
