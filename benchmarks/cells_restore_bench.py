@@ -16,16 +16,13 @@ path up).
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
-import tempfile
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from lab_browser import JupyterLabServer, LabNotebook, launch_chromium, wait_for, write_notebook
+from lab_browser import run_bench_notebook
 
 CELLS = 10
 TARGET = 0.1
@@ -87,27 +84,12 @@ with open("bench-result.json", "w") as out:
 
 
 def main() -> None:
-    from playwright.sync_api import sync_playwright
-
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=20)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        root, state = Path(tmp, "lab"), Path(tmp, "state")
-        root.mkdir()
-        cells = [SETUP, BENCH.format(runs=args.runs, cells=CELLS), "pass"]
-        cells += [f"y_{i} = {i}" for i in range(CELLS)]
-        write_notebook(root / "bench.ipynb", cells)
-        result = root / "bench-result.json"
-        with JupyterLabServer(root, state) as lab, sync_playwright() as pw:
-            browser = launch_chromium(pw)
-            page: Any = browser.new_page(viewport={"width": 1280, "height": 1000})
-            nb = LabNotebook(page, lab, "bench.ipynb").open()
-            nb.run_cell(0)
-            nb.run_cell(1, timeout=600)
-            wait_for(result.exists, "the bench cell's results", 600)
-            browser.close()
-        found = json.loads(result.read_text())
+    cells = [SETUP, BENCH.format(runs=args.runs, cells=CELLS), "pass"]
+    cells += [f"y_{i} = {i}" for i in range(CELLS)]
+    found = run_bench_notebook(cells, timeout=600)
     if found["rewound"] != CELLS:
         raise SystemExit(f"the restore put back {found['rewound']} cells, not {CELLS}")
     files = statistics.median(found["files"][1:])

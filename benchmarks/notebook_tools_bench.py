@@ -17,16 +17,13 @@ Prints medians and worsts (the first run of each is left out: it warms the path 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
-import tempfile
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from lab_browser import JupyterLabServer, LabNotebook, launch_chromium, wait_for, write_notebook
+from lab_browser import run_bench_notebook
 
 BENCH = """\
 import asyncio, json, time
@@ -63,28 +60,13 @@ def line(what: str, walls: list[float], target: float) -> str:
 
 
 def main() -> None:
-    from playwright.sync_api import sync_playwright
-
     parser = argparse.ArgumentParser()
     parser.add_argument("--cells", type=int, default=500)
     parser.add_argument("--runs", type=int, default=30)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        root, state = Path(tmp, "lab"), Path(tmp, "state")
-        root.mkdir()
-        cells = ["%load_ext lite_agent_jupyter", BENCH.format(runs=args.runs)]
-        cells += [f"x_{i} = {i}" for i in range(2, args.cells)]
-        write_notebook(root / "bench.ipynb", cells)
-        result = root / "bench-result.json"
-        with JupyterLabServer(root, state) as lab, sync_playwright() as pw:
-            browser = launch_chromium(pw)
-            page: Any = browser.new_page(viewport={"width": 1280, "height": 1000})
-            nb = LabNotebook(page, lab, "bench.ipynb").open()
-            nb.run_cell(0)
-            nb.run_cell(1, timeout=300)
-            wait_for(result.exists, "the bench cell's results", 300)
-            browser.close()
-        found = json.loads(result.read_text())
+    cells = ["%load_ext lite_agent_jupyter", BENCH.format(runs=args.runs)]
+    cells += [f"x_{i} = {i}" for i in range(2, args.cells)]
+    found = run_bench_notebook(cells, timeout=300)
     print(f"notebook of {found['cells']} cells, {args.runs} runs each")
     print(line("edit_cell round trip (kernel -> page -> kernel)", found["edit"], 0.05))
     print(line(f"read_notebook of {found['cells']} cells", found["read"], 0.1))

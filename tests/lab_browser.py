@@ -416,3 +416,28 @@ def logged_cell_changes(*folders: Path) -> list[dict[str, Any]]:
             if event.get("participant") == "notebook":
                 found.append(event["data"])
     return found
+
+
+def run_bench_notebook(cells: list[str], timeout: float) -> dict[str, Any]:
+    """For benchmarks: a notebook of ``cells`` opened in a fresh JupyterLab and Chromium,
+    cells 0 and 1 run (the setup, then the cell that times, awaiting, and writes
+    ``bench-result.json`` next to the notebook); that file's JSON."""
+    import tempfile
+
+    from playwright.sync_api import sync_playwright
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root, state = Path(tmp, "lab"), Path(tmp, "state")
+        root.mkdir()
+        write_notebook(root / "bench.ipynb", cells)
+        result = root / "bench-result.json"
+        with JupyterLabServer(root, state) as lab, sync_playwright() as pw:
+            browser = launch_chromium(pw)
+            page: Any = browser.new_page(viewport={"width": 1280, "height": 1000})
+            nb = LabNotebook(page, lab, "bench.ipynb").open()
+            nb.run_cell(0)
+            nb.run_cell(1, timeout=timeout)
+            wait_for(result.exists, "the bench cell's results", timeout)
+            browser.close()
+        found: dict[str, Any] = json.loads(result.read_text())
+        return found

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from fake_anthropic import FakeAnthropicServer
-from lab_browser import JupyterLabServer, launch_chromium, write_then_change
+from lab_browser import LAB_SETTINGS, JupyterLabServer, launch_chromium, write_then_change
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = Path(os.environ.get("LITE_AGENT_BROWSER_ARTIFACTS", ROOT / "build" / "browser"))
@@ -90,3 +90,13 @@ def page(chromium: Any) -> Iterator[Any]:
         yield page
     finally:
         context.close()
+
+
+DOCMANAGER = "@jupyterlab/docmanager-extension:plugin"
+
+
+@pytest.fixture
+def no_autosave(monkeypatch: pytest.MonkeyPatch) -> None:
+    """JupyterLab saves a dirty notebook every 120 s by default: off, so that what is on
+    disk is what the test (the person) saved. Use with ``pytest.mark.usefixtures``."""
+    monkeypatch.setitem(LAB_SETTINGS, DOCMANAGER, {"autosave": False})

@@ -18,7 +18,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import lab_browser
 import pytest
 from fake_anthropic import FakeAnthropicServer, tool_reply
 from lab_browser import (
@@ -32,13 +31,7 @@ from lab_browser import (
 )
 
 SETUP = SETUP_ALLOW + "%config LiteAgentMagics.notebook_tools = True"
-DOCMANAGER = "@jupyterlab/docmanager-extension:plugin"
-
-
-@pytest.fixture(autouse=True)
-def no_autosave(monkeypatch: pytest.MonkeyPatch) -> None:
-    """What is on disk is what the test saved."""
-    monkeypatch.setitem(lab_browser.LAB_SETTINGS, DOCMANAGER, {"autosave": False})
+pytestmark = pytest.mark.usefixtures("no_autosave")  # what is on disk is what was saved
 
 
 def sources(nb: LabNotebook) -> list[str]:

@@ -12,7 +12,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import lab_browser
 import nbformat
 import pytest
 from fake_anthropic import FakeAnthropicServer, tool_reply
@@ -29,14 +28,7 @@ from lab_browser import (
 
 SETUP = "%load_ext lite_agent_jupyter\n%config LiteAgentMagics.notebook_tools = True"
 CELLS = [SETUP, "a = 1", "b = 2", "c = 3", "%%agent\nTidy the notebook"]
-DOCMANAGER = "@jupyterlab/docmanager-extension:plugin"
-
-
-@pytest.fixture(autouse=True)
-def no_autosave(monkeypatch: pytest.MonkeyPatch) -> None:
-    """JupyterLab saves a dirty notebook every 120 s by default: off, so that what is on
-    disk is what the person saved."""
-    monkeypatch.setitem(lab_browser.LAB_SETTINGS, DOCMANAGER, {"autosave": False})
+pytestmark = pytest.mark.usefixtures("no_autosave")  # what is on disk is what was saved
 
 
 def tool_result(fake: FakeAnthropicServer, request: int) -> str:
