@@ -72,6 +72,7 @@ from .rewound import holds_note, note_event
 from .seen import OutsideWatch, outside_notice, watched_changes
 from .seen import refresh as refresh_seen
 from .session import SessionLog
+from .snapshot_source import by_tool
 from .timetravel.listing import newest_checkpoint_id
 from .tracking import FileTracker
 from .usage import Prices
@@ -606,7 +607,7 @@ class Turn:
                         tool_use_id=tool_use_id,
                         approved_by=approver,
                         # the tool's name, as restores name theirs: what "approved by" refers to
-                        extra={"tool": tool_name} if approver is not None else {},
+                        extra=by_tool(tool_name).extra() if approver is not None else {},
                     )
                 ]
             )

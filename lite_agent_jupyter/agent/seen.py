@@ -37,8 +37,8 @@ from pathlib import Path
 from typing import Protocol
 
 from ..checkpoint.events import Event, FileSnapshotEvent, UserEvent
+from .snapshot_source import Source, snapshot_source
 from .timetravel.participants import StateResult
-from .tracking import OUTSIDE
 
 TOLD = "told:"
 """Key prefix, in a session's table, of the hash a notice already named."""
@@ -104,7 +104,7 @@ def _agents_own(
         if not isinstance(event, FileSnapshotEvent) or event.path not in wanted:
             continue
         path = wanted[event.path]
-        if event.extra.get("tool") != OUTSIDE and event.before == state[path]:
+        if snapshot_source(event).kind is not Source.OUTSIDE and event.before == state[path]:
             state[path] = event.after
     return {path for path, now in state.items() if now == changed[path]}
 
@@ -244,7 +244,10 @@ def _after_time_travel(
     written: dict[str, str | None] = {}
     under = _joiner(workdir)
     for event in events:
-        if isinstance(event, FileSnapshotEvent) and event.extra.get("tool") != OUTSIDE:
+        if (
+            isinstance(event, FileSnapshotEvent)
+            and snapshot_source(event).kind is not Source.OUTSIDE
+        ):
             written[under(event.path)] = event.after
     table: dict[str, str] = {}
     for path, after in written.items():

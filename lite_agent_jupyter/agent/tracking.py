@@ -7,12 +7,12 @@ declares it may change files that way) the agent scans the workdir (``tools/scan
   the edit lands before that prompt's checkpoint), changes since the last scan are not the
   command's. For a file this session already has snapshots of, a content different from the
   one it last recorded is a hand edit (or another program's): it is recorded as the new
-  known state, a ``file_snapshot`` with ``extra={"tool": "outside"}``, so a restore never
-  takes it for the agent's work (restoring to that prompt keeps it) and the three-way
-  conflict check compares against it;
+  known state, a ``file_snapshot`` whose source is ``OUTSIDE`` (``snapshot_source.py``), so
+  a restore never takes it for the agent's work (restoring to that prompt keeps it) and the
+  three-way conflict check compares against it;
 * **after** the call, every file created, changed or deleted gets a ``file_snapshot`` event
-  (``extra={"tool": <tool name>}``), with the content from before the command as ``before``;
-  a background command is scanned when it ends, under the call that started it.
+  (its source ``by_tool(<tool name>)``), with the content from before the command as
+  ``before``; a background command is scanned when it ends, under the call that started it.
 
 To know a file's content from before a command, the first scan of an agent keeps every
 tracked file's content: with the file blob store, in one scratch file (:class:`_Pack`: an
@@ -56,9 +56,15 @@ from ..checkpoint.protocol import read_marks
 from ..storage import BlobRef, Blobs, FileBlobStore, blob_hash
 from ..tools.scan import DEFAULT_MAX_FILE_SIZE, ScanDelta, WorkdirScanner
 from .session import SessionLog
+from .snapshot_source import OUTSIDE as _OUTSIDE
+from .snapshot_source import Source, by_tool, snapshot_source
 
-OUTSIDE = "outside"
-"""``extra["tool"]`` of a snapshot recording a change made outside the agent."""
+OUTSIDE = Source.OUTSIDE.value
+"""``extra["tool"]`` of a snapshot recording a change made outside the agent: the word on
+disk, kept for one release (#31); write ``snapshot_source.OUTSIDE.extra()`` and read with
+:func:`~.snapshot_source.snapshot_source` instead."""
+
+__all__ = ["OUTSIDE", "FileTracker", "snapshot_source"]
 _LISTED = 8
 _WRITERS = 8
 """Worker threads writing blobs at once (fsyncs overlap in the file system's journal)."""
@@ -187,7 +193,7 @@ class FileTracker:
             if path in known and known[path] != now:
                 events.append(
                     FileSnapshotEvent(
-                        path=path, before=known[path], after=now, extra={"tool": OUTSIDE}
+                        path=path, before=known[path], after=now, extra=_OUTSIDE.extra()
                     )
                 )
         if events:
@@ -234,7 +240,7 @@ class FileTracker:
         await self._unpack(old.values())  # the contents from before: into the blob store
         new = await self._store([*delta.created, *delta.modified])
         events: list[FileSnapshotEvent] = []
-        extra = {"tool": tool_name}
+        extra = by_tool(tool_name).extra()
         for path in delta.created:
             if path in new:
                 report.created.append(path)
@@ -401,7 +407,7 @@ def _snapshot(
     before: str | None,
     after: str | None,
     tool_use_id: str,
-    extra: dict[str, str],
+    extra: dict[str, object],
     approved_by: str | None = None,
 ) -> FileSnapshotEvent:
     return FileSnapshotEvent(
@@ -427,11 +433,3 @@ async def _known_states(session: SessionLog, paths: Iterable[str]) -> dict[str, 
             if len(known) == len(wanted):
                 break
     return known
-
-
-def snapshot_source(event: FileSnapshotEvent) -> str:
-    """Who made the change a snapshot records: ``"outside"`` (by hand, between calls), a
-    shell tool's name (``"bash"``), ``"restore"`` (a files-only restore, which records the
-    state it put back), or ``"tool"`` (a file tool, which records before acting)."""
-    source = event.extra.get("tool")
-    return source if isinstance(source, str) else "tool"

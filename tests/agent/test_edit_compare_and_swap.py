@@ -296,7 +296,7 @@ def test_the_table_after_time_travel_keeps_told_news_while_the_file_is_as_told(
     import hashlib
 
     from lite_agent_jupyter.agent.seen import TOLD, _after_time_travel
-    from lite_agent_jupyter.agent.tracking import OUTSIDE
+    from lite_agent_jupyter.agent.snapshot_source import OUTSIDE
     from lite_agent_jupyter.checkpoint.events import FileSnapshotEvent
 
     (tmp_path / "m.txt").write_bytes(b"put back\n")
@@ -314,7 +314,7 @@ def test_the_table_after_time_travel_keeps_told_news_while_the_file_is_as_told(
     events = [
         FileSnapshotEvent(path="a", before=None, after="ha"),
         FileSnapshotEvent(path="b", before=None, after="hb2"),
-        FileSnapshotEvent(path="o", before=None, after="ho", extra={"tool": OUTSIDE}),
+        FileSnapshotEvent(path="o", before=None, after="ho", extra=OUTSIDE.extra()),
         FileSnapshotEvent(path="gone", before="hg", after=None),
         FileSnapshotEvent(path="m.txt", before=None, after="hm2"),
     ]

@@ -16,7 +16,7 @@ from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
 from workdir_helpers import files_in
 
 from lite_agent_jupyter import LiteAgent, RestoreConflictError
-from lite_agent_jupyter.agent.tracking import OUTSIDE, snapshot_source
+from lite_agent_jupyter.agent.snapshot_source import Source, snapshot_source
 from lite_agent_jupyter.checkpoint.events import FileSnapshotEvent
 from lite_agent_jupyter.checkpoint.fold import SUMMARY_PREFIX
 
@@ -212,15 +212,15 @@ async def test_files_only_restores_around_a_recorded_hand_edit(
     fake_anthropic.script(calls(("bash", {"command": "cat a.txt"})), "ok")
     await agent.send("look")
     sources = [
-        (e.path, snapshot_source(e))
+        (e.path, snapshot_source(e).kind, snapshot_source(e).label)
         for e in await agent.checkpointer.read(sid)
         if isinstance(e, FileSnapshotEvent)
     ]
     assert sources == [
-        ("a.txt", "bash"),
-        ("a.txt", OUTSIDE),
-        ("a.txt", "bash"),
-        ("a.txt", "restore"),
+        ("a.txt", Source.TOOL, "bash"),
+        ("a.txt", Source.OUTSIDE, "outside"),
+        ("a.txt", Source.TOOL, "bash"),
+        ("a.txt", Source.RESTORED, "restore"),
     ]
 
     plan = await agent.preview_restore(sid, checkpoints[0].seq)

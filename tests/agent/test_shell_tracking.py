@@ -14,7 +14,7 @@ from fake_anthropic import FakeAnthropicServer, FakeReply, FakeToolCall
 from lite_agent_jupyter import FileChanged, LiteAgent
 from lite_agent_jupyter.agent import loop
 from lite_agent_jupyter.agent.hooks import PreTool
-from lite_agent_jupyter.agent.tracking import OUTSIDE, snapshot_source
+from lite_agent_jupyter.agent.snapshot_source import OUTSIDE, by_tool, snapshot_source
 from lite_agent_jupyter.checkpoint.events import FileSnapshotEvent, UserEvent
 from lite_agent_jupyter.storage import blob_hash
 
@@ -81,7 +81,7 @@ async def test_sed_rm_and_a_redirect_are_snapshotted(
     assert await content(agent, data.before) == bytes(range(256)) and data.after is None
     assert out.before is None and await content(agent, out.after) == b"made\n"
     assert {s.tool_use_id for s in by_path.values()} == {"toolu_sh"}
-    assert {snapshot_source(s) for s in by_path.values()} == {"bash"}
+    assert {snapshot_source(s) for s in by_path.values()} == {by_tool("bash")}
 
     assert_told(
         fake_anthropic,
@@ -112,7 +112,7 @@ async def test_hand_edits_become_the_known_state(
 
     snaps = await snapshots(agent)
     assert [(s.path, snapshot_source(s)) for s in snaps] == [
-        ("a.txt", "bash"),
+        ("a.txt", by_tool("bash")),
         ("a.txt", OUTSIDE),
     ]
     outside = snaps[1]
@@ -162,7 +162,11 @@ async def test_a_background_command_is_scanned_when_it_ends(
     await asyncio.wait_for(agent.wait_background(), 100)
     assert finished
     [snap] = await snapshots(agent)
-    assert (snap.path, snap.tool_use_id, snapshot_source(snap)) == ("late.txt", "toolu_bg", "bash")
+    assert (snap.path, snap.tool_use_id, snapshot_source(snap)) == (
+        "late.txt",
+        "toolu_bg",
+        by_tool("bash"),
+    )
     assert await content(agent, snap.after) == b"late\n"
     notice = fake_anthropic.message_requests[-1].body["messages"][-1]["content"]
     assert "created late.txt" in str(notice)
@@ -279,7 +283,7 @@ async def test_a_call_that_lost_its_after_scan_holds_back_no_later_prompt(
 
     snaps = await snapshots(agent)
     assert [(s.path, snapshot_source(s), s.tool_use_id) for s in snaps] == [
-        ("a.txt", "bash", "toolu_1"),
+        ("a.txt", by_tool("bash"), "toolu_1"),
         ("a.txt", OUTSIDE, None),
     ]
     assert await content(agent, snaps[1].after) == b"by hand"

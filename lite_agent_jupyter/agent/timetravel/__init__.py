@@ -40,7 +40,7 @@ with :class:`PathOutsideWorkdirError`. A symlink where a restore expects a file 
 followed or replaced: it is a conflict the user resolves (even ``force=True`` refuses).
 
 A files-only restore (``conversation=False``) appends, besides the notice for the model, one
-``file_snapshot`` per file it rewrote (``extra={"tool": "restore"}``), so the log's "last
+``file_snapshot`` per file it rewrote (its source ``snapshot_source.RESTORED``), so the log's "last
 recorded" state of those files is what the restore put there: a later restore compares
 against it (no false conflict), and a hand edit after it is still a conflict.
 

@@ -21,6 +21,7 @@ from ...checkpoint.events import (
     shown_prompt,
 )
 from ...checkpoint.protocol import Checkpointer, read_marks
+from ..snapshot_source import snapshot_source
 from .checkpoint_ids import checkpoint_id
 from .model import Checkpoint
 
@@ -159,7 +160,7 @@ def _checkpoints(marks: Sequence[Event]) -> list[Checkpoint]:
                 changed.add(event.path)
                 bisect.insort(ordered, event.path)
             if event.approved_by is not None:
-                pair = (str(event.extra.get("tool") or "a tool"), event.approved_by)
+                pair = (snapshot_source(event).label or "a tool", event.approved_by)
                 if pair not in approved:
                     approved.append(pair)
         elif isinstance(event, UserEvent) and is_checkpoint(event):

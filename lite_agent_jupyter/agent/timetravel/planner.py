@@ -23,7 +23,7 @@ from ...checkpoint.events import (
 from ...checkpoint.protocol import Checkpointer, read_marks
 from ...errors import MissingSnapshotError, RestoreConflictError, UnknownCheckpointError
 from ...storage import Blobs, blob_hash
-from ..tracking import OUTSIDE
+from ..snapshot_source import Source, snapshot_source
 from . import points
 from .model import Action, FileAction, FilePlan, RestorePlan
 from .workdir import WorkdirFiles
@@ -104,7 +104,7 @@ def _plan_tail(
     for snap in snapshots:
         first.setdefault(snap.path, snap)
         last[snap.path] = snap
-        if snap.extra.get("tool") == OUTSIDE:
+        if snapshot_source(snap).kind is Source.OUTSIDE:
             outside.add(snap.path)
     plans = []
     for path, snap in sorted(first.items()):  # path order: previews and results stable

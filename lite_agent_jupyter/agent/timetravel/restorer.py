@@ -30,6 +30,7 @@ from ...checkpoint.events import (
 from ...checkpoint.protocol import Checkpointer, read_marks, validate_session_id
 from ...errors import RestoreConflictError, UnknownCheckpointError
 from ...storage import BlobRef, Blobs, Storage, blob_hash
+from ..snapshot_source import RESTORED
 from . import planner, points, reviewer
 from .branches import Branches
 from .entries import JournalEntry, LogChange, RecordHeader, file_entries
@@ -51,9 +52,6 @@ from .participants import (
     write_records,
 )
 from .workdir import WorkdirFiles, holds
-
-RESTORED = "restore"
-"""``extra["tool"]`` of the snapshots a files-only restore records for the files it rewrote."""
 
 
 class Restorer:
@@ -334,7 +332,7 @@ class Restorer:
                         path=p.path,
                         before=old_hashes[p.path],
                         after=p.new,
-                        extra={"tool": RESTORED, "restore": record.name},
+                        extra=RESTORED.at(record.name).extra(),
                     )
                     for p in todo
                 ]

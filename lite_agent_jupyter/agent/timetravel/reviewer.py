@@ -36,7 +36,7 @@ from ...checkpoint.events import (
 from ...checkpoint.protocol import Checkpointer, read_marks, validate_session_id
 from ...errors import RestoreConflictError, UnknownCheckpointError
 from ...storage import BlobRef, Blobs, blob_hash
-from ..tracking import OUTSIDE
+from ..snapshot_source import REVERTED, Source, snapshot_source
 from . import hunks as hunk_ops
 from . import planner
 from .entries import FileEntry, JournalEntry, RecordHeader
@@ -51,13 +51,6 @@ from .model import (
     RestoreResult,
 )
 from .workdir import WorkdirFiles
-
-REVERTED = "revert"
-"""``extra["tool"]`` of the snapshot a revert records for the file it put back."""
-
-_NOT_THE_PROMPTS = frozenset({OUTSIDE, "restore", REVERTED})
-"""Snapshot tools that are not a prompt's own work: hand edits found by a scan, and the
-known-state records of files-only restores and reverts."""
 
 
 async def prompt_events(
@@ -106,9 +99,10 @@ def _file_changes(
                     names[str(block.get("id"))] = str(block.get("name"))
         if not isinstance(event, FileSnapshotEvent):
             continue
-        tool = str(event.extra.get("tool") or names.get(str(event.tool_use_id), "a file tool"))
-        if tool in _NOT_THE_PROMPTS:
+        source = snapshot_source(event)
+        if not source.agents_tool:  # a hand edit a scan found, a restore's or revert's record
             continue
+        tool = source.label or names.get(str(event.tool_use_id), "a file tool")
         if event.approved_by is not None:
             people = approvers.setdefault(event.path, [])
             if event.approved_by not in people:
@@ -278,7 +272,8 @@ def _reverted_to(
     for index, event in enumerate(since):
         if not isinstance(event, FileSnapshotEvent) or event.path != path:
             continue
-        if event.extra.get("tool") == REVERTED and event.extra.get("checkpoint") == seq:
+        source = snapshot_source(event)
+        if source.kind is Source.REVERTED and source.checkpoint == seq:
             if event.before != expected:
                 return set()
             expected, started = event.after, True
@@ -415,7 +410,7 @@ async def revert_file(
                 path=path,
                 before=old,
                 after=target,
-                extra={"tool": REVERTED, "restore": record.name, "checkpoint": seq},
+                extra=REVERTED.at(record.name, seq).extra(),
             ),
             UserEvent(
                 content=text, origin="internal", checkpoint=False, extra={"restore": record.name}
