@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
-from ...checkpoint.events import UnknownEvent
+from ...checkpoint.events import UnknownEvent, encode, now_iso
 
 Op = Literal["restore", "undo", "switch"]
 """What the journal carries out."""
@@ -77,6 +77,33 @@ class JournalEntry:
     """A switch: the digest of the log's tail after the fork before it (``tail_digest``)."""
     new_tail: str | None = None
     """A switch: the digest of the branch's events."""
+
+    @classmethod
+    def restore(
+        cls,
+        record: str,
+        session_id: str,
+        seq: int,
+        head: tuple[int, int],
+        log: LogChange,
+        files: Sequence[FileEntry] = (),
+        write_on_finish: Mapping[str, str] | None = None,
+    ) -> JournalEntry:
+        """A restore's journal (a revert's, an item's revert's too: each is a restore), the
+        header of its own undo record ``record``: ``head`` is the log's head before and
+        after it."""
+        return cls(
+            op="restore",
+            record=record,
+            session_id=session_id,
+            seq=seq,
+            head_before=head[0],
+            head_after=head[1],
+            log=log,
+            files=tuple(files),
+            in_record=True,
+            write_on_finish=dict(write_on_finish or {}),
+        )
 
     def __post_init__(self) -> None:
         """What each operation's recovery reads is there (``ValueError`` if not)."""
@@ -180,6 +207,10 @@ class RecordHeader:
     def event(self) -> UnknownEvent:
         """The header line's event (``encode`` it with ``seq=0``)."""
         return UnknownEvent(unknown_type="restore", extra=self.to_extra())
+
+    def line(self) -> str:
+        """The header's line in its undo record (stamped now)."""
+        return encode(self.event(), seq=0, ts=now_iso())
 
     def to_extra(self) -> dict[str, Any]:
         """The header event's ``extra``, as earlier releases wrote it."""

@@ -25,7 +25,6 @@ from ...checkpoint.events import (
     UserEvent,
     encode,
     is_checkpoint,
-    now_iso,
 )
 from ...checkpoint.protocol import Checkpointer, read_marks, validate_session_id
 from ...errors import RestoreConflictError, UnknownCheckpointError
@@ -144,17 +143,7 @@ class Restorer:
             if not any(p.changes_something for p in states):  # already as before the prompt
                 return await self._apply_states(session_id, done, states, None, force=force)
             record = self.journal.next_record(session_id)
-            journal = JournalEntry(
-                op="restore",
-                record=record.name,
-                session_id=session_id,
-                seq=seq,
-                head_before=head,
-                head_after=head,
-                log="none",
-                files=(),
-                in_record=True,
-            )
+            journal = JournalEntry.restore(record.name, session_id, seq, (head, head), "none")
             header = RecordHeader(
                 head_before=head,
                 head_after=head,
@@ -164,8 +153,8 @@ class Restorer:
                 state_only=True,
                 revert=item,
                 journal=journal,
-            ).event()
-            data = (encode(header, seq=0, ts=now_iso()) + "\n").encode("utf-8")
+            )
+            data = (header.line() + "\n").encode("utf-8")
             done = await self.journal.apply(session_id, journal, data, [], [], [], False)
             return await self._apply_states(session_id, done, states, record, force=force)
 
@@ -294,16 +283,13 @@ class Restorer:
                     later=branch_blobs,
                     encoded=tail_lines,
                 )
-            journal = JournalEntry(
-                op="restore",
-                record=record.name,
-                session_id=session_id,
-                seq=seq,
-                head_before=head,
-                head_after=head_after,
-                log=log_op,
-                files=file_entries([(p.path, old_hashes[p.path], p.new) for p in todo]),
-                in_record=True,
+            journal = JournalEntry.restore(
+                record.name,
+                session_id,
+                seq,
+                (head, head_after),
+                log_op,
+                file_entries([(p.path, old_hashes[p.path], p.new) for p in todo]),
                 write_on_finish=kept,
             )
             header = RecordHeader(
@@ -316,8 +302,8 @@ class Restorer:
                 # records beside this one
                 state_only=not todo and log_op == "none",
                 journal=journal,
-            ).event()
-            lines = [encode(header, seq=0, ts=now_iso())]
+            )
+            lines = [header.line()]
             lines += [
                 encode(FileSnapshotEvent(path=p.path, before=old_hashes[p.path], after=p.new))
                 for p in todo

@@ -30,7 +30,6 @@ from ...checkpoint.events import (
     UserEvent,
     encode,
     is_checkpoint,
-    now_iso,
     shown_prompt,
 )
 from ...checkpoint.protocol import Checkpointer, read_marks, validate_session_id
@@ -365,16 +364,9 @@ async def revert_file(
         disk, target = plan.disk, plan.new
         old = await blobs.put(disk, ref=ref) if disk is not None else None
         record = journal.next_record(session_id)
-        log = JournalEntry(
-            op="restore",
-            record=record.name,
-            session_id=session_id,
-            seq=seq,
-            head_before=head,
-            head_after=head + 2,
-            log="notice",
-            files=(FileEntry(path, old, target),),
-            in_record=True,
+        entries = (FileEntry(path, old, target),)
+        log = JournalEntry.restore(
+            record.name, session_id, seq, (head, head + 2), "notice", entries
         )
         header = RecordHeader(
             head_before=head,
@@ -385,9 +377,9 @@ async def revert_file(
             revert=path,
             hunks=todo.hunks,
             journal=log,
-        ).event()
+        )
         lines = [
-            encode(header, seq=0, ts=now_iso()),
+            header.line(),
             encode(FileSnapshotEvent(path=path, before=old, after=target)),
         ]
         data = ("\n".join(lines) + "\n").encode("utf-8")
