@@ -1,9 +1,10 @@
 """The turns and background jobs running in one agent, and stopping them.
 
 Owns: the running turns (at most one per session here, and one across every agent and
-process on the store where the backend offers a turn claim), the stream of a user's turn to
-its ``run()`` caller, the background jobs the shell tool starts and the completion turn each
-one's end becomes, and stopping any of them (for a restore, a deleted session, ``close()``).
+process on the store where the backend offers a turn claim) and the one table that says
+which sessions are busy, the stream of a user's turn to its ``run()`` caller, the background
+jobs the shell tool starts and the completion turn each one's end becomes, and stopping any
+of them (for a restore, a deleted session, ``close()``).
 
 Knows nothing of time travel, compaction or storage layout: :class:`LiteAgent` passes in how
 to open a session's log, how to run a turn and what to do after one, so this module depends
@@ -70,10 +71,17 @@ class RunTurn(Protocol):
 
 @dataclass(slots=True, eq=False)
 class _Turn:
+    """One row of the runner's busy table: a running turn. The session is busy while
+    ``task`` runs."""
+
     session_id: str
     controller: AbortController
     task: asyncio.Task[LiteAgentResult] | None = None
     queue: asyncio.Queue[Any] = field(default_factory=asyncio.Queue)
+    foreground: bool = False
+    """A ``run()`` caller streams this turn (:meth:`TurnRunner.streaming`): the row stays
+    until the stream ends, even after the task is done, so no second run() starts on a
+    stream not yet closed."""
 
 
 @dataclass(slots=True, eq=False)
@@ -134,14 +142,14 @@ class TurnRunner:
         self._check_open = check_open
         self._is_closed = is_closed
         self._turns: set[_Turn] = set()
-        self._foreground: dict[str, _Turn] = {}
+        """The one busy table: every running turn (:class:`_Turn`)."""
         self._jobs: dict[str, _BackgroundJob] = {}
 
     # -- turns -------------------------------------------------------------------------
 
     def streaming(self, session_id: str) -> bool:
         """Whether a ``run()`` of this agent is streaming a turn of the session."""
-        return session_id in self._foreground
+        return any(t.foreground and t.session_id == session_id for t in tuple(self._turns))
 
     def busy(self, session_id: str | None = None) -> bool:
         """Whether a turn of the session (a user's or a background one; of any session if
@@ -167,7 +175,6 @@ class TurnRunner:
         cleanup, so the log stays valid. Check :meth:`streaming` first: one per session.
         ``read_only``: a planning turn (``planning.py``)."""
         turn = self._start(session_id, prompt, choices=choices, read_only=read_only)
-        self._foreground[session_id] = turn
         try:
             while True:
                 item = await turn.queue.get()
@@ -178,7 +185,9 @@ class TurnRunner:
             result = await turn.task
             yield TurnFinished(result)
         finally:
-            self._foreground.pop(session_id, None)
+            turn.foreground = False  # not streamed any more; its task's end drops the row
+            if turn.task is not None and turn.task.done():
+                self._turns.discard(turn)
             await self._stop(turn, "cancelled")
 
     def _start(
@@ -194,13 +203,14 @@ class TurnRunner:
         """Start a turn; its events go to ``emit``, else to the turn's queue (for ``run``).
         ``origin``: run only if the log still holds that event (else :class:`_Rewound`)."""
         session = self._open_log(session_id)
-        turn = _Turn(session_id, AbortController())
+        controller = AbortController()
+        turn = _Turn(session_id, controller, foreground=emit is None)
         sink = emit if emit is not None else turn.queue.put_nowait
 
         async def body() -> LiteAgentResult:
             try:
                 async with session.turn_lock, self.claim(session_id, wait=emit is not None):
-                    turn.controller.signal.raise_if_aborted()
+                    controller.signal.raise_if_aborted()
                     if self._recover is not None and await self._recover(session_id):
                         session.invalidate()
                     if origin is not None and not await self._still_holds(session_id, origin):
@@ -208,7 +218,7 @@ class TurnRunner:
                     result = await self._run(
                         session,
                         prompt,
-                        turn.controller.signal,
+                        controller.signal,
                         sink,
                         choices=choices,
                         read_only=read_only,
@@ -220,8 +230,14 @@ class TurnRunner:
 
         turn.task = asyncio.ensure_future(body())
         self._turns.add(turn)
-        turn.task.add_done_callback(lambda _t: self._turns.discard(turn))
+        turn.task.add_done_callback(lambda _t: self._ended(turn))
         return turn
+
+    def _ended(self, turn: _Turn) -> None:
+        """A turn's task is done: drop its row, unless its stream still runs (``stream``
+        drops it then)."""
+        if not turn.foreground:
+            self._turns.discard(turn)
 
     @contextlib.asynccontextmanager
     async def claim(self, session_id: str, *, wait: bool) -> AsyncIterator[None]:
