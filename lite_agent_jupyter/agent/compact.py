@@ -19,7 +19,9 @@ of them, and a restore to a checkpoint before the compaction brings the full his
 Cancellation (:meth:`Compaction.cancel`, cancelling the awaiting task, ``agent.close()``) at
 any stage before ``persist`` writes nothing; the append itself is atomic and shielded, so a
 cancellation never leaves half a compaction. The session's turn lock is held throughout: no
-turn of that session runs meanwhile.
+turn of that session runs meanwhile. An explicit ``agent.compact()`` also counts as busy in the
+agent's turn table while it runs (``LiteAgent.busy``), so a rewind of the session (or a
+notebook click that changes it) is refused then rather than left waiting for the lock.
 
 Auto-compaction: after a turn whose last request used at least
 :data:`AUTO_COMPACT_THRESHOLD` of ``context_window`` tokens, the agent compacts the session in
@@ -29,8 +31,9 @@ the background (maintenance that ``close()`` cancels), so the next request start
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -106,11 +109,19 @@ class Compaction:
     """A compaction in progress: ``await`` it or iterate over its progress (once)."""
 
     def __init__(
-        self, settings: CompactSettings, session: SessionLog, instructions: str | None
+        self,
+        settings: CompactSettings,
+        session: SessionLog,
+        instructions: str | None,
+        *,
+        busy: Callable[[str], contextlib.AbstractContextManager[None]] | None = None,
     ) -> None:
+        """``busy(session_id)``: held while the compaction runs, to count the session as
+        busy (``TurnRunner.compacting``; ``None``: not counted, as for auto-compaction)."""
         self.session_id = session.session_id
         self._controller = AbortController()
-        self._steps = _run(settings, session, instructions, self._controller.signal)
+        steps = _run(settings, session, instructions, self._controller.signal)
+        self._steps = steps if busy is None else _held(busy, self.session_id, steps)
         self._consumed = False
 
     def cancel(self, reason: str = "cancelled") -> None:
@@ -140,12 +151,25 @@ class Compaction:
         return last.result
 
 
+async def _held(
+    busy: Callable[[str], contextlib.AbstractContextManager[None]],
+    session_id: str,
+    steps: AsyncGenerator[CompactProgress, None],
+) -> AsyncGenerator[CompactProgress, None]:
+    """``steps`` with ``busy(session_id)`` held from the first step to the last (closing
+    this closes ``steps`` at once, so its turn lock is never left held)."""
+    with busy(session_id):
+        async with contextlib.aclosing(steps):
+            async for step in steps:
+                yield step
+
+
 async def _run(
     settings: CompactSettings,
     session: SessionLog,
     instructions: str | None,
     signal: AbortSignal,
-) -> AsyncIterator[CompactProgress]:
+) -> AsyncGenerator[CompactProgress, None]:
     sid = session.session_id
     yield CompactProgress("start", sid)
     try:

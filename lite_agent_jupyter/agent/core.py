@@ -443,14 +443,20 @@ class LiteAgent:
     ) -> Compaction:
         """Summarise the session's conversation so far (see ``agent/compact.py``): await the
         result (:class:`CompactResult`, token counts before/after) or iterate over its
-        progress. Raises :class:`SessionBusyError` while a turn of that session runs."""
+        progress. Raises :class:`SessionBusyError` while a turn (or another ``compact()``) of
+        that session runs; while this one runs, the session is :meth:`busy`."""
         self._check_open()
         sid = self.sessions.or_current(session_id)
         if instructions is not None and not isinstance(instructions, str):
             raise TypeError("instructions must be a str or None")
         if self._runner.busy(sid):
             raise SessionBusyError(f"session {sid!r} has a turn running; compact after it")
-        compaction = Compaction(self._compact_settings(), self._logs.open(sid), instructions)
+        compaction = Compaction(
+            self._compact_settings(),
+            self._logs.open(sid),
+            instructions,
+            busy=self._runner.compacting,
+        )
         self._compactions.add(compaction)
         return compaction
 

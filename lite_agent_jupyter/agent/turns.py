@@ -2,9 +2,9 @@
 
 Owns: the running turns (at most one per session here, and one across every agent and
 process on the store where the backend offers a turn claim) and the one table that says
-which sessions are busy, the stream of a user's turn to its ``run()`` caller, the background
-jobs the shell tool starts and the completion turn each one's end becomes, and stopping any
-of them (for a restore, a deleted session, ``close()``).
+which sessions are busy (their turns and explicit compactions), the stream of a user's turn to
+its ``run()`` caller, the background jobs the shell tool starts and the completion turn each
+one's end becomes, and stopping any of them (for a restore, a deleted session, ``close()``).
 
 Knows nothing of time travel, compaction or storage layout: :class:`LiteAgent` passes in how
 to open a session's log, how to run a turn and what to do after one, so this module depends
@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -71,12 +71,13 @@ class RunTurn(Protocol):
 
 @dataclass(slots=True, eq=False)
 class _Turn:
-    """One row of the runner's busy table: a running turn. The session is busy while
-    ``task`` runs."""
+    """One row of the runner's busy table: a turn, or a compaction (``controller`` is
+    ``None``: it is stopped through its ``Compaction``, never by the runner). The session is
+    busy while ``task`` runs."""
 
     session_id: str
-    controller: AbortController
-    task: asyncio.Task[LiteAgentResult] | None = None
+    controller: AbortController | None
+    task: asyncio.Task[Any] | None = None
     queue: asyncio.Queue[Any] = field(default_factory=asyncio.Queue)
     foreground: bool = False
     """A ``run()`` caller streams this turn (:meth:`TurnRunner.streaming`): the row stays
@@ -142,7 +143,7 @@ class TurnRunner:
         self._check_open = check_open
         self._is_closed = is_closed
         self._turns: set[_Turn] = set()
-        """The one busy table: every running turn (:class:`_Turn`)."""
+        """The one busy table: every running turn and explicit compaction (:class:`_Turn`)."""
         self._jobs: dict[str, _BackgroundJob] = {}
 
     # -- turns -------------------------------------------------------------------------
@@ -152,9 +153,10 @@ class TurnRunner:
         return any(t.foreground and t.session_id == session_id for t in tuple(self._turns))
 
     def busy(self, session_id: str | None = None) -> bool:
-        """Whether a turn of the session (a user's or a background one; of any session if
-        ``None``) is running here. Any thread may ask: it reads a copy of the table, taken
-        in one step (``tuple`` of a set does not let another thread in)."""
+        """Whether a turn (a user's or a background one) or an explicit compaction of the
+        session (of any session if ``None``) is running here. Any thread may ask: it reads a
+        copy of the table, taken in one step (``tuple`` of a set does not let another thread
+        in)."""
         return any(
             (session_id is None or turn.session_id == session_id)
             and turn.task is not None
@@ -189,6 +191,19 @@ class TurnRunner:
             if turn.task is not None and turn.task.done():
                 self._turns.discard(turn)
             await self._stop(turn, "cancelled")
+
+    @contextlib.contextmanager
+    def compacting(self, session_id: str) -> Iterator[None]:
+        """Count a compaction of the session (run by the current task) as busy while the
+        block runs: a rewind or another compaction of the session is refused meanwhile, as
+        for a turn, and so is a notebook click that changes it (its UI asks :meth:`busy`).
+        ``close()`` and :meth:`stop_session` leave it to its ``Compaction``."""
+        row = _Turn(session_id, None, asyncio.current_task())
+        self._turns.add(row)
+        try:
+            yield
+        finally:
+            self._turns.discard(row)
 
     def _start(
         self,
@@ -258,9 +273,10 @@ class TurnRunner:
             yield
 
     async def _stop(self, turn: _Turn, reason: str) -> None:
-        """Abort a turn if still running and wait for its cleanup to finish."""
+        """Abort a turn if still running and wait for its cleanup to finish (a compaction's
+        row is left alone: its ``Compaction`` stops it)."""
         task = turn.task
-        if task is None or task.done():
+        if turn.controller is None or task is None or task.done():
             return
         turn.controller.abort(reason)
         task.cancel()

@@ -150,6 +150,34 @@ async def test_busy_empty_and_memory_only(
     await turn
 
 
+async def test_a_running_compaction_makes_its_session_busy(
+    talked: LiteAgent, fake_anthropic: FakeAnthropicServer, gate: threading.Event
+) -> None:
+    """While ``compact()`` of a session runs, the agent's one busy table says so: a rewind
+    of that session is refused at once (what a notebook widget clicked meanwhile shows as
+    "busy") instead of waiting for the turn lock; another session is not busy."""
+    agent = talked
+    sid = agent.session_id
+    before = await agent.checkpointer.read(sid)
+    assert not agent.busy(sid)
+    fake_anthropic.script(FakeReply("a held summary", hold=gate, hold_after=2))
+    task = asyncio.ensure_future(agent.compact())
+    # the count-tokens request, then the summary request, held mid-stream
+    await asyncio.to_thread(fake_anthropic.wait_for_requests, len(fake_anthropic.requests) + 2)
+    try:
+        assert agent.busy(sid) and agent.busy() and not agent.busy("another-session")
+        with pytest.raises(SessionBusyError):
+            await agent.restore(sid, 0)
+        with pytest.raises(SessionBusyError):
+            agent.compact()
+        assert await agent.checkpointer.read(sid) == before
+    finally:
+        gate.set()
+    result = await task
+    assert result.summary == "a held summary"
+    assert not agent.busy(sid) and not agent.busy()
+
+
 async def test_auto_compaction_when_the_next_request_would_pass_the_threshold(
     make_agent: MakeAgent, claude: Callable[..., Any], fake_anthropic: FakeAnthropicServer
 ) -> None:

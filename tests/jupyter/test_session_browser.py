@@ -6,11 +6,14 @@ current session, the files on disk and the logs."""
 
 from __future__ import annotations
 
+import concurrent.futures
+import threading
+
 import pytest
-from fake_anthropic import FakeAnthropicServer
+from fake_anthropic import FakeAnthropicServer, FakeReply
 from kernel_agent import held_turn, log_path, logged_prompts, send
 
-from lite_agent_jupyter import Storage
+from lite_agent_jupyter import SessionBusyError, Storage
 from lite_agent_jupyter.checkpoint.protocol import SessionInfo
 from lite_agent_jupyter.jupyter import render
 from lite_agent_jupyter.jupyter.runner import AgentFacade, AgentRunner
@@ -178,6 +181,45 @@ def test_a_click_while_a_turn_runs_on_that_session_is_busy_and_changes_nothing(
         assert log_path(storage, running).exists()
     assert turn.result(timeout=100).text == "slow answer"
     assert logged_prompts(storage, running) == ["running", "a long question"]
+    browser.select(other)
+    browser.resume_button.click()
+    assert runner.agent().session_id == other
+
+
+def test_a_click_while_a_compaction_runs_on_that_session_is_busy_and_changes_nothing(
+    runner: AgentRunner,
+    facade: AgentFacade,
+    fake_anthropic: FakeAnthropicServer,
+    storage: Storage,
+) -> None:
+    """``%agent compact`` (``facade.compact``) makes its session busy in the agent's table:
+    a click or a rewind meanwhile answers "busy" at once instead of waiting for the lock."""
+    other, compacting = make_sessions(runner, ["other", "compacting"])
+    browser = SessionBrowser(facade)
+    release = threading.Event()
+    fake_anthropic.script(FakeReply("a held summary", hold=release, hold_after=2))
+    seen = len(fake_anthropic.requests)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        compaction = pool.submit(facade.compact)
+        try:
+            fake_anthropic.wait_for_requests(seen + 2)  # its count, then its summary (held)
+            assert facade.is_busy(compacting) and not facade.is_busy(other)
+            browser.select(other)
+            browser.resume_button.click()
+            assert "busy" in browser.report.status.value
+            assert runner.agent().session_id == compacting
+            browser.select(compacting)
+            browser.delete_button.click()
+            browser.delete_button.click()
+            assert "busy" in browser.report.status.value
+            assert log_path(storage, compacting).exists()
+            with pytest.raises(SessionBusyError):
+                facade.call_idle(compacting, lambda a: a.restore(compacting, 0))
+        finally:
+            release.set()
+        assert compaction.result(timeout=100).summary == "a held summary"
+    assert not facade.is_busy()
+    assert logged_prompts(storage, compacting) == ["compacting"]
     browser.select(other)
     browser.resume_button.click()
     assert runner.agent().session_id == other
