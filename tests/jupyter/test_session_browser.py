@@ -157,6 +157,25 @@ def test_deleting_the_current_session_switches_to_a_new_one(
     assert labels(browser)[0].startswith(f"●  {runner.agent().session_id[:8]}")
 
 
+def assert_clicks_are_busy(
+    browser: SessionBrowser, runner: AgentRunner, storage: Storage, other: str, busy: str
+) -> None:
+    """While the current session ``busy`` is busy: Resume of ``other``, New and Delete each
+    answer "busy" and change nothing."""
+    browser.select(other)
+    browser.resume_button.click()
+    assert "busy" in browser.report.status.value
+    assert runner.agent().session_id == busy
+    browser.new_button.click()
+    assert "busy" in browser.report.status.value
+    assert runner.agent().session_id == busy
+    browser.select(busy)
+    browser.delete_button.click()
+    browser.delete_button.click()
+    assert "busy" in browser.report.status.value
+    assert log_path(storage, busy).exists()
+
+
 def test_a_click_while_a_turn_runs_on_that_session_is_busy_and_changes_nothing(
     runner: AgentRunner,
     facade: AgentFacade,
@@ -167,18 +186,7 @@ def test_a_click_while_a_turn_runs_on_that_session_is_busy_and_changes_nothing(
     browser = SessionBrowser(facade)
     with held_turn(runner, fake_anthropic, "a long question", requests=3) as turn:
         assert facade.is_busy(running)
-        browser.select(other)
-        browser.resume_button.click()
-        assert "busy" in browser.report.status.value
-        assert runner.agent().session_id == running
-        browser.new_button.click()
-        assert "busy" in browser.report.status.value
-        assert runner.agent().session_id == running
-        browser.select(running)
-        browser.delete_button.click()
-        browser.delete_button.click()
-        assert "busy" in browser.report.status.value
-        assert log_path(storage, running).exists()
+        assert_clicks_are_busy(browser, runner, storage, other, running)
     assert turn.result(timeout=100).text == "slow answer"
     assert logged_prompts(storage, running) == ["running", "a long question"]
     browser.select(other)
@@ -204,15 +212,7 @@ def test_a_click_while_a_compaction_runs_on_that_session_is_busy_and_changes_not
         try:
             fake_anthropic.wait_for_requests(seen + 2)  # its count, then its summary (held)
             assert facade.is_busy(compacting) and not facade.is_busy(other)
-            browser.select(other)
-            browser.resume_button.click()
-            assert "busy" in browser.report.status.value
-            assert runner.agent().session_id == compacting
-            browser.select(compacting)
-            browser.delete_button.click()
-            browser.delete_button.click()
-            assert "busy" in browser.report.status.value
-            assert log_path(storage, compacting).exists()
+            assert_clicks_are_busy(browser, runner, storage, other, compacting)
             with pytest.raises(SessionBusyError):
                 facade.call_idle(compacting, lambda a: a.restore(compacting, 0))
         finally:
