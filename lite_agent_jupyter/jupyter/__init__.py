@@ -140,7 +140,7 @@ async def agent_go_async(text: str) -> None:
     from .cell import drive_async
 
     magics = _magics()
-    await drive_async(magics.go_steps(text), lambda r: approval.ask(magics.shell, r))
+    await drive_async(magics.plans.go_steps(text), lambda r: approval.ask(magics.shell, r))
 
 
 def current_facade() -> AgentFacade:

@@ -43,6 +43,7 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from traitlets import Bool, Dict, Float, Int, List, TraitError, Unicode, Union, validate
 
 from .._lazy import attach
+from ..agent.delegate import delegate
 from ..errors import (
     BudgetError,
     LiteAgentError,
@@ -81,6 +82,8 @@ if TYPE_CHECKING:
     from ..tools import Tool
     from .cell import NO_KEY_MESSAGE, AgentInterrupted, Steps
     from .context import NotebookLocation
+    from .plan import Plan, PlanPanel
+    from .stale import Changes
 
 _LAZY = {".cell": ("NO_KEY_MESSAGE", "AgentInterrupted")}
 """Re-exported on first use (``_lazy.py``): the cell driver loads with the first cell (#32).
@@ -174,7 +177,7 @@ def _magic(marker: Any, name: str) -> Callable[[F], F]:
 
 
 @magics_class
-class LiteAgentMagics(Magics, PlanCells):
+class LiteAgentMagics(Magics):
     """The agent's magics and settings (``%config LiteAgentMagics.<name> = value``)."""
 
     model_name = Unicode(DEFAULT_MODEL_NAME, help="The model id sent to the Messages API.").tag(
@@ -341,6 +344,38 @@ class LiteAgentMagics(Magics, PlanCells):
         self.background = BackgroundTurns(self.runner)
         self.notebook = NotebookChannel(getattr(shell, "kernel", None))
         """The channel to the page's notebook (``notebook_cells.py``)."""
+        self.plans = PlanCells(
+            self.shell,
+            self.runner.facade,
+            agent=self.require_agent,
+            cell_turn=self._cell_turn,
+            limits=lambda: (self.max_turn_tokens, self.max_turn_cost, self.max_session_cost),
+            rich=lambda: self.in_kernel,
+        )
+        """Plan first and stale cells: ``%agent go``, Run this plan, the changed variables
+        (``plan_cells.py``)."""
+
+    # The plans' names the magics answered when PlanCells was their mixin: aliases for one
+    # release (#31); new code reads ``magics.plans``.
+    planned = delegate("plans", PlanCells.planned)
+    stale_line = delegate("plans", PlanCells.stale_line)
+    stale_note = delegate("plans", PlanCells.stale_note)
+    go_steps = delegate("plans", PlanCells.go_steps)
+
+    @property
+    def last_plan(self) -> Plan | None:
+        """Alias of ``plans.last_plan``, for one release."""
+        return self.plans.last_plan
+
+    @property
+    def plan_panel(self) -> PlanPanel | None:
+        """Alias of ``plans.plan_panel``, for one release."""
+        return self.plans.plan_panel
+
+    @property
+    def changes(self) -> Changes:
+        """Alias of ``plans.changes``, for one release."""
+        return self.plans.changes
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -532,7 +567,7 @@ class LiteAgentMagics(Magics, PlanCells):
             tools += kernel_tools(
                 self.shell,
                 self.runner,
-                self._variables_changed,
+                self.plans.variables_changed,
                 lambda: (self.kernel_snapshot_limit, self.kernel_snapshot_value_limit),
             )
         if self.notebook_tools and self.notebook.connected:
@@ -540,7 +575,7 @@ class LiteAgentMagics(Magics, PlanCells):
                 self.notebook,
                 self.shell,
                 self.runner,
-                self._variables_changed,
+                self.plans.variables_changed,
                 lambda: (self.kernel_snapshot_limit, self.kernel_snapshot_value_limit),
             )
         notebook = self.location.notebook
@@ -672,7 +707,7 @@ class LiteAgentMagics(Magics, PlanCells):
         elif not continuation.chosen:
             notes += continuation.first_cell(agent)
         drift = self.watch.note(user_ns, self._exposed())
-        stale = self.stale_note()  # cells the last prompts left stale
+        stale = self.plans.stale_note()  # cells the last prompts left stale
         replaying = teach.top_note(agent.model)
         if replaying is not None:
             notes.append(replaying)
@@ -734,12 +769,12 @@ class LiteAgentMagics(Magics, PlanCells):
             images=images,
             context=context,
             **how,
-            stale=self.stale_line(),
+            stale=self.plans.stale_line(),
         )
         if result is not None:
             self.usage = self.usage + result.usage
             self.turns += 1
-            self.planned(result, agent, **how)
+            self.plans.planned(result, agent, **how)
         if self.shell is not None:
             self.watch.record(self.shell.user_ns, self._exposed())
 

@@ -1,9 +1,12 @@
 """The magics' part in plan first and stale cells: ``%agent go``, Run this plan, and the
 kernel variables ``run_cell`` changed.
 
-A mixin of :class:`~.magics.LiteAgentMagics` (kept apart so the magics module stays one job):
-it reads only the state declared below, which the magics class owns. The plan itself, its
-panel and its prompt are ``plan.py``'s; the stale cells ``stale.py``'s.
+One object held by :class:`~.magics.LiteAgentMagics` as ``magics.plans`` (#31: composed,
+not mixed in). It owns its state (the last plan, its panel, the changed variables) and is
+given what it needs from the magics explicitly: the shell, the runner's facade, and callables
+for the agent, the magics' turn of a cell, the caps and whether the page is rich. So nothing
+here reads an attribute defined elsewhere. The plan itself, its panel and its prompt are
+``plan.py``'s; the stale cells ``stale.py``'s.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ if TYPE_CHECKING:
     from . import plan
     from .cell import Steps
     from .plan import Plan
-    from .runner import AgentRunner
+    from .runner import AgentFacade
     from .stale import Changes
 
 PLAN_FIRST = "Every %%agent cell plans first (read-only tools); %agent go runs the plan."
@@ -27,19 +30,38 @@ PLAN_FIRST = "Every %%agent cell plans first (read-only tools); %agent go runs t
 
 SCRIPTED = "scripted model: a stand-in that replays a script, not a real model"
 
+Limits = tuple[int | None, float | None, float | None]
+"""The magics' caps, read at each turn: ``max_turn_tokens``, ``max_turn_cost``,
+``max_session_cost`` (``%config`` may change them between turns)."""
+
 
 class PlanCells:
     """``%agent go``, Run this plan and the changed-variables seam, for the magics."""
 
-    shell: Any
-    runner: AgentRunner
-    plan_first: bool
-    last_plan: Plan | None = None
-    """The last planning turn's plan (what ``%agent go`` runs)."""
-    plan_panel: plan.PlanPanel | None = None
-    max_turn_tokens: int | None
-    max_turn_cost: float | None
-    max_session_cost: float | None
+    def __init__(
+        self,
+        shell: Any,
+        facade: AgentFacade,
+        *,
+        agent: Callable[[], LiteAgent],
+        cell_turn: Callable[..., Steps[None]],
+        limits: Callable[[], Limits],
+        rich: Callable[[], bool],
+    ) -> None:
+        """``agent`` is the magics' ``require_agent``; ``cell_turn`` their turn of a cell
+        (``agent, prompt, notes, *, quiet, budget``), passed rather than written again so its
+        signature has one home (``magics.py``); ``limits`` the caps and ``rich`` whether a
+        notebook front end draws (both callables: settings change between turns)."""
+        self.shell = shell
+        self.facade = facade
+        self.require_agent = agent
+        self.cell_turn = cell_turn
+        self.limits = limits
+        self.rich = rich
+        self.last_plan: Plan | None = None
+        """The last planning turn's plan (what ``%agent go`` runs)."""
+        self.plan_panel: plan.PlanPanel | None = None
+        """The last plan's panel with Run this plan (``None`` outside a notebook)."""
 
     @functools.cached_property
     def changes(self) -> Changes:
@@ -47,10 +69,6 @@ class PlanCells:
         from .stale import Changes
 
         return Changes()
-
-    @property
-    def in_kernel(self) -> bool:
-        raise NotImplementedError
 
     def planned(
         self, result: LiteAgentResult, agent: LiteAgent, read_only: bool = False, sink: Any = None
@@ -62,8 +80,8 @@ class PlanCells:
 
         if not read_only:
             return
-        rich = self.in_kernel and sink is None
-        self.last_plan = Plan(result.text, plan.read_tasks(self.runner.facade), agent.session_id)
+        rich = self.rich() and sink is None
+        self.last_plan = Plan(result.text, plan.read_tasks(self.facade), agent.session_id)
         self.plan_panel = plan.show(self.last_plan, self._run_plan, rich=rich)
 
     def stale_line(self) -> Callable[[], str | None]:
@@ -90,13 +108,6 @@ class PlanCells:
         self.changes.clear()
         return note
 
-    def require_agent(self) -> LiteAgent:
-        raise NotImplementedError
-
-    _cell_turn: Callable[..., Steps[None]]
-    """The magics' turn of a cell (``agent, prompt, notes, *, quiet, budget``): declared, not
-    written again, so its signature has one home (``magics.py``)."""
-
     def go_steps(self, text: str | None) -> Steps[None]:
         """``%agent go [TEXT]``: the turn that runs the last plan (or ``TEXT`` instead)."""
         from ..agent.budget import Budget
@@ -106,11 +117,12 @@ class PlanCells:
             if self.last_plan is None:
                 raise UsageError("no plan in this kernel yet: run a %%agent --plan cell first")
             text = plan.plan_text(self.last_plan)
-        caps = budgets.cell_caps(None, self.max_turn_cost, self.max_session_cost, self.shell)
-        budget = Budget(self.max_turn_tokens, *caps)
+        max_tokens, max_turn_cost, max_session_cost = self.limits()
+        caps = budgets.cell_caps(None, max_turn_cost, max_session_cost, self.shell)
+        budget = Budget(max_tokens, *caps)
         agent = self.require_agent()
         notes = [] if getattr(agent.model, "is_real_model", True) else [SCRIPTED]
-        return self._cell_turn(agent, plan.go_prompt(text or ""), notes, quiet=False, budget=budget)
+        return self.cell_turn(agent, plan.go_prompt(text or ""), notes, quiet=False, budget=budget)
 
     async def _run_plan(self, text: str, panel: plan.PlanPanel) -> None:
         """Run this plan, clicked: the turn drawn in the panel, its approvals asked there."""
@@ -125,17 +137,18 @@ class PlanCells:
             )
             return bool(shown)
 
-        steps = self._cell_turn(
+        steps = self.cell_turn(
             self.require_agent(),
             plan.go_prompt(text),
             [],
             quiet=False,
-            budget=Budget(self.max_turn_tokens, None, None),
+            budget=Budget(self.limits()[0], None, None),
             sink=lambda view: WidgetOutput(view, panel.show),
         )
         await drive_async(steps, ask)
 
-    def _variables_changed(self, names: list[str]) -> None:
+    def variables_changed(self, names: list[str]) -> None:
+        """``run_cell`` changed these kernel variables (the kernel and notebook tools' seam)."""
         self.changes.note(names, self._count())
 
     def _count(self) -> int:

@@ -172,12 +172,12 @@ def test_run_this_plan_clicked_runs_the_edited_plan_in_the_panel(
     fake_anthropic.script(tool_reply("Writing.", "write_file", path="out.txt", content="hi"), "ok")
     agent_kernel.run(
         "m = get_ipython().magics_manager.registry['LiteAgentMagics']\n"
-        "m.plan_panel.box.value += '\\nAlso say ok.'\n"
-        "m.plan_panel.run.click()"
+        "m.plans.plan_panel.box.value += '\\nAlso say ok.'\n"
+        "m.plans.plan_panel.run.click()"
     ).check()
     done = agent_kernel.run(
-        "import asyncio\nawait asyncio.wait_for(m.plan_panel.task, 60)\n"
-        "print(m.plan_panel.status.value)\nprint(m.plan_panel.output.value)"
+        "import asyncio\nawait asyncio.wait_for(m.plans.plan_panel.task, 60)\n"
+        "print(m.plans.plan_panel.status.value)\nprint(m.plans.plan_panel.output.value)"
     ).check()
     assert (tmp_path / "work" / "out.txt").read_text() == "hi"
     assert "Also say ok." in _prompt_text(fake_anthropic.message_requests[3])

@@ -27,7 +27,7 @@ from ..registry import arg, subcommand
     arg("text", nargs=argparse.REMAINDER, help="the plan to run instead of the last one"),
 )
 def _go(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
-    steps = magics.go_steps(" ".join(args.text))
+    steps = magics.plans.go_steps(" ".join(args.text))
     drive(steps, lambda request: approval.ask_in_terminal(magics.shell, request))
 
 
