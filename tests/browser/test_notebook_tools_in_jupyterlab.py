@@ -9,6 +9,7 @@ registers on the notebook panel's kernel connection), never through the file."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -117,6 +118,9 @@ def test_a_turn_edits_inserts_and_runs_cells_of_the_open_notebook(
     assert changes[0]["before"] and changes[0]["after"] != changes[0]["before"]
     assert changes[1]["before"] is None and changes[1]["index"] == 4
     assert changes[2]["cell_id"] == changes[1]["cell_id"]
+    assert saved.cells[4].id == changes[1]["cell_id"]  # the page's id, not the request's
+    # the kernel's requests are named by uuid4().hex; the document names its cells itself
+    assert not re.fullmatch(r"[0-9a-f]{32}", changes[1]["cell_id"]), changes[1]["cell_id"]
 
     # the person edits cell 2 after the agent's edit: the agent's next edit is refused
     editor = nb.cell(2).locator(".jp-InputArea-editor .cm-content")

@@ -387,10 +387,8 @@
     if (op === 'insert') {
       var at = request.after === null || request.after === undefined ? 0 : find(notebook, request.after) + 1;
       var kind = request.cell_type === 'markdown' ? 'markdown' : 'code';
+      // the new cell's id is the document's to choose (request.id is the request's own)
       var made = { cell_type: kind, source: request.source, metadata: {} };
-      if (request.id) {
-        made.id = request.id;
-      }
       if (kind === 'code') {
         made.outputs = [];
         made.execution_count = null;
