@@ -338,7 +338,18 @@ class AgentRunner:
 
     def agent(self, key: object = None, factory: AgentFactory | None = None) -> LiteAgent:
         """The current agent. With ``factory``: rebuild it if ``key`` (its settings) changed,
-        keeping the current session. Raises :class:`AgentClosedError` if none was built."""
+        keeping the current session. Raises :class:`AgentClosedError` if none was built.
+
+        Without ``factory`` it reads the current agent without the lock: a facade's ``call``
+        holds the lock while the agent's loop runs its function, and a function that reads
+        ``facade.session_id`` there (the widgets' ``lambda a: a.list_checkpoints(
+        controls.session_id)``) would wait for that lock forever. The reference is swapped
+        whole under the lock, so a lock-free read sees the old agent or the new one."""
+        if factory is None:
+            built = self._agent
+            if built is None:
+                raise AgentClosedError("no agent yet: run a %%agent cell first")
+            return built
         with self.lock:
             current = self._agent
             if factory is not None and (current is None or key != self._agent_key):

@@ -11,10 +11,14 @@ import asyncio
 import concurrent.futures
 import threading
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
+from kernel_agent import start_runner
 
-from lite_agent_jupyter.jupyter.runner import AgentRunner, TurnError
+from lite_agent_jupyter import Storage, create_lite_agent
+from lite_agent_jupyter.jupyter.runner import AgentFacade, AgentRunner, TurnError
+from lite_agent_jupyter.providers import scripted
 
 
 @pytest.fixture
@@ -70,3 +74,38 @@ def test_the_bridge_runs_any_coroutine_or_stream_on_the_agent_loop(
     got = [failing.get(60), failing.get(60), failing.get(60), failing.get(60)]
     assert got[:2] == [(0, "lite-agent-loop"), (1, "lite-agent-loop")] and got[3] is None
     assert isinstance(got[2], TurnError) and str(got[2].error) == "two"
+
+
+def test_a_facade_call_whose_function_reads_the_facade_does_not_wait_for_itself(
+    tmp_path: Path,
+) -> None:
+    """``%agent checkpoints`` ran ``controls.call(lambda a: a.list_checkpoints(
+    controls.session_id))``: the facade's ``call`` holds the lock while the loop runs the
+    lambda, and ``session_id`` read the agent under that same lock, so the cell hung for
+    good (the kernel-bridge rework). Reading the current agent takes no lock."""
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    runner = start_runner(
+        lambda: create_lite_agent(
+            model=scripted(["hello"]),
+            workdir=workdir,
+            storage=Storage(tmp_path / "store", "ns"),
+        )
+    )
+    try:
+        facade = AgentFacade(runner)
+        result: concurrent.futures.Future[object] = concurrent.futures.Future()
+
+        def read_checkpoints() -> None:
+            try:
+                result.set_result(facade.call(lambda a: a.list_checkpoints(facade.session_id)))
+            except BaseException as exc:
+                result.set_exception(exc)
+
+        threading.Thread(target=read_checkpoints, daemon=True).start()
+        try:
+            assert result.result(timeout=60) == []  # a new session: no prompt yet
+        except concurrent.futures.TimeoutError:
+            pytest.fail("a facade call whose function read facade.session_id never ended")
+    finally:
+        runner.stop()
