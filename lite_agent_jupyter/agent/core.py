@@ -32,7 +32,6 @@ from ..checkpoint.events import Event, UserEvent
 from ..checkpoint.memory import memory_checkpointer
 from ..checkpoint.protocol import (
     Checkpointer,
-    SessionInfo,
     SupportsBlobs,
     SupportsLocation,
     SupportsTaskLists,
@@ -40,7 +39,7 @@ from ..checkpoint.protocol import (
 from ..errors import AgentClosedError, InvalidPromptError, SessionBusyError
 from ..providers.base import AgentBound, HoldsSecrets, Provider
 from ..redact import MIN_SECRET_CHARS, Redactor, env_secrets
-from ..storage import BlobCollection, BlobRef, MemoryBlobStore, Storage, process_scope
+from ..storage import BlobRef, MemoryBlobStore, Storage, process_scope
 from ..storage.netfs import NetworkFilesystemWarning, check_local_locking
 from ..tools import default_tools
 from ..tools.mcp import McpServers, ServerConfig
@@ -48,7 +47,6 @@ from ..tools.shell import SECRET_ENV_VARS
 from ..tools.tasks import FileTaskLists
 from .approvals import ApprovalGate, ask_user_tool
 from .budget import Budget, UnpricedCapWarning
-from .bundle import DEFAULT_MAX_SIZE, BundleInfo, ImportResult
 from .compact import AUTO_COMPACT_THRESHOLD, Compaction, CompactSettings, context_tokens
 from .delegate import delegate
 from .hooks import HookRunner, check_hooks
@@ -66,7 +64,6 @@ from .sessions_api import SessionLogs, Sessions
 from .timetravel_api import TimeTravel
 from .tracking import FileTracker
 from .turns import TurnRunner
-from .usage import Prices, UsageTotals
 
 log = logging.getLogger(__name__)
 
@@ -495,79 +492,18 @@ class LiteAgent:
         """The session ``send``/``run`` use when no ``session_id`` is given."""
         return self.sessions.session_id
 
-    def resume(self, session_id: str) -> str:
-        """Make ``session_id`` current (an unknown, valid id starts an empty session)."""
-        return self.sessions.resume(session_id)
-
-    def clear(self) -> str:
-        """Switch to a new, empty session and return its id; the old one is kept."""
-        return self.sessions.clear()
-
-    async def list_sessions(
-        self, *, limit: int | None = None, before: SessionInfo | None = None
-    ) -> list[SessionInfo]:
-        """Persisted sessions, newest first, a page at a time: :meth:`Sessions.list_sessions`."""
-        return await self.sessions.list_sessions(limit=limit, before=before)
-
-    async def delete_session(self, session_id: str) -> None:
-        """Delete a session, its running work and what is kept beside its log; the current
-        one is replaced by a new, empty session: :meth:`Sessions.delete_session`."""
-        await self.sessions.delete_session(session_id)
-
-    async def collect_blobs(self) -> BlobCollection:
-        """Delete the snapshot blobs nothing uses any more, now:
-        :meth:`Sessions.collect_blobs`."""
-        return await self.sessions.collect_blobs()
-
-    async def usage(
-        self, session_id: str | None = None, *, prices: Prices | None = None
-    ) -> UsageTotals:
-        """Token usage and cost of a session (default: the current one): :meth:`Sessions.usage`."""
-        return await self.sessions.usage(session_id, prices=prices)
-
-    async def usage_by_session(self, *, prices: Prices | None = None) -> dict[str, UsageTotals]:
-        """:meth:`usage` of every persisted session: :meth:`Sessions.usage_by_session`."""
-        return await self.sessions.usage_by_session(prices=prices)
+    resume = delegate("sessions", Sessions.resume)
+    clear = delegate("sessions", Sessions.clear)
+    list_sessions = delegate("sessions", Sessions.list_sessions)
+    delete_session = delegate("sessions", Sessions.delete_session)
+    collect_blobs = delegate("sessions", Sessions.collect_blobs)
+    usage = delegate("sessions", Sessions.usage)
+    usage_by_session = delegate("sessions", Sessions.usage_by_session)
 
     # -- portability: agent.portability (portability_api.py) ---------------------------
 
-    async def export_session(
-        self,
-        path: str | os.PathLike[str],
-        *,
-        session_id: str | None = None,
-        cassette: str | os.PathLike[str] | None = None,
-        notebook: str | None = None,
-        with_kernel: bool = False,
-    ) -> BundleInfo:
-        """Write the session (default: the current one) to a bundle file:
-        :meth:`Portability.export_session`."""
-        return await self.portability.export_session(
-            path,
-            session_id=session_id,
-            cassette=cassette,
-            notebook=notebook,
-            with_kernel=with_kernel,
-        )
-
-    async def import_session(
-        self,
-        path: str | os.PathLike[str],
-        *,
-        replace: bool = False,
-        cassette_to: str | os.PathLike[str] | None = None,
-        max_size: int = DEFAULT_MAX_SIZE,
-        with_kernel: bool = False,
-    ) -> ImportResult:
-        """Import a bundle file and make its session current:
-        :meth:`Portability.import_session`."""
-        return await self.portability.import_session(
-            path,
-            replace=replace,
-            cassette_to=cassette_to,
-            max_size=max_size,
-            with_kernel=with_kernel,
-        )
+    export_session = delegate("portability", Portability.export_session)
+    import_session = delegate("portability", Portability.import_session)
 
     # -- lifecycle ---------------------------------------------------------------------
 
