@@ -209,8 +209,9 @@ async def test_another_process_changing_a_session_is_seen_by_the_next_listing(
     scans.clear()
     listed = await file_checkpointer(tmp_path).list()
     after = {info.id: info for info in listed}
-    # An append or a prompt is in the tails; the others changed the folder's entries.
-    assert (scans == []) == (action in ("append", "prompt"))
+    # An append, a prompt or a truncate (a log cut in place, #32) is in the tails; the
+    # others changed the folder's entries.
+    assert (scans == []) == (action in ("append", "prompt", "truncate"))
     assert listed == await scanned(tmp_path)
     if action in ("append", "prompt"):
         added = 1 if action == "prompt" else 0

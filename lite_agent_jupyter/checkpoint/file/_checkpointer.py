@@ -37,15 +37,18 @@ from ..protocol import (
     validate_session_id,
 )
 from ._disk import (
+    _OPEN_RDWR,
     _OPEN_RDWR_APPEND,
     _OPEN_READ,
     _checkpoints_in,
     _datasync,
     _decode_lines,
+    _exact_times,
     _line_offset,
     _open,
     _open_existing,
     _pread_all,
+    _read_bytes,
     _remove,
     _repair,
     _stat,
@@ -381,9 +384,17 @@ class FileCheckpointer:
     ) -> None:
         folder, index = self._folder, self._index
         path = folder.path(session_id)
-        fd = _open_existing(path, _OPEN_READ)
         try:
-            tail = _Tail(0, 0) if fd < 0 else folder.tail(path, session, fd, os.fstat(fd))
+            fd = _open_existing(path, _OPEN_RDWR)
+        except PermissionError:  # a log made read-only by hand: replaced, as it always was
+            fd = _open_existing(path, _OPEN_READ)
+            writable = False
+        else:
+            writable = True
+        kept: bytes | None = None
+        try:
+            st = None if fd < 0 else os.fstat(fd)
+            tail = _Tail(0, 0) if st is None else folder.tail(path, session, fd, st)
             check_head(
                 session_id,
                 expected_head,
@@ -401,19 +412,33 @@ class FileCheckpointer:
                 self._marks.cut(session_id, session, 0)
                 return
             end = _line_offset(path, fd, to_seq + 1, tail.end)
-            kept = _pread_all(fd, end, 0)
+            assert st is not None
+            if writable and _exact_times(fd, st):
+                # Cut in place (#32): the kept prefix is not copied and flushed again (1.7 MB
+                # of a 5,000-event log: 2.5 ms, half of it CPU, and two fsyncs in a row).
+                # One ftruncate is atomic, and durable with one fsync. Safe for the caches of
+                # other processes (same inode, known by size and mtime): the stamp below is
+                # an exact clock reading, never equal to one they hold, on a file system
+                # keeping mtimes to the ns, which _exact_times checks first.
+                os.ftruncate(fd, end)
+                os.fsync(fd)
+                self._sessions.stamp(session_id, lambda ns: os.utime(fd, ns=(ns, ns)))
+                st = os.fstat(fd)
+            else:
+                kept = _pread_all(fd, end, 0)
         finally:
             if fd >= 0:
                 os.close(fd)
-        atomic_write(path, kept, mode=FILE_MODE)
-        self._sessions.stamp(session_id, lambda ns: os.utime(path, ns=(ns, ns)))
-        st = os.stat(path)
+        if kept is not None:  # coarse file times: a new file (a new inode) takes the name
+            atomic_write(path, kept, mode=FILE_MODE)
+            self._sessions.stamp(session_id, lambda ns: os.utime(path, ns=(ns, ns)))
+            st = os.stat(path)
         session.known = _Known(st.st_ino, st.st_size, st.st_mtime_ns, to_seq)
         marks = self._marks.cut(session_id, session, to_seq)
         if marks is not None:  # recount from the (small) mark index rather than the kept log
             title, turns = _marks_stats(folder.marks_path(session_id), marks)
         else:
-            title, turns = _checkpoints_in(path, kept)
+            title, turns = _checkpoints_in(path, kept if kept is not None else _read_bytes(path))
         index.append({"id": session_id, "reset": True, "title": title, "turns": turns})
 
     def _delete_locked(self, session_id: str, session: _Session, lock_path: str) -> None:

@@ -39,6 +39,7 @@ _CHECKPOINT_MARK = b'"checkpoint":true'
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _OPEN_READ = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
 _OPEN_RDWR_APPEND = os.O_RDWR | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
+_OPEN_RDWR = os.O_RDWR | getattr(os, "O_CLOEXEC", 0)
 
 
 def _datasync(fd: int) -> None:
@@ -111,6 +112,16 @@ def _read_bytes(path: str) -> bytes:
         return _pread_all(fd, os.fstat(fd).st_size, 0)
     finally:
         os.close(fd)
+
+
+def _exact_times(fd: int, st: os.stat_result) -> bool:
+    """Whether the file system keeps this open file's mtime to the nanosecond: set to one
+    ns past what ``st`` says, read back. What cutting a log in place relies on (its caches
+    know a log by inode, size and mtime; see ``FileCheckpointer._truncate_locked``). A file
+    system rounding times (whole seconds on some, microseconds on others) says no."""
+    probe = st.st_mtime_ns + 1
+    os.utime(fd, ns=(st.st_atime_ns, probe))
+    return os.fstat(fd).st_mtime_ns == probe
 
 
 def _touch(path: str) -> None:

@@ -6,7 +6,9 @@ logs' mtimes) and folds the session index (titles, turns): ~1.6x a bare ``scandi
 listing.json`` keeps the result of the last listing together with *where it was taken*:
 
 * the folder's ``(dev, ino, size, mtime_ns, ctime_ns)``: a log created, deleted or replaced
-  (a truncation writes a new file), the index or the journal replaced, all move it;
+  (a truncation on a file system with coarse times writes a new file; elsewhere it cuts the
+  log in place and is in the tails, like an append), the index or the journal replaced, all
+  move it;
 * the recency journal's (``.recent``, see :mod:`._recent`) identity, header (whose epoch is
   new at each rebuild) and the offset read up to;
 * the session index's (``.index.jsonl``) identity and the offset folded up to.
@@ -46,7 +48,7 @@ Why it is safe:
   :data:`SETTLED_NS` before the listing began and did not move during it: any later entry
   change then gives the folder a newer time. The journal's and index's times do not matter
   (offsets do), so a folder being appended to keeps its snapshot; one whose entries changed
-  within the last two seconds (a new session, a truncation, a delete) is scanned until it
+  within the last two seconds (a new session, a delete) is scanned until it
   settles. A listing that follows the tails writes back the *same* folder key: if the folder
   changed meanwhile, the next listing sees the key move and scans.
 * **written by readers, atomically, not fsynced**: a temp file renamed over the old one (in
