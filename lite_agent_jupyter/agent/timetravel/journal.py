@@ -197,13 +197,27 @@ class Journal:
             raise
         # The branch this keeps is written while the log changes (#32: its two fsyncs no
         # longer wait for the log's): it names only blobs durable by now, and until the
-        # journal is gone a rollback, here or in recovery, deletes it again.
-        kept = asyncio.to_thread(self._write_kept, journal)
-        changed, written = await asyncio.gather(
-            self._change_log(session_id, journal, appended), kept, return_exceptions=True
-        )
+        # journal is gone a rollback, here or in recovery, deletes it again. Handed to a
+        # worker before the log change starts: the file backend's runs on the loop without
+        # yielding, so a coroutine beside it would start only after it.
+        kept: asyncio.Future[None] | None = None
+        if journal.write_on_finish:
+            loop = asyncio.get_running_loop()
+            kept = loop.run_in_executor(None, self._write_kept, journal)
         try:
-            if isinstance(changed, BaseException):
+            await self._change_log(session_id, journal, appended)
+        except BaseException as exc:
+            changed: BaseException | None = exc
+        else:
+            changed = None
+        written: BaseException | None = None
+        if kept is not None:
+            try:
+                await kept
+            except BaseException as exc:
+                written = exc
+        try:
+            if changed is not None:
                 raise changed
         except CheckpointConflictError as exc:
             failed = await self.rollback(session_id, journal)
@@ -219,7 +233,7 @@ class Journal:
                 paths=tuple(failed),
             ) from exc
         # Any other failure leaves the journal: the next call finds out what happened.
-        if isinstance(written, BaseException):
+        if written is not None:
             raise written
         self.finish(session_id, journal, kept_written=True)
         return RestoreResult(

@@ -1,0 +1,136 @@
+"""A one-file restore costs what it changes (#32): counted, never timed. Real files, the real
+file checkpointer and blob store, a session of a few prompts written straight through them
+(as ``benchmarks/restore_bench.py`` builds its 5,000-event one), the last prompt changing one
+file. What is counted: the log's reads, the fsyncs, the hops to worker threads, and that the
+branch the restore keeps is written beside the log change, not after it."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lite_agent_jupyter import LiteAgent, Storage, create_lite_agent
+from lite_agent_jupyter.agent.timetravel.journal import Journal
+from lite_agent_jupyter.checkpoint.events import (
+    AssistantEvent,
+    Event,
+    FileSnapshotEvent,
+    ToolResultEvent,
+    UserEvent,
+)
+from lite_agent_jupyter.providers import scripted
+
+PROMPTS = 6
+CHANGED = "src/pkg0/module_0.py"
+
+
+@dataclass
+class Session:
+    agent: LiteAgent
+    sid: str
+    workdir: Path
+    last: int
+    """The seq of the last prompt's checkpoint: a restore there rewrites one file."""
+
+
+async def _build(workdir: Path, storage: Storage) -> str:
+    agent = create_lite_agent(model=scripted([]), workdir=workdir, storage=storage)
+    sid = agent.session_id
+    for prompt in range(PROMPTS):
+        last = prompt == PROMPTS - 1
+        name = CHANGED if last or prompt == 0 else f"src/pkg{prompt}/module_{prompt}.py"
+        path = workdir / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        before = path.read_bytes() if last else b""
+        after = before + f"# prompt {prompt}\n".encode()
+        path.write_bytes(after)
+        tool_id = f"toolu_{prompt}"
+        batch: list[Event] = [
+            UserEvent(content=f"prompt {prompt}", checkpoint=True),
+            AssistantEvent(
+                content=[{"type": "tool_use", "id": tool_id, "name": "write_file", "input": {}}]
+            ),
+            FileSnapshotEvent(
+                path=name,
+                before=await agent.blobs.put(before) if last else None,
+                after=await agent.blobs.put(after),
+            ),
+            ToolResultEvent(tool_use_id=tool_id, content=f"wrote {name}"),
+            AssistantEvent(content=[{"type": "text", "text": "done"}]),
+        ]
+        await agent.checkpointer.append(sid, batch)
+    await agent.close()
+    return sid
+
+
+@pytest.fixture
+async def session(tmp_path: Path) -> AsyncIterator[Session]:
+    workdir = tmp_path / "project"
+    workdir.mkdir()
+    storage = Storage(tmp_path / "store", "cost")
+    sid = await _build(workdir, storage)
+    agent = create_lite_agent(model=scripted([]), workdir=workdir, storage=storage)
+    checkpoints = await agent.list_checkpoints(sid)
+    assert checkpoints[-1].files == (CHANGED,)
+    yield Session(agent, sid, workdir, checkpoints[-1].seq)
+    await agent.close()
+
+
+async def _restore(session: Session) -> None:
+    result = await session.agent.restore(session.sid, session.last)
+    assert result.restored == (CHANGED,) and len(await session.agent.list_branches()) == 1
+
+
+@contextmanager
+def _counting(
+    monkeypatch: pytest.MonkeyPatch, owner: Any, name: str
+) -> Iterator[list[tuple[Any, ...]]]:
+    """Count the calls of ``owner.name`` (from any thread) while the block runs."""
+    calls: list[tuple[Any, ...]] = []
+    real: Callable[..., Any] = getattr(owner, name)
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        seen = args
+        if owner is os and name == "fsync":  # what was synced, for a failure's message
+            with suppress(OSError):
+                seen = (os.readlink(f"/proc/self/fd/{args[0]}"),)
+        calls.append(seen)
+        return real(*args, **kwargs)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(owner, name, counted)
+        yield calls
+
+
+async def test_the_kept_branch_is_written_while_the_log_changes(
+    session: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The branch file's writer is handed to a worker before the log change starts (the file
+    backend's truncate runs on the loop without yielding: a writer queued beside it as a
+    coroutine started only after it, two fsyncs more in a row)."""
+    started = threading.Event()
+    real_kept = Journal._write_kept
+
+    def kept(self: Journal, journal: Any) -> None:
+        started.set()
+        real_kept(self, journal)
+
+    checkpointer = session.agent.checkpointer
+    real_truncate = checkpointer.truncate
+    waited: list[bool] = []
+
+    async def truncate(*args: Any, **kwargs: Any) -> None:
+        waited.append(started.wait(10))  # blocking, as the file backend's own work is
+        await real_truncate(*args, **kwargs)
+
+    monkeypatch.setattr(Journal, "_write_kept", kept)
+    monkeypatch.setattr(checkpointer, "truncate", truncate)
+    await _restore(session)
+    assert waited == [True]
