@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ..checkpoint.events import Event, FileSnapshotEvent, UserEvent
-from .snapshot_source import Source, snapshot_source
+from .snapshot_source import Source, outside, snapshot_source
 from .timetravel.participants import StateResult
 
 TOLD = "told:"
@@ -244,10 +244,7 @@ def _after_time_travel(
     written: dict[str, str | None] = {}
     under = _joiner(workdir)
     for event in events:
-        if (
-            isinstance(event, FileSnapshotEvent)
-            and snapshot_source(event).kind is not Source.OUTSIDE
-        ):
+        if isinstance(event, FileSnapshotEvent) and not outside(event):
             written[under(event.path)] = event.after
     table: dict[str, str] = {}
     for path, after in written.items():

@@ -9,6 +9,7 @@ from lite_agent_jupyter.agent.snapshot_source import (
     REVERTED,
     Source,
     by_tool,
+    outside,
     snapshot_source,
 )
 from lite_agent_jupyter.checkpoint.events import FileSnapshotEvent, decode, encode
@@ -60,3 +61,17 @@ def test_the_kinds_that_are_no_prompts_work() -> None:
         True,
     ]
     assert [s.label for s in (OUTSIDE, RESTORED, REVERTED)] == ["outside", "restore", "revert"]
+
+
+def test_outside_answers_what_snapshot_source_says_without_making_it() -> None:
+    """``outside(event)`` is ``snapshot_source(event).kind is Source.OUTSIDE`` (the question a
+    move in time asks of every snapshot of the session, #32), for every way ``extra`` can
+    say it or not: each source, a tool named like the kind's word, odd values, nothing."""
+    extras: list[dict[str, object]] = [
+        s.extra() for s in (OUTSIDE, RESTORED, REVERTED, by_tool("bash"), by_tool("outside"))
+    ]
+    extras += [{}, {"tool": None}, {"tool": 3}, {"tool": ["outside"]}, {"tool": "Outside"}]
+    for extra in extras:
+        event = _read(encode(FileSnapshotEvent(path="a", before=None, after="h", extra=extra)))
+        assert outside(event) == (snapshot_source(event).kind is Source.OUTSIDE), extra
+    assert outside(FileSnapshotEvent(path="a", before=None, after="h", extra=OUTSIDE.extra()))
