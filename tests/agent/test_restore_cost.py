@@ -109,6 +109,19 @@ def _counting(
         yield calls
 
 
+async def test_a_one_file_restore_reads_the_log_once(
+    session: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The plan's read of the tail after the checkpoint also brings the event at it, which
+    the kept branch's fork mark hashes (it was a second read of the tail, decoded again)."""
+    await session.agent.list_checkpoints(session.sid)
+    with _counting(monkeypatch, type(session.agent.checkpointer), "read") as reads:
+        await _restore(session)
+    assert [args[2:] for args in reads] == [()]  # one read, positional (self, sid) only
+    await session.agent.undo_restore(session.sid)
+    assert (session.workdir / CHANGED).read_text().endswith(f"# prompt {PROMPTS - 1}\n")
+
+
 async def test_the_kept_branch_is_written_while_the_log_changes(
     session: Session, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -134,10 +134,14 @@ class Listings:
         """The log of ``session_id`` was truncated to ``head`` by us: drop the kept marks
         beyond it (they are gone), keep the others (untouched by a truncation)."""
         listing = self._listings.get(session_id)
-        if listing is not None:
-            listing.marks = [m for m in listing.marks if m.seq <= head]
+        if listing is not None:  # marks ascend by seq: a search, not a pass (#32)
+            listing.marks = listing.marks[: bisect.bisect_right(listing.marks, head, key=_seq)]
             listing.checkpoints = None
             listing.chain, listing.chained = None, 0
+
+
+def _seq(event: Event) -> int:
+    return event.seq
 
 
 async def newest_checkpoint_id(checkpointer: Checkpointer, session_id: str) -> str | None:

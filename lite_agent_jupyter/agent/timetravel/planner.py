@@ -54,15 +54,27 @@ def three_way(
 
 
 async def plan(
-    checkpointer: Checkpointer, files: WorkdirFiles, session_id: str, seq: int
+    checkpointer: Checkpointer,
+    files: WorkdirFiles,
+    session_id: str,
+    seq: int,
+    *,
+    fork: list[Event] | None = None,
 ) -> tuple[int, list[FilePlan], list[Event]]:
     """``(head, per-file plans, the events after seq)``; validates ``seq``.
 
     Reads only the tail after ``seq`` (what a restore changes): a checkpoint's prompt is
-    the first event after it, and the tail holds every snapshot to undo."""
+    the first event after it, and the tail holds every snapshot to undo. ``fork``: a list
+    to put the event at ``seq`` in (none for 0), read with the tail (one read, not two, for
+    a restore that keeps the cut future as a branch: its fork mark, #32)."""
     if type(seq) is not int or seq < 0:
         raise UnknownCheckpointError(f"{seq!r} is not a checkpoint seq (an integer >= 0)")
-    tail = await checkpointer.read(session_id, after=seq)
+    if fork is not None and seq > 0:
+        tail = await checkpointer.read(session_id, after=seq - 1)
+        if tail and tail[0].seq == seq:
+            fork.append(tail.pop(0))
+    else:
+        tail = await checkpointer.read(session_id, after=seq)
     if seq != 0 and not (tail and is_checkpoint(tail[0]) and tail[0].seq == seq + 1):
         if await is_tool_point(checkpointer, session_id, seq):
             return _plan_tail(files, tail, seq)

@@ -33,7 +33,7 @@ from ..snapshot_source import RESTORED
 from . import planner, points, reviewer
 from .branches import Branches
 from .entries import JournalEntry, LogChange, RecordHeader, file_entries
-from .journal import Journal
+from .journal import Journal, tail_digest
 from .model import (
     FilePlan,
     RestorePlan,
@@ -228,7 +228,10 @@ class Restorer:
         state = files if state is None else state
         async with self.journal.locked(session_id):
             await self.journal.recover_locked(session_id)
-            head, plans, tail = await planner.plan(self.checkpointer, self.files, session_id, seq)
+            fork: list[Event] = []  # the event at seq, read with the tail (a branch's mark)
+            head, plans, tail = await planner.plan(
+                self.checkpointer, self.files, session_id, seq, fork=fork
+            )
             every = plans
             if not files:
                 plans = []
@@ -280,6 +283,7 @@ class Restorer:
                     contents,
                     ref,
                     record=record.name,
+                    fork_mark=tail_digest(fork),
                     later=branch_blobs,
                     encoded=tail_lines,
                 )
