@@ -6,6 +6,7 @@ branch the restore keeps is written beside the log change, not after it."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -147,3 +148,26 @@ async def test_the_kept_branch_is_written_while_the_log_changes(
     monkeypatch.setattr(checkpointer, "truncate", truncate)
     await _restore(session)
     assert waited == [True]
+
+
+async def test_a_one_file_restore_counts_its_fsyncs_and_hops(
+    session: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The durable writes of a one-file restore, each needed (see journal.py): the journal
+    (its file and folder), the restored file's temp file and its folder, the kept branch's
+    events blob (the blob, its folder and the reference to it) and file (file and folder),
+    the cut log (#32: one fsync, cut in place). And the hops to worker threads: the journal,
+    the temp file and the blobs at once; the renames with their folder's fsync; the branch
+    file; the model's file table. Counted on a second restore, as in the benchmark (the
+    first also creates the session's blob reference and the branch's file table blob)."""
+    await _restore(session)
+    await session.agent.undo_restore(session.sid)
+    await session.agent.list_checkpoints(session.sid)
+    loop = asyncio.get_running_loop()
+    with (
+        _counting(monkeypatch, os, "fsync") as fsyncs,
+        _counting(monkeypatch, loop, "run_in_executor") as hops,
+    ):
+        await _restore(session)
+    assert len(fsyncs) == 10, fsyncs
+    assert len(hops) == 6

@@ -271,7 +271,7 @@ class Journal:
         pending: bytes | None = journal_data
         store = blobs if blobs is not None and blobs[1] else None
         for start in range(0, max(len(todo), 1), _CHUNK):
-            opened: list[tuple[FilePlan, Target | None, bytes | None]] = []
+            opened: list[Item] = []
             prepared: dict[int, PreparedWrite] = {}
             try:
                 for plan in todo[start : start + _CHUNK]:
@@ -317,20 +317,32 @@ class Journal:
                     elif target is not None and disk is not None:
                         _unlink_checked(target, plan, journal.op)
 
-                # the renames in threads too: on a busy disk one can take milliseconds
+                # The renames in threads too (on a busy disk one can take milliseconds), one
+                # per folder: its files replaced, then the folder fsynced once (#32: one hop,
+                # not one for the renames and one for the folders). A conflict stops its
+                # folder's renames; the others finish, and the rollback puts back them all.
+                folders: dict[tuple[int, int], list[Item]] = {}
+                for item in opened:
+                    target = item[1]
+                    key = (-1, id(item)) if target is None else _folder_key(target)
+                    folders.setdefault(key, []).append(item)
+
+                def in_folder(items: list[Item]) -> None:
+                    try:
+                        for item in items:
+                            replace(*item)
+                    finally:  # what was renamed is made durable, conflict or not
+                        target = items[0][1]
+                        if target is not None:
+                            target.sync()
+
                 done = await asyncio.gather(
-                    *(asyncio.to_thread(replace, *item) for item in opened),
+                    *(asyncio.to_thread(in_folder, items) for items in folders.values()),
                     return_exceptions=True,
                 )
                 failed = [item for item in done if isinstance(item, BaseException)]
                 if failed:
                     raise failed[0]
-                folders: dict[tuple[int, int], Target] = {}
-                for _, target, _ in opened:
-                    if target is not None:
-                        st = os.fstat(target.dir_fd)
-                        folders.setdefault((st.st_dev, st.st_ino), target)
-                await asyncio.gather(*(asyncio.to_thread(t.sync) for t in folders.values()))
             finally:
                 for write in prepared.values():
                     write.abort()
@@ -508,6 +520,16 @@ class Journal:
         with contextlib.suppress(FileNotFoundError):
             self.path(session_id).unlink()
         return []
+
+
+Item = tuple[FilePlan, Target | None, bytes | None]
+"""A file of a chunk: its plan, its entry (the open folder and name) and its new content."""
+
+
+def _folder_key(target: Target) -> tuple[int, int]:
+    """The identity of ``target``'s open folder (two paths may name one folder)."""
+    st = os.fstat(target.dir_fd)
+    return st.st_dev, st.st_ino
 
 
 def _record(journal: JournalEntry) -> str:
