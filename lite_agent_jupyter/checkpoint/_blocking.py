@@ -127,11 +127,13 @@ class FlockGate:
         return True
 
     def acquire_until(self, cancelled: threading.Event) -> bool:
-        while not self.try_acquire():
-            if cancelled.is_set():
-                return False
+        # cancelled is checked before each attempt, not after a failed one: once the caller
+        # has given up and someone else has had the gate, this wait never takes it again
+        while not cancelled.is_set():
+            if self.try_acquire():
+                return True
             time.sleep(_FLOCK_POLL)
-        return True
+        return False
 
     def release(self) -> None:
         fd, self._fd = self._fd, None
