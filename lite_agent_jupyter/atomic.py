@@ -126,19 +126,20 @@ def atomic_write(
     path: str | os.PathLike[str],
     data: bytes,
     *,
-    mode: int = 0o600,
+    mode: int | Callable[[], int] = 0o600,
     keep_mode: bool = False,
     durable: bool = True,
     dir_fd: int | None = None,
 ) -> os.stat_result:
     """Replace ``path``'s content with ``data`` atomically; return the new file's stat.
 
-    ``mode`` is the final mode of the file; with ``keep_mode`` an existing target keeps its own
-    permission bits instead. The temp file is 0600 until the final mode is applied, just
-    before the rename. ``durable`` fsyncs the file and then the folder. With ``dir_fd``,
-    ``path`` is a bare name inside that open folder (which stays the caller's to close), and
-    nothing on the way to it is looked up again. A symlink at ``path`` is replaced, never
-    followed.
+    ``mode`` is the final mode of the file (or a function giving it, called only when it is
+    used: :func:`default_file_mode` reads ``/proc``); with ``keep_mode`` an existing target
+    keeps its own permission bits instead. The temp file is 0600 until the final mode is
+    applied, just before the rename. ``durable`` fsyncs the file and then the folder. With
+    ``dir_fd``, ``path`` is a bare name inside that open folder (which stays the caller's to
+    close), and nothing on the way to it is looked up again. A symlink at ``path`` is
+    replaced, never followed.
     """
     if dir_fd is None:
         target = Path(path)
@@ -210,7 +211,7 @@ def prepare_write(
     name: str,
     data: bytes,
     *,
-    mode: int = 0o600,
+    mode: int | Callable[[], int] = 0o600,
     keep_mode: bool = False,
     durable: bool = True,
     dir_fd: int,
@@ -225,6 +226,8 @@ def prepare_write(
             st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
             if stat.S_ISREG(st.st_mode):
                 mode = stat.S_IMODE(st.st_mode)
+    if callable(mode):  # a new file's mode (#32: not read from /proc for an existing one)
+        mode = mode()
     tmp = temp_name(name)
     fd = os.open(
         tmp,

@@ -270,14 +270,14 @@ class Target:
     def write(self, data: bytes) -> None:
         """Replace the file's content atomically; an existing file keeps its permission bits,
         a new one gets ``0o666`` minus the umask."""
-        atomic_write(self.name, data, mode=default_file_mode(), keep_mode=True, dir_fd=self.dir_fd)
+        atomic_write(self.name, data, mode=default_file_mode, keep_mode=True, dir_fd=self.dir_fd)
 
     def prepare(self, data: bytes) -> PreparedWrite:
         """The first half of :meth:`write` (:func:`~..atomic.prepare_write`): the new content
         written and fsynced to a temp file beside the entry; ``commit()`` it (the target must
         still be open), then :meth:`sync`."""
         return prepare_write(
-            self.name, data, mode=default_file_mode(), keep_mode=True, dir_fd=self.dir_fd
+            self.name, data, mode=default_file_mode, keep_mode=True, dir_fd=self.dir_fd
         )
 
     def unlink(self, *, sync: bool = True) -> None:

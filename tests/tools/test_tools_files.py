@@ -30,6 +30,7 @@ from lite_agent_jupyter.tools import (
     write_file,
 )
 from lite_agent_jupyter.tools import files as files_module
+from lite_agent_jupyter.tools import paths as paths_module
 from lite_agent_jupyter.tools import search as search_module
 
 PNG = (
@@ -177,6 +178,26 @@ async def test_write_file_overwrite_keeps_mode_and_snapshots_before(
     assert file_mode(target) == 0o751
     assert recorder.calls == [(target, b"old\n", b"new\n")]
     assert leftovers(workdir) == []
+
+
+async def test_only_a_new_file_asks_the_umask(
+    ctx: ToolContext, workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The umask is read (from ``/proc``: slow in a busy threaded process) for a file being
+    created only; a replaced file keeps its own mode without it (#32: every restore and
+    every write of an existing file read it)."""
+    asked: list[int] = []
+
+    def default_mode() -> int:
+        asked.append(1)
+        return 0o640
+
+    monkeypatch.setattr(paths_module, "default_file_mode", default_mode)
+    file_with_mode(workdir / "old.txt", "old\n", 0o751)
+    await text_of(write_file, ctx, path="old.txt", content="new\n")
+    assert asked == [] and file_mode(workdir / "old.txt") == 0o751
+    await text_of(write_file, ctx, path="fresh.txt", content="new\n")
+    assert asked == [1] and file_mode(workdir / "fresh.txt") == 0o640
 
 
 async def test_write_file_same_content_changes_nothing(
