@@ -705,8 +705,8 @@ async def test_a_file_changed_while_the_restore_runs_is_a_conflict_and_all_is_pu
                 check=True,
                 timeout=60,
             )
-        elif not re.fullmatch(r"[0-9a-f]{62}", write.name):  # a blob (the kept branch's)
-            written.append(write.name)
+        elif not re.fullmatch(r"[0-9a-f]{62}|.*\.branch-.*", write.name):  # the kept
+            written.append(write.name)  # branch's blobs and file, put in place beside a.txt
 
     after_each_commit(monkeypatch, race)
     with pytest.raises(RestoreConflictError, match="changed while the restore ran") as caught:

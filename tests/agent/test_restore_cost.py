@@ -7,8 +7,8 @@ branch the restore keeps is written beside the log change, not after it."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
-import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 
 from lite_agent_jupyter import LiteAgent, Storage, create_lite_agent
-from lite_agent_jupyter.agent.timetravel.journal import Journal
 from lite_agent_jupyter.checkpoint.events import (
     AssistantEvent,
     Event,
@@ -123,31 +122,27 @@ async def test_a_one_file_restore_reads_the_log_once(
     assert (session.workdir / CHANGED).read_text().endswith(f"# prompt {PROMPTS - 1}\n")
 
 
-async def test_the_kept_branch_is_written_while_the_log_changes(
+async def test_the_kept_branch_is_in_place_before_the_log_changes(
     session: Session, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The branch file's writer is handed to a worker before the log change starts (the file
-    backend's truncate runs on the loop without yielding: a writer queued beside it as a
-    coroutine started only after it, two fsyncs more in a row)."""
-    started = threading.Event()
-    real_kept = Journal._write_kept
-
-    def kept(self: Journal, journal: Any) -> None:
-        started.set()
-        real_kept(self, journal)
-
+    """The branch file is written (a temp file) beside the journal and put in place beside
+    the files' renames, so none of its fsyncs comes after the log change's. Before #32 it
+    was written after the log change; then, meant to be beside it, it still came after it
+    (the file backend's truncate runs on the loop without yielding)."""
     checkpointer = session.agent.checkpointer
     real_truncate = checkpointer.truncate
-    waited: list[bool] = []
+    archive = session.agent.storage.base / "archive"
+    seen: list[dict[str, Any]] = []
 
     async def truncate(*args: Any, **kwargs: Any) -> None:
-        waited.append(started.wait(10))  # blocking, as the file backend's own work is
+        (branch,) = archive.glob(f"{session.sid}.branch-*.json")
+        seen.append(json.loads(branch.read_bytes()))
+        assert not [p for p in archive.iterdir() if p.name.endswith(".tmp")]
         await real_truncate(*args, **kwargs)
 
-    monkeypatch.setattr(Journal, "_write_kept", kept)
     monkeypatch.setattr(checkpointer, "truncate", truncate)
     await _restore(session)
-    assert waited == [True]
+    assert [branch["fork"] for branch in seen] == [session.last]
 
 
 async def test_a_one_file_restore_counts_its_fsyncs_and_hops(
@@ -156,10 +151,11 @@ async def test_a_one_file_restore_counts_its_fsyncs_and_hops(
     """The durable writes of a one-file restore, each needed (see journal.py): the journal
     (its file and folder), the restored file's temp file and its folder, the kept branch's
     events blob (the blob, its folder and the reference to it) and file (file and folder),
-    the cut log (#32: one fsync, cut in place). And the hops to worker threads: the journal,
-    the temp file and the blobs at once; the renames with their folder's fsync; the branch
-    file; the model's file table. Counted on a second restore, as in the benchmark (the
-    first also creates the session's blob reference and the branch's file table blob)."""
+    the cut log (#32: one fsync, cut in place). And the jobs of worker threads, in three
+    rounds: the journal, the temp file, the blobs and the branch's temp file at once; the
+    renames of the file and of the branch, each with its folder's fsync; the model's file
+    table. Counted on a second restore, as in the benchmark (the first also creates the
+    session's blob reference and the branch's file table blob)."""
     await _restore(session)
     await session.agent.undo_restore(session.sid)
     await session.agent.list_checkpoints(session.sid)
@@ -170,4 +166,4 @@ async def test_a_one_file_restore_counts_its_fsyncs_and_hops(
     ):
         await _restore(session)
     assert len(fsyncs) == 10, fsyncs
-    assert len(hops) == 6
+    assert len(hops) == 4 + 2 + 1

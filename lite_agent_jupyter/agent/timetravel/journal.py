@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ...atomic import PreparedWrite, remove_dead_temps, temp_name
+from ...atomic import PreparedWrite, prepare_write, remove_dead_temps, temp_name
 from ...checkpoint._blocking import FlockGate, acquire
 from ...checkpoint.events import Event, FileSnapshotEvent, UnknownEvent, decode, encode
 from ...checkpoint.protocol import Checkpointer, validate_session_id
@@ -195,30 +195,10 @@ class Journal:
         except BaseException:
             await self.rollback(session_id, journal)
             raise
-        # The branch this keeps is written while the log changes (#32: its two fsyncs no
-        # longer wait for the log's): it names only blobs durable by now, and until the
-        # journal is gone a rollback, here or in recovery, deletes it again. Handed to a
-        # worker before the log change starts: the file backend's runs on the loop without
-        # yielding, so a coroutine beside it would start only after it.
-        kept: asyncio.Future[None] | None = None
-        if journal.write_on_finish:
-            loop = asyncio.get_running_loop()
-            kept = loop.run_in_executor(None, self._write_kept, journal)
+        # The branch this keeps is in place already (:meth:`_write_files`, #32: its fsyncs
+        # beside the files', none after the log's).
         try:
             await self._change_log(session_id, journal, appended)
-        except BaseException as exc:
-            changed: BaseException | None = exc
-        else:
-            changed = None
-        written: BaseException | None = None
-        if kept is not None:
-            try:
-                await kept
-            except BaseException as exc:
-                written = exc
-        try:
-            if changed is not None:
-                raise changed
         except CheckpointConflictError as exc:
             failed = await self.rollback(session_id, journal)
             outcome = (
@@ -233,8 +213,6 @@ class Journal:
                 paths=tuple(failed),
             ) from exc
         # Any other failure leaves the journal: the next call finds out what happened.
-        if written is not None:
-            raise written
         self.finish(session_id, journal, kept_written=True)
         return RestoreResult(
             restored=tuple(p.path for p in todo if p.new is not None),
@@ -261,18 +239,24 @@ class Journal:
 
         ``blobs`` (a reference and contents) are stored, durably, at the same time as the
         journal (#32: a kept branch's two blobs and their reference cost three fsyncs in a
-        row before the journal's). Safe because nothing durable names them before all of
-        these writes are done: the branch file that does is written only after the log
-        change (:meth:`finish`, or recovery finishing), and the log change only after this
-        returns. A kill meanwhile leaves at most blobs under the session's reference (what
-        a kill between storing them and writing the journal always left), collected with
-        the session."""
+        row before the journal's), and so is the temp file of each branch file the journal
+        carries (``write_on_finish``); each is renamed into place, and the folder fsynced,
+        beside the renames of the files. Safe because nothing durable names the blobs before
+        they and the journal are durable: the branch file that does is put in place only
+        then, and until the journal is gone a rollback, here or in recovery, deletes it
+        again (recovery that finishes writes it anew). A kill before that leaves at most
+        blobs under the session's reference (what a kill between storing them and writing
+        the journal always left), collected with the session, and a temp file, swept as any
+        (``atomic.sweep_stale``)."""
         journal_path = self.path(session_id)
         pending: bytes | None = journal_data
         store = blobs if blobs is not None and blobs[1] else None
+        kept = list(journal.write_on_finish.items())
         for start in range(0, max(len(todo), 1), _CHUNK):
             opened: list[Item] = []
             prepared: dict[int, PreparedWrite] = {}
+            branches: list[PreparedWrite] = []  # the kept branches' files, not yet in place
+            archive = -1
             try:
                 for plan in todo[start : start + _CHUNK]:
                     data = await self.blobs.get(plan.new) if plan.new is not None else None
@@ -285,13 +269,19 @@ class Journal:
                 ]
                 if pending is not None:
                     jobs.append(functools.partial(write_private_file, journal_path, pending))
+                if kept:
+                    archive = os.open(self.archive(), _DIR_FLAGS)
+                    jobs += [
+                        functools.partial(_prepare_kept, name, text, archive, branches)
+                        for name, text in kept
+                    ]
                 waits: list[Awaitable[object]] = [asyncio.to_thread(job) for job in jobs]
                 if store is not None:
                     waits.append(self._storing(*store))
                     store = None
                 done = await asyncio.gather(*waits, return_exceptions=True)
                 for item in done:
-                    if isinstance(item, PreparedWrite):
+                    if isinstance(item, PreparedWrite) and item not in branches:
                         prepared[item.dir_fd] = item
                 failed = [item for item in done if isinstance(item, BaseException)]
                 if failed:
@@ -336,19 +326,22 @@ class Journal:
                         if target is not None:
                             target.sync()
 
-                done = await asyncio.gather(
-                    *(asyncio.to_thread(in_folder, items) for items in folders.values()),
-                    return_exceptions=True,
-                )
+                rounds = [asyncio.to_thread(in_folder, items) for items in folders.values()]
+                if kept:  # the journal and the blobs are durable: the branch files go in
+                    rounds.append(asyncio.to_thread(_commit_kept, branches, archive))
+                    kept = []
+                done = await asyncio.gather(*rounds, return_exceptions=True)
                 failed = [item for item in done if isinstance(item, BaseException)]
                 if failed:
                     raise failed[0]
             finally:
-                for write in prepared.values():
+                for write in (*prepared.values(), *branches):
                     write.abort()
                 for _, target, _ in opened:
                     if target is not None:
                         target.close()
+                if archive >= 0:
+                    os.close(archive)
 
     async def _storing(self, ref: BlobRef, contents: Sequence[bytes]) -> None:
         """Store ``contents`` under ``ref``, each durable when this returns: the reference to
@@ -520,6 +513,22 @@ class Journal:
         with contextlib.suppress(FileNotFoundError):
             self.path(session_id).unlink()
         return []
+
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+
+
+def _prepare_kept(name: str, text: str, archive: int, into: list[PreparedWrite]) -> None:
+    """A kept branch's file written and fsynced to a temp file in the archive folder (open
+    as ``archive``), added to ``into`` (by the worker thread: list appends are atomic)."""
+    into.append(prepare_write(name, text.encode("utf-8"), mode=FILE_MODE, dir_fd=archive))
+
+
+def _commit_kept(writes: list[PreparedWrite], archive: int) -> None:
+    """The kept branches' temp files renamed into place, then their folder fsynced."""
+    for write in writes:
+        write.commit()
+    os.fsync(archive)
 
 
 Item = tuple[FilePlan, Target | None, bytes | None]
