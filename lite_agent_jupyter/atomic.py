@@ -44,6 +44,7 @@ __all__ = [
     "atomic_write",
     "default_file_mode",
     "fsync_dir",
+    "fsync_file",
     "is_temp_name",
     "prepare_write",
     "remove_dead_temps",
@@ -98,6 +99,15 @@ def write_all(fd: int, data: bytes) -> None:
 def fsync_dir(path: str | os.PathLike[str]) -> None:
     """fsync a directory so a rename or a new file in it survives power loss."""
     fd = os.open(path, _DIR_FLAGS)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_file(path: str | os.PathLike[str]) -> None:
+    """fsync a file written earlier (by this process or another), by its path."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
         os.fsync(fd)
     finally:

@@ -224,9 +224,10 @@ class FileBlobStore(BlobCollector):
             return self._refs_dir / f"p-{token}"
         return self._refs_dir / ("s-" + hashlib.sha256(scope.encode()).hexdigest()[:32])
 
-    def _record(self, ref: BlobRef, digests: Iterable[str]) -> None:
+    def _record(self, ref: BlobRef, digests: Iterable[str], *, sync: bool = True) -> Path | None:
         """Append to ``ref``'s file the hashes it does not name yet. A session's file is
-        fsynced: it must survive a crash as long as the event that names the blob."""
+        fsynced: it must survive a crash as long as the event that names the blob (``sync=
+        False``: by the caller, who gets the file back; ``None``: nothing to fsync)."""
         key = (ref.scope, ref.owner)
         folder = self._scope_dir(ref.scope)
         path = folder / ref.owner
@@ -239,7 +240,7 @@ class FileBlobStore(BlobCollector):
             known = cached[1] if cached is not None and cached[0] == inode else set()
             new = [d for d in dict.fromkeys(digests) if d not in known]
         if not new:
-            return
+            return None
         for digest in new:
             self._path(digest)  # validates
         created = inode is None
@@ -255,7 +256,7 @@ class FileBlobStore(BlobCollector):
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
         try:
             write_all(fd, lines)
-            if not ref.transient:
+            if sync and not ref.transient:
                 os.fsync(fd)
             inode = os.fstat(fd).st_ino
         finally:
@@ -275,6 +276,7 @@ class FileBlobStore(BlobCollector):
                 self._known[key] = (inode, set(new))
             else:
                 cached[1].update(new)
+        return None if sync or ref.transient else path
 
     def _remember(self, digest: str, data: bytes) -> None:
         if len(data) < DELTA_MIN_SIZE or len(data) > _RECENT_BYTES // 4:
@@ -371,6 +373,24 @@ class FileBlobStore(BlobCollector):
         assert fd is not None
         try:
             self._record(ref, digests)
+        finally:
+            os.close(fd)
+
+    def add_refs_nowait(self, ref: BlobRef, digests: Iterable[str]) -> Path | None:
+        """:meth:`add_refs_sync` now, without waiting for anything: the record is appended if
+        the store's lock is free and ``ref``'s file exists, but not fsynced; returns that file
+        for the caller to fsync (in a worker, beside the blobs' writes, #32) before anything
+        durable names the blobs (``None``: nothing to fsync). Raises ``BlockingIOError`` when
+        it would wait (a collection's final pass holds the lock) or make folders (a first
+        reference): then :meth:`add_refs_sync`, in a worker."""
+        folder = self._scope_dir(ref.scope)
+        if not (folder / ref.owner).exists():
+            raise BlockingIOError("a first reference: folders to make and fsync")
+        fd = self._lock_shared(wait=False)
+        if fd is None:
+            raise BlockingIOError("the store is being collected")
+        try:
+            return self._record(ref, digests, sync=False)
         finally:
             os.close(fd)
 

@@ -152,10 +152,11 @@ async def test_a_one_file_restore_counts_its_fsyncs_and_hops(
     (its file and folder), the restored file's temp file and its folder, the kept branch's
     events blob (the blob, its folder and the reference to it) and file (file and folder),
     the cut log (#32: one fsync, cut in place). And the jobs of worker threads, in three
-    rounds: the journal, the temp file, the blobs and the branch's temp file at once; the
-    renames of the file and of the branch, each with its folder's fsync; the model's file
-    table. Counted on a second restore, as in the benchmark (the first also creates the
-    session's blob reference and the branch's file table blob)."""
+    rounds: the journal, the temp file, the blob, the fsync of its reference (appended on
+    the loop) and the branch's temp file at once; the renames of the file and of the
+    branch, each with its folder's fsync; the model's file table. Counted on a second
+    restore, as in the benchmark (the first also creates the session's blob reference and
+    the branch's file table blob)."""
     await _restore(session)
     await session.agent.undo_restore(session.sid)
     await session.agent.list_checkpoints(session.sid)
@@ -166,4 +167,4 @@ async def test_a_one_file_restore_counts_its_fsyncs_and_hops(
     ):
         await _restore(session)
     assert len(fsyncs) == 10, fsyncs
-    assert len(hops) == 4 + 2 + 1
+    assert len(hops) == 5 + 2 + 1

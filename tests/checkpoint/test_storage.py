@@ -269,3 +269,37 @@ async def test_put_many_stores_every_blob_under_one_ref_and_collection_keeps_the
     assert collected.deleted == () and sorted(await store.hashes()) == sorted(set(digests))
     await store.drop_refs(ref)
     assert len((await store.collect(grace=0)).deleted) == 40
+
+
+async def test_add_refs_nowait_appends_now_and_leaves_the_fsync_to_the_caller(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A restore records its kept branch's blobs on the loop and fsyncs the record in a
+    worker beside the blobs' writes (#32): the record is appended (a collection keeps what
+    it names), not fsynced, and its file handed back; it refuses (``BlockingIOError``) what
+    would wait or make folders: a first reference, the lock held by a collection."""
+    import fcntl
+
+    from lite_agent_jupyter.storage import BlobRef
+
+    store = FileBlobStore(tmp_path / "blobs")
+    ref = BlobRef("file:/somewhere", "session-1")
+    kept = blob_hash(b"kept")
+    with pytest.raises(BlockingIOError):  # no file for the reference yet
+        store.add_refs_nowait(ref, [kept])
+    await store.add_refs(ref, [await store.put(b"first")])
+    synced: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(fd) or real_fsync(fd))
+    recorded = store.add_refs_nowait(ref, [kept])
+    assert synced == [] and recorded is not None and kept in recorded.read_text().split()
+    assert store.add_refs_nowait(ref, [kept]) is None  # recorded already: nothing to fsync
+    await store.put(b"kept")
+    assert (await store.collect(grace=0)).deleted == ()
+    holder = os.open(tmp_path / "blobs" / ".lock", os.O_RDWR)
+    try:
+        fcntl.flock(holder, fcntl.LOCK_EX)  # a collection's final pass
+        with pytest.raises(BlockingIOError):
+            store.add_refs_nowait(ref, [blob_hash(b"other")])
+    finally:
+        os.close(holder)

@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ...atomic import PreparedWrite, prepare_write, remove_dead_temps, temp_name
+from ...atomic import PreparedWrite, fsync_file, prepare_write, remove_dead_temps, temp_name
 from ...checkpoint._blocking import FlockGate, acquire
 from ...checkpoint.events import Event, FileSnapshotEvent, UnknownEvent, decode, encode
 from ...checkpoint.protocol import Checkpointer, validate_session_id
@@ -275,10 +275,15 @@ class Journal:
                         functools.partial(_prepare_kept, name, text, archive, branches)
                         for name, text in kept
                     ]
-                waits: list[Awaitable[object]] = [asyncio.to_thread(job) for job in jobs]
-                if store is not None:
-                    waits.append(self._storing(*store))
+                waits: list[Awaitable[object]] = []
+                if store is not None:  # first: the longest chain of the round
+                    waits.append(self._storing(*store, jobs))
                     store = None
+                # Every job handed to the workers at once, after the loop's own part of the
+                # round (#32: jobs started one by one fought the loop's next steps for the
+                # GIL, and waited up to a millisecond each to begin).
+                loop = asyncio.get_running_loop()
+                waits += [loop.run_in_executor(None, job) for job in jobs]
                 done = await asyncio.gather(*waits, return_exceptions=True)
                 for item in done:
                     if isinstance(item, PreparedWrite) and item not in branches:
@@ -343,24 +348,44 @@ class Journal:
                 if archive >= 0:
                     os.close(archive)
 
-    async def _storing(self, ref: BlobRef, contents: Sequence[bytes]) -> None:
-        """Store ``contents`` under ``ref``, each durable when this returns: the reference to
-        all of them first (one durable record), then the contents; the file store's blocking
-        writes in one worker thread (beside the journal's: one hop, a new blob is rare but
-        for the tail's), another store's own way."""
+    def _storing(
+        self, ref: BlobRef, contents: Sequence[bytes], jobs: list[Callable[[], object]]
+    ) -> Awaitable[object]:
+        """Store ``contents`` under ``ref``, each durable when the result is awaited: the
+        reference to all of them first, then the contents. The file store's reference is
+        appended now (when its lock is free: a few system calls) and its fsync and the
+        contents' writes added to ``jobs``, for worker threads beside the journal's (#32: the
+        reference's, the blob's and its folder's fsyncs were three in a row); otherwise its
+        blocking writes are one job. Another store its own way (a coroutine)."""
         blobs, digests = self.blobs, [blob_hash(data) for data in contents]
-        if isinstance(blobs, FileBlobStore):
-            file_store = blobs
+        if not isinstance(blobs, FileBlobStore):
+            return self._storing_async(ref, contents, digests)
+        file_store = blobs
 
-            def store() -> list[str]:
-                file_store.add_refs_sync(ref, digests)
-                return [file_store.put_sync(data, ref=ref) for data in contents]
+        def put() -> None:
+            stored = [file_store.put_sync(data, ref=ref) for data in contents]
+            assert stored == digests, stored  # the branch file names them by these
 
-            stored = await asyncio.to_thread(store)
+        def store() -> None:
+            file_store.add_refs_sync(ref, digests)
+            put()
+
+        try:
+            recorded = file_store.add_refs_nowait(ref, digests)
+        except BlockingIOError:
+            jobs.insert(0, store)
         else:
-            await blobs.add_refs(ref, digests)
-            stored = [await blobs.put(data, ref=ref) for data in contents]
-        assert list(stored) == digests, stored  # the branch file names them by these
+            jobs.insert(0, put)
+            if recorded is not None:
+                jobs.insert(1, functools.partial(fsync_file, recorded))
+        return asyncio.sleep(0)
+
+    async def _storing_async(
+        self, ref: BlobRef, contents: Sequence[bytes], digests: list[str]
+    ) -> None:
+        await self.blobs.add_refs(ref, digests)
+        stored = [await self.blobs.put(data, ref=ref) for data in contents]
+        assert stored == digests, stored  # the branch file names them by these
 
     def _write_kept(self, journal: JournalEntry) -> None:
         """Write the branch files ``journal`` carries (``write_on_finish``), durably."""
