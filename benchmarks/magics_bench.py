@@ -18,6 +18,9 @@ Messages API server on 127.0.0.1 (TCP_NODELAY) through the official ``anthropic`
    transformer is off - runs the same turn blocking the main thread (``cell.drive``). The
    two differ by how the main thread learns of each event (a wake-up of the kernel's
    asyncio loop vs a plain lock), which is why the two published figures disagreed.
+   The blocking side is written ``_ = get_ipython().run_cell_magic(...)``: the transformer
+   rewrites a cell that is that call alone into the coroutine, so the bare call (what this
+   script sent before 2026-12-04 evening) measured the coroutine a second time.
 2. Display messages: a reply streamed over ~1.5 s in many small deltas. Target: display
    messages <= 20 per second of streaming + 2.
    Beside it, each side's CPU per cell in the kernel process (all its threads: what a cell
@@ -92,7 +95,8 @@ def overhead(kernel: Kernel, server: FakeAnthropicServer, cells: int) -> tuple[f
     kernel.run(BARE_SETUP).check()
     sides = {
         "magic": "%%agent\nquestion {i}",
-        "blocking": "get_ipython().run_cell_magic('agent', '', 'question {i}')",
+        # an assignment: the transformer leaves it alone, so the magic really blocks
+        "blocking": "_ = get_ipython().run_cell_magic('agent', '', 'question {i}')",
         "bare": "_ = await bare.send('question {i}')",
     }
     for i in range(5):  # warm every path (imports, connections)
