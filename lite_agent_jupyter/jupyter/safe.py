@@ -137,11 +137,23 @@ _MD.add_render_rule("link_open", _link_open)
 _MD.add_render_rule("link_close", _link_close)
 
 
+_PLAIN = re.compile(r"[A-Za-z](?:[A-Za-z0-9 ,.;:'?!-]*[A-Za-z0-9,.;:'?!-])?")
+"""One line of words and plain punctuation: in CommonMark a paragraph and nothing else (no
+character of its syntax can open anything from there), with no character HTML escapes and
+no math delimiter."""
+
+
 def markdown_html(text: str, env: dict[str, Any] | None = None) -> str:
     """The Markdown ``text`` (untrusted) as safe HTML (see the module's docstring). ``env``:
-    the parser's state shared between pieces of one text (link reference definitions)."""
+    the parser's state shared between pieces of one text (link reference definitions).
+
+    A text of :data:`_PLAIN` (the first words of most answers) is its paragraph without a
+    run of the parser: the same HTML (``test_what_is_shown.py`` holds it to the parser's),
+    at a tenth of the cost; the first display of a ``%%agent`` cell waits for it (#32)."""
     if not text:
         return ""
+    if _PLAIN.fullmatch(text):
+        return f"<p>{text}</p>\n"
     return no_math(str(_MD.render(terminal_safe(text), {} if env is None else env)))
 
 

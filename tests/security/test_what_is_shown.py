@@ -8,6 +8,8 @@ element, no ``on*`` attribute, no ``srcdoc``, no link to anything but ``http(s)`
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from payloads import (
     ALL_HTML,
     HIDDEN_CODE,
@@ -162,6 +164,25 @@ def test_turn_view_renders_only_the_part_that_grew() -> None:
     view.add_text(" part")
     second = view.html()
     assert view._rendered[0] is cached and "second part" in second and first != second
+
+
+def _parsed(text: str) -> str:
+    return safe.no_math(str(safe._MD.render(terminal_safe(text), {}))) if text else ""
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.from_regex(safe._PLAIN, fullmatch=True))
+def test_plain_text_skips_the_parser_with_the_same_html(text: str) -> None:
+    """One line of words and plain punctuation skips the parser (#32: the first display of
+    a cell waited for it); whatever text the fast path takes, it makes what the parser
+    makes."""
+    assert safe.markdown_html(text) == _parsed(text) == f"<p>{text}</p>\n"
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.text(alphabet="aZ0 ,.;:'?!-*_`#>[]<&$\\\n|~+=()", max_size=24))
+def test_any_other_text_still_goes_through_the_parser(text: str) -> None:
+    assert safe.markdown_html(text) == _parsed(text)
 
 
 def _request(command: str) -> ApprovalRequest:
