@@ -43,7 +43,11 @@ class BackgroundTurns:
         return entry
 
     def show(self, agent: LiteAgent, *, rich: bool) -> None:
-        """Show what arrived since the last call (never blocks)."""
+        """Show what arrived since the last call (never blocks). A ``%%agent`` cell asks
+        with each item of its turn, nearly always with nothing new: that answer costs one
+        look at the queue (#32: it ran two imports and an exception first)."""
+        if self.runner.notices.empty():
+            return
         from ..agent import BackgroundEvent, BackgroundTurnFinished, BackgroundTurnStarted
         from . import answering
 
