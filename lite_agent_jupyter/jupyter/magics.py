@@ -26,6 +26,7 @@ imports ``commands/``), nor how a turn is drawn (``cell.py``, ``sinks.py``, ``re
 
 from __future__ import annotations
 
+import argparse
 import functools
 import inspect
 import json
@@ -138,6 +139,21 @@ def _cell_parser() -> Parser:
     return parser
 
 
+@functools.cache
+def _no_options() -> dict[str, Any]:
+    """What the parser makes of a cell without options (its defaults), built once."""
+    return vars(_cell_parser().parse_args([]))
+
+
+def cell_options(line: str) -> argparse.Namespace:
+    """The options of a ``%%agent`` line. Most cells have none: those get the defaults
+    without a run of the parser (#32: ``shlex`` and ``argparse`` were ~0.08 ms a cell).
+    Raises :class:`HelpShown` after ``-h``."""
+    if not line.strip():
+        return argparse.Namespace(**_no_options())
+    return _cell_parser().parse_args(shlex.split(line))
+
+
 _VALUED = ("--session", "--max-tokens", "--max-cost")
 """The ``%%agent`` options followed by a value."""
 
@@ -164,8 +180,12 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def _key_part(value: object) -> object:
     """A setting as part of the settings key: a dict or list as its JSON (hashable,
-    compared by content)."""
-    return json.dumps(value, sort_keys=True) if isinstance(value, dict | list) else value
+    compared by content; an empty one without a run of the encoder)."""
+    if isinstance(value, dict):
+        return json.dumps(value, sort_keys=True) if value else "{}"
+    if isinstance(value, list):
+        return json.dumps(value, sort_keys=True) if value else "[]"
+    return value
 
 
 def _magic(marker: Any, name: str) -> Callable[[F], F]:
@@ -337,6 +357,14 @@ class LiteAgentMagics(Magics):
         """The notebook file this kernel serves, pinned when first seen (see notebook_file)."""
         self._headless: NotebookLocation | None = None
         """A headless run's notebook, found once, at its first agent (``headless.py``)."""
+        self._found: tuple[tuple[str | None, str, str], NotebookLocation] | None = None
+        """The last :func:`locate_notebook` answer and what it was asked (``_where``)."""
+        self._generation = 0
+        """Bumped by every change of a setting (any trait): see :meth:`_settings_key`."""
+        self._traits_read: tuple[int, tuple[object, ...], tuple[object, ...]] | None = None
+        """The settings key's part read from the traits: (generation, the parts, the dicts
+        and lists among the values, encoded again each time)."""
+        self.observe(self._setting_changed)
         self.location = self._locate(search=False)
         self.teach = teach.TeachState()
         self.locking = LockingNotes()
@@ -396,18 +424,30 @@ class LiteAgentMagics(Magics):
         (nbconvert, papermill: no ``JPY_SESSION_NAME``) is searched by the cells run so far,
         once, when its first agent is built (``search``), and kept for the kernel's life: a
         later match must not move the run's sessions to another namespace."""
-        from . import approval
-
         user_ns = self.shell.user_ns if self.shell is not None else {}
-        location = locate_notebook(user_ns, os.environ, Path.cwd())
+        location = self._where(user_ns)
         if location.rule != RULE_CONSOLE:
             return location
         if self._headless is None:
+            from . import approval
+
             if not search or approval.someone_can_answer(self.shell):
                 return location  # a console, or not known yet
             history = getattr(getattr(self.shell, "history_manager", None), "input_hist_raw", [])
             self._headless = headless_location(history[1:], os.environ, Path.cwd())
         return self._headless
+
+    def _where(self, user_ns: Any) -> NotebookLocation:
+        """:func:`locate_notebook` for the current VS Code file name, ``JPY_SESSION_NAME``
+        and folder, the answer kept for the last three: it is a function of them, and each
+        cell asks (#32: it built two paths a cell)."""
+        vsc = user_ns.get("__vsc_ipynb_file__")
+        asked = (vsc if isinstance(vsc, str) else None, os.environ.get("JPY_SESSION_NAME", ""))
+        seen = (*asked, os.getcwd())
+        found = self._found
+        if found is None or found[0] != seen:
+            found = self._found = (seen, locate_notebook(user_ns, os.environ, Path(seen[2])))
+        return found[1]
 
     @property
     def in_kernel(self) -> bool:
@@ -511,18 +551,32 @@ class LiteAgentMagics(Magics):
         value = self.expose_variables
         return [value] if isinstance(value, str) and value else list(value or [])
 
+    def _setting_changed(self, change: Any) -> None:
+        self._generation += 1
+
     def _settings_key(self, model: Provider) -> object:
+        """What the agent is built from: another key rebuilds it (keeping the session).
+
+        The settings are read once per change of any of them (the trait observer bumps
+        :attr:`_generation`; #32: reading twenty traits and encoding four dicts was most of
+        a cell's ~0.07 ms here); a dict or list is still encoded each time when not empty,
+        so one changed in place rebuilds the agent as before."""
+        read = self._traits_read
+        if read is None or read[0] != self._generation:
+            values = tuple(getattr(self, name) for name in _KEY_TRAITS)
+            read = self._traits_read = (
+                self._generation,
+                tuple(_key_part(value) for value in values),
+                tuple(value for value in values if isinstance(value, dict | list)),
+            )
+        workdir = self.workdir
         return (
             id(model),
             self._key_version,
-            *(_key_part(getattr(self, name)) for name in OPTION_TRAITS),
-            str(self.workdir_path()),
-            self.checkpointer_url,
-            self.storage_root,
+            *read[1],
+            *(_key_part(value) for value in read[2]),  # as they are now
+            str(Path(workdir).expanduser()) if workdir else os.getcwd(),  # workdir_path()
             tuple(self._exposed()),
-            self.allow_notebook_edits,
-            self.share_outputs,
-            self.kernel_tools,
             # the notebook tools are offered only while a page answers: a page that answers
             # later (or a new one) rebuilds the agent, the session kept
             self.notebook_tools and self.notebook.client,
@@ -660,7 +714,7 @@ class LiteAgentMagics(Magics):
         if not cell.strip():
             line, cell = one_line_prompt(line)
         try:
-            args = _cell_parser().parse_args(shlex.split(line))
+            args = cell_options(line)
         except HelpShown:
             return None
         if args.memory and self.sessions:
@@ -876,3 +930,13 @@ it is). The one table ``_create`` builds the agent from and the settings key (a 
 rebuilds the agent) is read from: a new option the notebook sets is a trait and a row here.
 ``workdir``, ``storage``, ``checkpointer`` and ``tools`` are made from several settings and
 the notebook's state (``_create``)."""
+
+_KEY_TRAITS = (
+    *OPTION_TRAITS,
+    "checkpointer_url",
+    "storage_root",
+    "allow_notebook_edits",
+    "share_outputs",
+    "kernel_tools",
+)
+"""The settings read as they are into the settings key (``_settings_key``)."""

@@ -82,3 +82,51 @@ def test_a_change_of_any_row_rebuilds_the_agent(magics: LiteAgentMagics) -> None
 def test_a_bad_setting_is_still_refused_by_its_trait(magics: LiteAgentMagics) -> None:
     with pytest.raises(TraitError):
         magics.max_turns = "many"
+
+
+def test_the_settings_are_read_again_only_after_a_change(magics: LiteAgentMagics) -> None:
+    """#32: each cell computes the settings key; the traits are read once per change of a
+    setting, not each cell, and a dict changed in place still rebuilds the agent."""
+    model = magics.build_model()
+    assert model is not None
+    key = magics._settings_key(model)
+    read = magics._traits_read
+    assert magics._settings_key(model) == key and magics._traits_read is read
+    magics.max_turns = 9
+    assert magics._settings_key(model) != key and magics._traits_read is not read
+    key = magics._settings_key(model)
+    magics.hooks["turn_end"] = "os.path:basename"  # in place: no trait event
+    assert magics._settings_key(model) != key
+
+
+def test_the_key_follows_the_folder_and_the_notebook(
+    magics: LiteAgentMagics, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The notebook's location is kept between cells (#32), but moving to another folder
+    or naming another notebook gives a new one, and a new key."""
+    model = magics.build_model()
+    assert model is not None
+    magics.agent()
+    key, location = magics._settings_key(model), magics.location
+    magics.agent()
+    assert magics.location is location and magics._settings_key(model) == key
+    (tmp_path / "other").mkdir()
+    monkeypatch.chdir(tmp_path / "other")
+    magics.agent()
+    assert magics.location.folder == tmp_path / "other"
+    assert magics._settings_key(model) != key
+    monkeypatch.setenv("JPY_SESSION_NAME", str(tmp_path / "analysis.ipynb"))
+    magics.agent()
+    assert magics.location.notebook == tmp_path / "analysis.ipynb"
+
+
+def test_a_cell_without_options_gets_the_parsers_defaults() -> None:
+    """#32: most cells have no options; they skip ``shlex`` and the parser, with the same
+    answer, a fresh one each time."""
+    from lite_agent_jupyter.jupyter.magics import _cell_parser, cell_options
+
+    first = cell_options("  ")
+    assert first == _cell_parser().parse_args([])
+    first.quiet = True
+    assert cell_options("").quiet is False
+    assert cell_options("--quiet --session abc").session == "abc"
