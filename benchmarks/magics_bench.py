@@ -5,8 +5,9 @@
 One kernel (``python -m ipykernel``, driven over ZeroMQ like a front end) talks to the fake
 Messages API server on 127.0.0.1 (TCP_NODELAY) through the official ``anthropic`` client.
 
-1. Overhead: cells rotate between ``%%agent``, the same magic run *blocking* and a *bare*
-   SDK cell, ``await agent.send(...)`` on an agent the cell built itself with
+1. Overhead: cells rotate between ``%%agent``, the same magic run *blocking* and two *bare*
+   SDK cells (so that its session grows as fast as the kernel agent's, which both magic
+   sides write to), ``await agent.send(...)`` on an agent the cell built itself with
    ``create_lite_agent`` (the same model, the same file sessions, no runner, no rendering).
    Each cell's time is the front end's: execute request sent -> reply received (the real
    ``anthropic`` client in the kernel, the fake server answering at once). Overhead =
@@ -99,20 +100,24 @@ def overhead(kernel: Kernel, server: FakeAnthropicServer, cells: int) -> tuple[f
         "blocking": "_ = get_ipython().run_cell_magic('agent', '', 'question {i}')",
         "bare": "_ = await bare.send('question {i}')",
     }
+    # The magic and the blocking cells share the kernel agent's session: two turns a
+    # round. The bare agent sends twice a round too, so that every turn measured carries
+    # a conversation of the same length (each turn's request holds the whole history; with
+    # one bare turn a round the magic's history was twice the bare one's, 2026-12-04).
+    order = ["magic", "blocking", "bare", "bare"]
     for i in range(5):  # warm every path (imports, connections)
-        for code in sides.values():
-            timed(kernel, code.format(i=i))
+        for name in order:
+            timed(kernel, sides[name].format(i=i))
     times: dict[str, list[float]] = {name: [] for name in sides}
-    order = list(sides)
-    for name in order:
+    for name in sides:
         CPU[name] = []
     for i in range(cells):
-        for name in order[i % 3 :] + order[: i % 3]:  # each side first in turn
+        for name in order[i % 4 :] + order[: i % 4]:  # each side first in turn
             cpu = kernel_cpu(kernel)
             times[name].append(timed(kernel, sides[name].format(i=i)))
             time.sleep(0.01)  # what the cell left running (its last display messages)
             CPU[name].append(kernel_cpu(kernel) - cpu)
-    return tuple(statistics.median(times[name]) for name in order)  # type: ignore[return-value]
+    return tuple(statistics.median(times[name]) for name in sides)  # type: ignore[return-value]
 
 
 def display_rate(kernel: Kernel, server: FakeAnthropicServer) -> tuple[int, float]:
