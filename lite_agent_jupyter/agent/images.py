@@ -48,7 +48,9 @@ import asyncio
 import base64
 import binascii
 import dataclasses
+import itertools
 import logging
+import operator
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -170,6 +172,13 @@ def _refs(content: Any) -> Iterable[str | None]:
             yield from _refs(inner)
 
 
+def _shared_prefix(old: list[Message], new: list[Message]) -> int:
+    """How many leading messages of ``new`` are the very objects at the same places in
+    ``old`` (``map`` and ``compress`` in C: a few ns a message, no Python step each)."""
+    mismatch = itertools.compress(itertools.count(), map(operator.is_not, old, new))
+    return next(mismatch, min(len(old), len(new)))
+
+
 def _has_inline(content: Any) -> bool:
     if not isinstance(content, list):
         return False
@@ -203,14 +212,21 @@ def _has_images(content: Any) -> bool:
 class ImageStore:
     """One session's images in ``blobs``, recorded as used by ``ref``."""
 
-    __slots__ = ("_data", "_messages", "blobs", "ref")
+    __slots__ = ("_data", "_given", "_refs", "_resolved", "blobs", "ref")
 
     def __init__(self, blobs: Blobs, ref: BlobRef) -> None:
         self.blobs = blobs
         self.ref = ref
-        self._messages: dict[int, tuple[Message, Message]] = {}
-        """id(message) -> (message, its resolved copy): the fold hands out the same message
-        objects call after call, so a request resolves only what the turn added."""
+        self._given: list[Message] = []
+        """The messages of the last :meth:`resolve`, as given: the fold hands out the same
+        message objects call after call (a snapshot is the last one's messages and what the
+        turn added; a merge replaces the last message), so a request resolves, and scans,
+        only the messages after the ones it shares with the last."""
+        self._resolved: list[Message] = []
+        """Their resolved copies (the message itself where it holds no image)."""
+        self._refs: list[tuple[int, list[str]]] = []
+        """``(index, hashes)`` of each of those messages resolved to a copy, ascending: the
+        images the request holds, without a scan of every message."""
         self._data: dict[str, tuple[str, str] | str] = {}
         """hash -> ``(media type, base64 text)`` of the images the last resolved request
         held, or the reason one may not be sent."""
@@ -285,27 +301,31 @@ class ImageStore:
 
     async def resolve(self, messages: Sequence[Message]) -> list[Message]:
         """``messages`` with every image reference put back as its base64 block (a message
-        without one is passed through as the same object)."""
-        previous = self._messages
-        current: dict[int, tuple[Message, Message]] = {}
-        used: set[str] = set()
-        out: list[Message] = []
-        for message in messages:
-            hit = previous.get(id(message))
-            if hit is None or hit[0] is not message:
-                content = message.get("content")
-                if isinstance(content, list) and _has_images(content):
-                    blocks = await self._resolve_blocks(content)
-                    hit = (message, {**message, "content": blocks})
-                else:
-                    hit = (message, message)
-            if hit[1] is not message:
-                used.update(d for d in _refs(message.get("content")) if d is not None)
-            current[id(message)] = hit
-            out.append(hit[1])
-        self._messages = current
-        self._data = {d: text for d, text in self._data.items() if d in used}
-        return out
+        without one is passed through as the same object).
+
+        The leading messages that are the very objects the last call was given keep their
+        resolved copies; only the rest is scanned and resolved. So a request costs what the
+        turn added, not the session's length (the prefix is compared by identity, in C)."""
+        given = list(messages)
+        kept = _shared_prefix(self._given, given)
+        resolved = self._resolved[:kept]
+        refs = [entry for entry in self._refs if entry[0] < kept]
+        for index in range(kept, len(given)):
+            message = given[index]
+            content = message.get("content")
+            if isinstance(content, list) and _has_images(content):
+                blocks = await self._resolve_blocks(content)
+                resolved.append({**message, "content": blocks})
+                refs.append((index, [d for d in _refs(content) if d is not None]))
+            else:
+                resolved.append(message)
+        self._given, self._resolved, self._refs = given, resolved, refs
+        data = self._data
+        if data:  # the images of this request only (the same cost: what it holds)
+            used = {d for _, digests in refs for d in digests}
+            if any(d not in used for d in data):
+                self._data = {d: text for d, text in data.items() if d in used}
+        return list(resolved)
 
     async def _resolve_blocks(self, content: list[Any]) -> list[Any]:
         out: list[Any] = []

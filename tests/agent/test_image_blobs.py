@@ -217,3 +217,50 @@ async def test_images_travel_between_backends_and_go_with_their_session(
     await agent.wait_maintenance()
     assert not await agent.blobs.has(digest)  # the imported copy lives in its own store
     assert await elsewhere.blobs.has(digest)
+
+
+async def test_a_request_resolves_only_what_the_session_added_since_the_last() -> None:
+    """#32: building a request's messages costs what the turn added, not the session's
+    length. Counted, not timed: every Python call and builtin call ``request_messages`` makes
+    (a profile hook) is the same after 3 turns as after 300, with an image among the old
+    messages, and the image still goes out in each request."""
+    import sys
+
+    from lite_agent_jupyter.agent.images import ImageStore
+    from lite_agent_jupyter.agent.session import SessionLog
+    from lite_agent_jupyter.checkpoint.memory import memory_checkpointer
+    from lite_agent_jupyter.storage import BlobRef, MemoryBlobStore
+
+    png = noise_png(4)
+    store = ImageStore(MemoryBlobStore(), BlobRef("test:", "s"))
+    session = SessionLog(memory_checkpointer(), "s", images=store)
+    await session.load()
+    await session.append([UserEvent(content=[{"type": "text", "text": "see"}, image_block(png)])])
+    await session.append([AssistantEvent(content=[{"type": "text", "text": "seen"}])])
+
+    async def turn(n: int) -> int:
+        """One turn's prompt and answer, then the calls its request's messages took."""
+        await session.append([UserEvent(content=f"question {n}")])
+        await session.request_messages()  # the request of the turn's first call
+        await session.append([AssistantEvent(content=[{"type": "text", "text": f"answer {n}"}])])
+        await session.append([UserEvent(content=f"question {n}.2")])
+        calls = 0
+
+        def count(_frame: object, event: str, _arg: object) -> None:
+            nonlocal calls
+            calls += event in ("call", "c_call")
+
+        sys.setprofile(count)
+        try:
+            messages = await session.request_messages()
+        finally:
+            sys.setprofile(None)
+        assert sent_images(messages) == [png]
+        assert len(messages) == 2 * n + 3
+        return calls
+
+    early = [await turn(n) for n in range(1, 4)]
+    for n in range(4, 300):
+        await turn(n)
+    late = [await turn(n) for n in range(300, 303)]
+    assert early == late, (early, late)
