@@ -279,19 +279,26 @@ class LiteAgent:
         planning turn, offered and allowed only tools that change nothing
         (``agent/planning.py``). ``notes``: context for the model sent with this prompt (see
         :meth:`run`)."""
-        result: LiteAgentResult | None = None
-        async for event in self.run(
+        sid, prompt, turn = self._turn_prompt(
             input,
-            session_id=session_id,
+            session_id,
             task_list=task_list,
             max_turn_tokens=max_turn_tokens,
             max_turn_cost=max_turn_cost,
             max_session_cost=max_session_cost,
-            read_only=read_only,
             notes=notes,
-        ):
-            if isinstance(event, TurnFinished):
-                result = event.result
+            stacklevel=2,
+        )
+        # Only the result is wanted: the turn's other events are not queued for this task,
+        # which would wake up for each piece of streamed text just to drop it.
+        events = self._runner.stream(
+            sid, prompt, choices=turn, read_only=bool(read_only), quiet=True
+        )
+        result: LiteAgentResult | None = None
+        async with contextlib.aclosing(events):
+            async for event in events:
+                if isinstance(event, TurnFinished):
+                    result = event.result
         assert result is not None
         return result
 
@@ -317,6 +324,37 @@ class LiteAgent:
         internal``): the model reads them with the prompt, while checkpoint lists, branches
         and titles show the person's words only (#30).
         """
+        sid, prompt, turn = self._turn_prompt(
+            input,
+            session_id,
+            task_list=task_list,
+            max_turn_tokens=max_turn_tokens,
+            max_turn_cost=max_turn_cost,
+            max_session_cost=max_session_cost,
+            notes=notes,
+            stacklevel=3,
+        )
+        # aclosing: leaving this loop early closes the stream now, which aborts the turn
+        events = self._runner.stream(sid, prompt, choices=turn, read_only=bool(read_only))
+        async with contextlib.aclosing(events):
+            async for event in events:
+                yield event
+
+    def _turn_prompt(
+        self,
+        input: str | Sequence[dict[str, Any]],
+        session_id: str | None,
+        *,
+        task_list: str | None,
+        max_turn_tokens: int | None,
+        max_turn_cost: float | None,
+        max_session_cost: float | None,
+        notes: Sequence[str],
+        stacklevel: int,
+    ) -> tuple[str, list[Event], TurnChoices]:
+        """What :meth:`run` and :meth:`send` check before a turn starts: its session, its
+        prompt with the notes after it, its choices (``stacklevel``: where the warning of an
+        unpriced cap points, the caller's caller)."""
         self._check_open()
         turn = self.options.for_turn(
             task_list=task_list,
@@ -326,7 +364,7 @@ class LiteAgent:
         )
         note = self.cost_cap_note(turn.budget)
         if note is not None:
-            warnings.warn(note, UnpricedCapWarning, stacklevel=2)
+            warnings.warn(note, UnpricedCapWarning, stacklevel=stacklevel)
         sid = self.sessions.or_current(session_id)
         if session_id is not None:
             self.sessions.check_enabled("send(session_id=...)")
@@ -337,13 +375,7 @@ class LiteAgent:
         if isinstance(notes, str):
             raise TypeError("notes is a list of strings, not one string")
         context = [_note_event(note) for note in notes]
-        # aclosing: leaving this loop early closes the stream now, which aborts the turn
-        events = self._runner.stream(
-            sid, [prompt, *context], choices=turn, read_only=bool(read_only)
-        )
-        async with contextlib.aclosing(events):
-            async for event in events:
-                yield event
+        return sid, [prompt, *context], turn
 
     def add_outside_watch(self, watch: OutsideWatch) -> None:
         """Have each prompt's note of hand-edited files also name what ``watch`` says changed

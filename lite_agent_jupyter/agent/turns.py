@@ -52,6 +52,10 @@ _CLAIM_POLL_SECONDS = 0.2
 """How often a background completion turn retries a turn claim held elsewhere."""
 
 
+def _discard(_event: AgentEvent) -> None:
+    pass
+
+
 class RunTurn(Protocol):
     """Runs one turn on an open session log (``loop.run_turn`` with the agent's settings);
     ``choices``: the turn's task list and budget, ``None`` for a background completion turn
@@ -171,12 +175,15 @@ class TurnRunner:
         *,
         choices: TurnChoices,
         read_only: bool = False,
+        quiet: bool = False,
     ) -> AsyncGenerator[AgentEvent, None]:
         """Run a user's turn, yielding its events and then :class:`TurnFinished`. Closing
         the iterator early (or cancelling its reader) aborts the turn and waits for its
         cleanup, so the log stays valid. Check :meth:`streaming` first: one per session.
-        ``read_only``: a planning turn (``planning.py``)."""
-        turn = self._start(session_id, prompt, choices=choices, read_only=read_only)
+        ``read_only``: a planning turn (``planning.py``). ``quiet``: yield
+        :class:`TurnFinished` only (``send()``): the other events are dropped where they are
+        emitted, so the reader is not woken for each piece of streamed text."""
+        turn = self._start(session_id, prompt, choices=choices, read_only=read_only, quiet=quiet)
         try:
             while True:
                 item = await turn.queue.get()
@@ -214,13 +221,15 @@ class TurnRunner:
         choices: TurnChoices | None = None,
         origin: Event | None = None,
         read_only: bool = False,
+        quiet: bool = False,
     ) -> _Turn:
-        """Start a turn; its events go to ``emit``, else to the turn's queue (for ``run``).
-        ``origin``: run only if the log still holds that event (else :class:`_Rewound`)."""
+        """Start a turn; its events go to ``emit``, else to the turn's queue (for ``run``;
+        nowhere if ``quiet``: the queue then gets only the turn's end). ``origin``: run only
+        if the log still holds that event (else :class:`_Rewound`)."""
         session = self._open_log(session_id)
         controller = AbortController()
         turn = _Turn(session_id, controller, foreground=emit is None)
-        sink = emit if emit is not None else turn.queue.put_nowait
+        sink = emit if emit is not None else _discard if quiet else turn.queue.put_nowait
 
         async def body() -> LiteAgentResult:
             try:
