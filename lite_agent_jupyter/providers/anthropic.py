@@ -288,7 +288,9 @@ class AnthropicProvider:
                 yield item
                 if isinstance(item, MessageDone):
                     # let the reader drain the body's last bytes so the connection is reused
-                    await asyncio.wait({reader}, timeout=_DRAIN_SECONDS)
+                    # (mostly done already: the end came in the same read as the message's)
+                    if not reader.done():
+                        await asyncio.wait({reader}, timeout=_DRAIN_SECONDS)
                     return
         finally:
             remove_callback()
