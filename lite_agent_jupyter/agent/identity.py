@@ -9,7 +9,7 @@ the front end's to say: see ``jupyter/approval.py`` and docs/jupyterhub.md.
 
 from __future__ import annotations
 
-import getpass
+import functools
 import os
 
 __all__ = ["current_user"]
@@ -20,7 +20,26 @@ def current_user() -> str:
     hub = os.environ.get("JUPYTERHUB_USER", "").strip()
     if hub:
         return hub
+    environ = os.environ
+    for name in _LOGIN_VARIABLES:  # what getpass.getuser reads, in its order
+        user = environ.get(name)
+        if user:
+            return user
+    getuid = getattr(os, "getuid", None)  # none on Windows: getpass found no name either
+    return _account_name(getuid()) if getuid is not None else "unknown"
+
+
+_LOGIN_VARIABLES = ("LOGNAME", "USER", "LNAME", "USERNAME")
+
+
+@functools.cache
+def _account_name(uid: int) -> str:
+    """The name of ``uid``'s account, as ``getpass.getuser`` finds it without a login
+    variable, looked up once per uid (#32: a kernel started without one, in a container or
+    by a service, read the password database at every prompt)."""
     try:
-        return getpass.getuser()
+        import pwd
+
+        return pwd.getpwuid(uid).pw_name
     except Exception:  # no name for this uid (a container): still a value to record
         return "unknown"
