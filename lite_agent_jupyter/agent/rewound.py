@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -75,9 +76,9 @@ class RewoundNote:
         not read as a note is removed (a note is advice: never worth failing a turn)."""
         if self.folder is None:
             return self._memory
-        path = self.path
-        try:
-            data = json.loads(path.read_bytes())
+        try:  # every prompt asks, and there is mostly none: one open, of a string path
+            with open(os.path.join(self.folder, f"{self.session_id}.rewound.json"), "rb") as f:
+                data = json.loads(f.read())
             note, token = data["note"], data["token"]
             if not isinstance(note, str) or not isinstance(token, str):
                 raise TypeError("not a note")
@@ -85,7 +86,7 @@ class RewoundNote:
             return None
         except (ValueError, KeyError, TypeError):
             with contextlib.suppress(FileNotFoundError):
-                path.unlink()
+                self.path.unlink()
             return None
         return note, token
 
