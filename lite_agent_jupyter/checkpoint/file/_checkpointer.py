@@ -47,6 +47,7 @@ from ._disk import (
     _line_offset,
     _open,
     _open_existing,
+    _open_stat,
     _pread_all,
     _read_bytes,
     _remove,
@@ -297,12 +298,14 @@ class FileCheckpointer:
     ) -> int:
         folder = self._folder
         path = folder.path(session_id)
-        fd = _open_existing(path, _OPEN_RDWR_APPEND)
+        try:
+            fd, st = _open_stat(path, _OPEN_RDWR_APPEND)
+        except FileNotFoundError:
+            fd = -1
         try:
             if fd < 0:
                 size, tail, ino = 0, _Tail(0, 0), -1
             else:
-                st = os.fstat(fd)
                 size, tail, ino = st.st_size, folder.tail(path, session, fd, st), st.st_ino
             head = tail.head
             check_head(

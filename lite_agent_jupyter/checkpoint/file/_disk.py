@@ -71,6 +71,12 @@ def _open(path: str, flags: int, mode: int = FILE_MODE) -> int:
     (``O_NOFOLLOW``), never a folder. Anything else put in its place is refused with a
     :class:`CorruptLogError` naming it (``delete`` still removes it); a missing file is
     ``FileNotFoundError`` as usual."""
+    return _open_stat(path, flags, mode)[0]
+
+
+def _open_stat(path: str, flags: int, mode: int = FILE_MODE) -> tuple[int, os.stat_result]:
+    """:func:`_open` and the open file's status (its check's ``fstat``, so that a caller
+    that needs the size does not ask again: an append's path takes three opens)."""
     try:
         fd = os.open(path, flags | _NOFOLLOW, mode)
     except FileNotFoundError:
@@ -81,11 +87,12 @@ def _open(path: str, flags: int, mode: int = FILE_MODE) -> int:
         if exc.errno == errno.EISDIR:
             raise _odd_file(path, "a folder") from exc
         raise
-    kind = os.fstat(fd).st_mode
+    st = os.fstat(fd)
+    kind = st.st_mode
     if not stat.S_ISREG(kind):
         os.close(fd)
         raise _odd_file(path, "a folder" if stat.S_ISDIR(kind) else "not a regular file")
-    return fd
+    return fd, st
 
 
 def _open_existing(path: str, flags: int) -> int:

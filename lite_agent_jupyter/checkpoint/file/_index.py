@@ -32,6 +32,7 @@ from ._disk import (
     LogRepairedWarning,
     _checkpoints_in,
     _open,
+    _open_stat,
     _pread_all,
     _read_bytes,
     _write_or_undo,
@@ -53,9 +54,9 @@ class _SessionIndex:
     def append(self, record: dict[str, Any]) -> None:
         """Append one record to ``.index.jsonl`` (the caller holds the index locks)."""
         line = json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
-        fd = _open(self._folder.index_path, _OPEN_RDWR_APPEND | os.O_CREAT, FILE_MODE)
+        fd, st = _open_stat(self._folder.index_path, _OPEN_RDWR_APPEND | os.O_CREAT, FILE_MODE)
         try:
-            size = os.fstat(fd).st_size
+            size = st.st_size
             if size:  # a torn line left by a crash would glue itself to this record
                 last = os.pread(fd, 1, size - 1)
                 if last != b"\n":

@@ -31,6 +31,7 @@ from ._disk import (
     _checkpoints_in,
     _last_newline,
     _open,
+    _open_stat,
     _pread_all,
     _read_bytes,
     _read_tail,
@@ -137,12 +138,11 @@ class _MarkIndex:
         data = "".join(line + "\n" for line in lines).encode("utf-8")
         flags = _OPEN_RDWR_APPEND | (os.O_CREAT | os.O_TRUNC if fresh else 0)
         try:
-            fd = _open(path, flags, FILE_MODE)
+            fd, st = _open_stat(path, flags, FILE_MODE)
         except FileNotFoundError:
             session.marks_known = None
             return
         try:
-            st = os.fstat(fd)
             if known is not None and known[:3] == (st.st_ino, st.st_size, st.st_mtime_ns):
                 last = known[3]
             else:
