@@ -107,15 +107,26 @@ class FlockGate:
     attempts, never an infinite one, so a cancelled caller stops waiting promptly.
     """
 
-    __slots__ = ("_fd", "_mode", "path")
+    __slots__ = ("_fd", "_mode", "_prepare", "path")
 
-    def __init__(self, path: str, mode: int = 0o600) -> None:
+    def __init__(
+        self, path: str, mode: int = 0o600, *, prepare: Callable[[], object] | None = None
+    ) -> None:
         self.path = path
         self._mode = mode
         self._fd: int | None = None
+        self._prepare = prepare
+        """Creates the lock file's folder when it is missing (then the open is tried again):
+        a caller need not look for the folder before every acquire."""
 
     def try_acquire(self) -> bool:
-        fd = os.open(self.path, _FLOCK_FLAGS, self._mode)
+        try:
+            fd = os.open(self.path, _FLOCK_FLAGS, self._mode)
+        except FileNotFoundError:
+            if self._prepare is None:
+                raise
+            self._prepare()
+            fd = os.open(self.path, _FLOCK_FLAGS, self._mode)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:

@@ -91,6 +91,30 @@ async def test_layout_and_private_modes(fstore: FileCheckpointer, directory: Pat
     assert raw.endswith("\n") and raw.startswith('{"v":1,"seq":1,')
 
 
+async def test_a_folder_removed_under_a_live_store_is_made_again_privately(
+    fstore: FileCheckpointer, directory: Path
+) -> None:
+    """#32: the folders are no longer looked for before every locked call; a lock file
+    that cannot be opened for their absence makes them again, 0700, as the look did."""
+    import shutil
+
+    await fstore.append(S, [prompt("hi"), assistant()])
+    async with fstore.claim_turn(S):
+        pass
+    old = os.umask(0o022)
+    try:
+        shutil.rmtree(directory)
+        assert await fstore.append(S, [prompt("again")]) == 1  # a new log: head 0
+        shutil.rmtree(directory / ".locks")
+        async with fstore.claim_turn(S):
+            assert await fstore.append(S, [assistant()], expected_head=1) == 2
+    finally:
+        os.umask(old)
+    assert mode(directory) == 0o700 and mode(directory / ".locks") == 0o700
+    assert mode(directory / ".locks" / f"{S}.turn") == 0o600
+    assert [e.seq for e in await fstore.read(S)] == [1, 2]
+
+
 async def test_delete_removes_log_and_lock(fstore: FileCheckpointer, directory: Path) -> None:
     await fstore.append(S, [prompt("hi")])
     await fstore.append("keep", batch(1))

@@ -233,8 +233,8 @@ class FileCheckpointer:
         validate_session_id(session_id)
         folder = self._folder
         folder.check_open()
-        folder.ensure_dirs()
-        async with flock_claim(folder.turn_path(session_id), session_id):
+        folder.ready()
+        async with flock_claim(folder.turn_path(session_id), session_id, folder.ensure_dirs):
             yield
 
     async def truncate(

@@ -134,7 +134,9 @@ class _Folder:
             with self._sessions_lock:
                 session = self._sessions.get(session_id)
                 if session is None:
-                    lock = FlockGate(self.lock_path(session_id), FILE_MODE)
+                    lock = FlockGate(
+                        self.lock_path(session_id), FILE_MODE, prepare=self.ensure_dirs
+                    )
                     session = _Session(ThreadGate(), lock)
                     self._sessions[session_id] = session
         return session
@@ -144,13 +146,19 @@ class _Folder:
             with self._sessions_lock:
                 if self._index_gates is None:
                     path = os.path.join(self.locks_dir, ".index.lock")
-                    self._index_gates = (ThreadGate(), FlockGate(path, FILE_MODE))
+                    gate = FlockGate(path, FILE_MODE, prepare=self.ensure_dirs)
+                    self._index_gates = (ThreadGate(), gate)
         return self._index_gates
+
+    def ready(self) -> None:
+        """:meth:`ensure_dirs` on this object's first call; later, folders missing are
+        created where a lock file cannot be opened for their absence (each gate's and turn
+        claim's ``prepare``), not looked for before every call."""
+        if not self._swept:
+            self.ensure_dirs()
 
     def ensure_dirs(self) -> None:
         """Create the folder and its ``.locks`` (0700) if missing; sweep stale temp files."""
-        # Checked on every locked call (a stat): if the folder was removed meanwhile, it is
-        # created again with private modes before a lock file is opened in it.
         if not os.path.isdir(self.locks_dir):
             ensure_private_dir(self.directory)
             ensure_private_dir(Path(self.locks_dir))
@@ -161,8 +169,12 @@ class _Folder:
     async def locked(
         self, session: _Session | None, fn: Callable[[], T], *, index: bool = False
     ) -> T:
-        """Run ``fn`` holding the session's locks (and the index's), creating folders first."""
-        self.ensure_dirs()
+        """Run ``fn`` holding the session's locks (and the index's), creating folders first.
+
+        Folders removed meanwhile are created again, with private modes, when a lock file
+        cannot be opened for their absence (the gates' ``prepare``): not a ``stat`` of
+        ``.locks`` before each call (#32: three a turn)."""
+        self.ready()
         gates: list[Gate] = [session.guard, session.lock] if session is not None else []
         if index:
             gates.extend(self._index_locks())
