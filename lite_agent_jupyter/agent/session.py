@@ -71,6 +71,8 @@ class SessionLog:
         """Whether this object ever saw the session with events (so an empty log later means
         it was deleted or rewound to nothing under us)."""
         self._write_lock = asyncio.Lock()
+        self._sync_known: tuple[object, bool] = (None, False)
+        """``(checkpointer, whether it offers sync)``, asked once per checkpointer."""
         self.turn_lock = asyncio.Lock()
         """Held for a whole turn: one turn per session at a time in this agent."""
         self.running_cost = RunningCost()
@@ -222,8 +224,11 @@ class SessionLog:
 
     async def sync(self) -> None:
         """Ask the backend to make everything so far durable (end of a turn)."""
-        if isinstance(self.checkpointer, SupportsSync):
-            await self.checkpointer.sync(self.session_id)
+        checkpointer = self.checkpointer
+        if checkpointer is not self._sync_known[0]:  # a protocol check is ~5 us: once
+            self._sync_known = (checkpointer, isinstance(checkpointer, SupportsSync))
+        if self._sync_known[1]:
+            await checkpointer.sync(self.session_id)  # type: ignore[attr-defined]
 
 
 def _same(stored: Event, cached: Event) -> bool:
