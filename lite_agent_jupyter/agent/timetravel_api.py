@@ -19,6 +19,7 @@ at every layer: the agent's, this object's, the restorer's, the branches' and th
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
@@ -185,9 +186,10 @@ class TimeTravel:
             result = await self.restorer.restore(
                 sid, seq, files=files, conversation=conversation, force=force, state=state
             )
-            await self._reseen(sid, result)
-        if conversation or result.state:  # a files-only restore notes its files in the log
-            self._note_rewound(sid, "restored an earlier checkpoint", result, files=conversation)
+            done = "restored an earlier checkpoint"
+            # a files-only restore notes its files in the log
+            noted = conversation or bool(result.state)
+            await self._reseen(sid, result, (done, conversation) if noted else None)
         self._make_current(sid)
         return result
 
@@ -201,8 +203,7 @@ class TimeTravel:
         jobs of the session refuse it as they refuse :meth:`restore`."""
         async with self._rewinding("undo_restore", session_id, stop_jobs) as sid:
             result = await self.restorer.undo_restore(sid, force=force)
-            await self._reseen(sid, result)
-        self._note_rewound(sid, f"undid {result.undid or 'a restore'}", result)
+            await self._reseen(sid, result, (f"undid {result.undid or 'a restore'}", True))
         self._make_current(sid)
         return result
 
@@ -224,19 +225,32 @@ class TimeTravel:
         note = rewound_note(done, restored, deleted, result.state)
         self._open_log(session_id).rewound.put(note)
 
-    async def _reseen(self, session_id: str, result: RestoreResult) -> None:
+    async def _reseen(
+        self, session_id: str, result: RestoreResult, note: tuple[str, bool] | None = None
+    ) -> None:
         """After time travel, what the model has seen of the files is what the timeline now
         live says, with the files the move put back as they are now (its note tells the
         model): the file tools' compare-and-swap table is rebuilt from it (``seen.py``), so
         the move is not taken for a hand edit and a hand edit after it is still named.
-        Called while the session is held idle: no turn reads the table meanwhile."""
+        Called while the session is held idle: no turn reads the table meanwhile.
+
+        ``note``: ``(what was done, whether the note names the files)`` for
+        :meth:`_note_rewound`, written on the loop while a worker rebuilds the table (#32:
+        one after the other, they were the last 0.9 ms of a one-file restore)."""
         # the snapshots only, from the marks the listings keep (#32: reading every event of
         # the session made a one-file restore of a 5,000-event session 3x its CPU time)
         snapshots = await self.listings.snapshots(session_id)
         session = self._open_log(session_id)
-        session.seen = await after_time_travel(
-            session.seen, snapshots, self.workdir, (*result.restored, *result.deleted)
+        moved = (*result.restored, *result.deleted)
+        table = asyncio.ensure_future(
+            after_time_travel(session.seen, snapshots, self.workdir, moved)
         )
+        try:
+            await asyncio.sleep(0)  # the rebuild handed to its worker
+            if note is not None:
+                self._note_rewound(session_id, note[0], result, files=note[1])
+        finally:
+            session.seen = await table
 
     async def changes(
         self, session_id: str | None = None, checkpoint: int | None = None, *, diffs: bool = True
@@ -368,8 +382,7 @@ class TimeTravel:
         the session run (``stop_jobs=True`` stops them). Makes the session current."""
         async with self._rewinding("switch_branch", session_id, stop_jobs) as sid:
             result = await self.restorer.switch_branch(sid, name, force=force)
-            await self._reseen(sid, result.result)
-        self._note_rewound(sid, f"switched to branch {name}", result.result)
+            await self._reseen(sid, result.result, (f"switched to branch {name}", True))
         self._make_current(sid)
         return result
 

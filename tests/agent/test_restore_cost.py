@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -18,6 +19,8 @@ from typing import Any
 import pytest
 
 from lite_agent_jupyter import LiteAgent, Storage, create_lite_agent
+from lite_agent_jupyter.agent import seen as seen_module
+from lite_agent_jupyter.agent.rewound import RewoundNote
 from lite_agent_jupyter.checkpoint.events import (
     AssistantEvent,
     Event,
@@ -168,3 +171,31 @@ async def test_a_one_file_restore_counts_its_fsyncs_and_hops(
         await _restore(session)
     assert len(fsyncs) == 10, fsyncs
     assert len(hops) == 5 + 2 + 1
+
+
+async def test_the_note_is_written_while_the_file_table_is_rebuilt(
+    session: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The model's note (on disk, for its next request) is written on the loop while a
+    worker rebuilds the file tools' table, not after it: the rebuild here waits for the note,
+    which never came before the rebuild was done when the two ran one after the other."""
+    noted = threading.Event()
+    real_put = RewoundNote.put
+
+    def put(self: RewoundNote, note: str | None) -> None:
+        real_put(self, note)
+        noted.set()
+
+    real_rebuild = seen_module._after_time_travel
+    waited: list[bool] = []
+
+    def rebuild(*args: Any) -> dict[str, str]:
+        waited.append(noted.wait(10))
+        return real_rebuild(*args)
+
+    monkeypatch.setattr(RewoundNote, "put", put)
+    monkeypatch.setattr(seen_module, "_after_time_travel", rebuild)
+    await _restore(session)
+    assert waited == [True]
+    pending = session.agent.timetravel._open_log(session.sid).rewound.pending()
+    assert pending is not None and CHANGED in pending[0]
