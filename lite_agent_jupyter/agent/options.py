@@ -11,7 +11,7 @@ the same names.
 
 To add an option: a field of ``AgentOptions`` (its default and a line of doc), its check in
 ``__post_init__``, its key in ``AgentOptionsDict``; for the notebook, a trait and a row of
-``jupyter/magics.py``'s ``OPTION_TRAITS``. What ``send``/``run`` may set for one turn
+``jupyter/agent_builder.py``'s ``OPTION_TRAITS``. What ``send``/``run`` may set for one turn
 (``None``: the agent's option) is resolved in :meth:`AgentOptions.for_turn`, only there.
 """
 

@@ -77,7 +77,7 @@ def load_ipython_extension(ipython: Any) -> None:
     # processes) are stopped and nothing is left half-written (the loop thread is a daemon)
     atexit.register(magics.close)
     try:
-        magics.note_network_fs()  # sessions on NFS and the like: one line now
+        magics.builder.note_network_fs()  # sessions on NFS and the like: one line now
     except LiteAgentError as exc:  # refused (refuse_network_fs): said again at the first cell
         print(f"lite_agent: {exc}")
     magics.notebook.probe()  # a page with the extension answers before the next cell

@@ -19,8 +19,9 @@ are shown by the next (or running) cell (``background.py``).
 ``%agent SUB ...`` dispatches through :data:`~.registry.SUBCOMMANDS`; the subcommands live
 in ``jupyter/commands/`` (one module per domain) and register there with ``@subcommand``.
 
-Owns the settings, building the kernel's agent from them, ``%%agent`` (parsing the cell and
-choosing its session) and ``%agent`` dispatch. Must not know any subcommand (nothing here
+Owns the settings, ``%%agent`` (parsing the cell and choosing its session) and ``%agent``
+dispatch; building the kernel's agent from the settings is ``agent_builder.py``'s
+(``magics.builder``). Must not know any subcommand (nothing here
 imports ``commands/``), nor how a turn is drawn (``cell.py``, ``sinks.py``, ``render.py``).
 """
 
@@ -29,13 +30,11 @@ from __future__ import annotations
 import argparse
 import functools
 import inspect
-import json
 import os
 import re
 import shlex
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -51,36 +50,23 @@ from ..errors import (
     NetworkFilesystemError,
 )
 from ..providers.base import DEFAULT_MODEL_NAME, Usage
-from ..providers.servers import is_anthropic, resolve_base_url
+from ..providers.servers import resolve_base_url
 from . import teach
+from .agent_builder import MODEL, AgentBuilder, use_model
 from .background import BackgroundTurns
-from .context import (
-    RULE_CONSOLE,
-    guard_notebook,
-    headless_location,
-    interpolate,
-    locate_notebook,
-    variable_tools,
-)
+from .context import RULE_CONSOLE, headless_location, interpolate, locate_notebook
 from .continuation import Continuation
 from .drift import VariableWatch
-from .kernel_state import DEFAULT_LIMIT, DEFAULT_VALUE_LIMIT, KernelParticipant
-from .notebook_cells import NotebookChannel, notebook_tools
-from .notebook_file import NotebookIdentity, claim, notebook_storage
-from .notebook_rewind import NotebookParticipant
-from .outputs import CellOutputs, cell_output_tool, expand_cells
+from .kernel_state import DEFAULT_LIMIT, DEFAULT_VALUE_LIMIT
+from .notebook_cells import NotebookChannel
+from .outputs import CellOutputs, expand_cells
 from .plan_cells import PLAN_FIRST, PlanCells
 from .registry import SUBCOMMANDS, HelpShown, Parser, arg, find, say_error, subcommand
 from .runner import AgentRunner
-from .shared_storage import LockingNotes, backend_folder
 
 if TYPE_CHECKING:
-    from ..abort import AbortSignal
-    from ..agent import ApprovalRequest, LiteAgent
+    from ..agent import LiteAgent
     from ..agent.budget import Budget
-    from ..providers.base import Provider
-    from ..storage import Storage
-    from ..tools import Tool
     from .cell import NO_KEY_MESSAGE, AgentInterrupted, Steps
     from .context import NotebookLocation
     from .plan import Plan, PlanPanel
@@ -93,8 +79,9 @@ the method that needs it, so ``%load_ext`` loads only what registering the magic
 
 __getattr__, __dir__ = attach(__name__, _LAZY)
 
-# SUBCOMMANDS, subcommand and arg belong to registry.py (import them from there); they are
-# re-exported here for code written when this module held the registry.
+# SUBCOMMANDS, subcommand and arg belong to registry.py (import them from there), MODEL and
+# use_model to agent_builder.py; they are re-exported here for code written when this module
+# held them.
 __all__ = [
     "MODEL",
     "NO_KEY_MESSAGE",
@@ -105,21 +92,6 @@ __all__ = [
     "subcommand",
     "use_model",
 ]
-
-
-@dataclass
-class _Model:
-    provider: Provider | None = None
-    """Set by :func:`use_model`: used instead of ``anthropic()``."""
-
-
-MODEL = _Model()
-
-
-def use_model(provider: Provider | None) -> None:
-    """Make ``%%agent`` use ``provider`` (e.g. ``scripted([...])`` offline) instead of Claude;
-    ``None`` goes back to ``anthropic()``. Applies at the next cell."""
-    MODEL.provider = provider
 
 
 @functools.cache
@@ -176,16 +148,6 @@ def one_line_prompt(line: str) -> tuple[str, str]:
 
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-def _key_part(value: object) -> object:
-    """A setting as part of the settings key: a dict or list as its JSON (hashable,
-    compared by content; an empty one without a run of the encoder)."""
-    if isinstance(value, dict):
-        return json.dumps(value, sort_keys=True) if value else "{}"
-    if isinstance(value, list):
-        return json.dumps(value, sort_keys=True) if value else "[]"
-    return value
 
 
 def _magic(marker: Any, name: str) -> Callable[[F], F]:
@@ -348,27 +310,17 @@ class LiteAgentMagics(Magics):
         """Fingerprints of the exposed variables at the last turn's end (``drift.py``)."""
         self.usage = Usage()
         self.turns = 0
-        self._api_key: str | None = None
-        self._key_version = 0
-        self._claude: tuple[tuple[int, str | None], Provider] | None = None
-        self.continuation = Continuation(self.runner.facade, self.watch, self._exposed)
+        self.builder = AgentBuilder(self, self._locate)
+        """Builds the kernel's agent from the settings (``agent_builder.py``)."""
+        self.continuation = Continuation(self.runner.facade, self.watch, self.builder.exposed)
         """Which session the cells write to after a kernel start (``continuation.py``)."""
-        self.notebook_ids = NotebookIdentity()
-        """The notebook file this kernel serves, pinned when first seen (see notebook_file)."""
         self._headless: NotebookLocation | None = None
         """A headless run's notebook, found once, at its first agent (``headless.py``)."""
         self._found: tuple[tuple[str | None, str, str], NotebookLocation] | None = None
         """The last :func:`locate_notebook` answer and what it was asked (``_where``)."""
-        self._generation = 0
-        """Bumped by every change of a setting (any trait): see :meth:`_settings_key`."""
-        self._traits_read: tuple[int, tuple[object, ...], tuple[object, ...]] | None = None
-        """The settings key's part read from the traits: (generation, the parts, the dicts
-        and lists among the values, encoded again each time)."""
-        self.observe(self._setting_changed)
+        self.observe(self.builder.settings_changed)  # any trait: the settings key is read again
         self.location = self._locate(search=False)
         self.teach = teach.TeachState()
-        self.locking = LockingNotes()
-        """The once-per-folder note about a network file system (``shared_storage.py``)."""
         self.background = BackgroundTurns(self.runner)
         self.notebook = NotebookChannel(getattr(shell, "kernel", None))
         """The channel to the page's notebook (``notebook_cells.py``)."""
@@ -404,6 +356,10 @@ class LiteAgentMagics(Magics):
     def changes(self) -> Changes:
         """Alias of ``plans.changes``, for one release."""
         return self.plans.changes
+
+    # The builder's verb the magics answered when they built the agent themselves: an alias
+    # for one release (#31); new code reads ``magics.builder``.
+    agent = delegate("builder", AgentBuilder.agent)
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -454,211 +410,11 @@ class LiteAgentMagics(Magics):
         """A notebook front end (rich displays, widgets), not terminal IPython."""
         return getattr(self.shell, "kernel", None) is not None
 
-    def key_source(self) -> str | None:
-        if self._api_key:
-            return "%agent key (this kernel's memory only)"
-        if os.environ.get("ANTHROPIC_API_KEY"):
-            return "ANTHROPIC_API_KEY"
-        if os.environ.get("ANTHROPIC_AUTH_TOKEN"):
-            return "ANTHROPIC_AUTH_TOKEN"
-        return None
-
-    def build_model(self) -> Provider | None:
-        """The provider for the next agent: a replayed cassette, else the live model (recorded
-        while ``%agent record`` is on), else ``None``."""
-        return teach.choose_model(self, self.live_model())
-
-    def live_model(self) -> Provider | None:
-        """``use_model``'s provider, else the server of ``base_url`` (``%agent model``), else
-        Claude if a key is known, else ``None``.
-
-        A server other than Anthropic's gets the ``%agent key`` key if one was typed, else no
-        key at all: the Anthropic key of the environment is never sent to it."""
-        from ..providers import anthropic
-
-        if MODEL.provider is not None:
-            return MODEL.provider
-        server = self.base_url or None
-        if server is None and self.key_source() is None:
-            return None
-        version = (self._key_version, server)
-        cached = self._claude
-        if cached is None or cached[0] != version:
-            key = self._api_key
-            if server is not None and key is None and not is_anthropic(server):
-                key = "no-key"
-            cached = self._claude = (version, anthropic(api_key=key, base_url=server))
-        return cached[1]
-
-    def storage(self) -> Storage:
-        from ..storage import Storage
-
-        location = self.location
-        storage = Storage.for_notebook(
-            location.notebook, folder=location.folder, root=self.storage_root or None
-        )
-        if location.notebook is None:
-            return storage
-        identity = self.notebook_ids.of(location.notebook)
-        return notebook_storage(storage, location.notebook, identity)
-
-    def note_network_fs(self) -> None:
-        """Say (once per folder) that the backend's folder is on a network file system;
-        raise ``NetworkFilesystemError`` there instead with ``refuse_network_fs``."""
-        from ..storage import Storage
-
-        location = self.location
-        root = Storage.for_notebook(  # the root only: no namespace record is read
-            location.notebook, folder=location.folder, root=self.storage_root or None
-        ).root
-        folder = backend_folder(self.sessions, self.checkpointer_url, root)
-        note = self.locking.check(folder, refuse=self.refuse_network_fs)
-        if note is not None:
-            print(note)
-
-    def workdir_path(self) -> Path:
-        """The folder the agent's tools may touch: the ``workdir`` setting, or the kernel's
-        current folder (the notebook's, in JupyterLab) when it is empty."""
-        return Path(self.workdir).expanduser() if self.workdir else Path.cwd()
-
-    def set_api_key(self, key: str) -> None:
-        """Use ``key`` for Claude in this kernel, in memory only (``%agent key``): the next
-        turn builds its client with it."""
-        self._api_key = key
-        self._key_version += 1
-
     def session_chosen(self) -> None:
         """The user chose this kernel's session (``%agent new``, ``resume``, ``import``): the
         first ``%%agent`` after a restart must not continue the notebook's latest session
         instead."""
         self.continuation.choose()
-
-    def _approval_policy(self) -> Any:
-        from ..tools import default_tools
-
-        value = self.approvals
-        if isinstance(value, dict):
-            return dict(value)
-        if value == "ask":
-            return None
-        if value == "allow":
-            return "allow"
-        if value == "deny":
-            return {"*": "deny", **{t.name: "allow" for t in default_tools() if t.kind == "read"}}
-        raise UsageError(f"LiteAgentMagics.approvals: {value!r} is not ask, allow or deny")
-
-    def _exposed(self) -> list[str]:
-        value = self.expose_variables
-        return [value] if isinstance(value, str) and value else list(value or [])
-
-    def _setting_changed(self, change: Any) -> None:
-        self._generation += 1
-
-    def _settings_key(self, model: Provider) -> object:
-        """What the agent is built from: another key rebuilds it (keeping the session).
-
-        The settings are read once per change of any of them (the trait observer bumps
-        :attr:`_generation`; #32: reading twenty traits and encoding four dicts was most of
-        a cell's ~0.07 ms here); a dict or list is still encoded each time when not empty,
-        so one changed in place rebuilds the agent as before."""
-        read = self._traits_read
-        if read is None or read[0] != self._generation:
-            values = tuple(getattr(self, name) for name in _KEY_TRAITS)
-            read = self._traits_read = (
-                self._generation,
-                tuple(_key_part(value) for value in values),
-                tuple(value for value in values if isinstance(value, dict | list)),
-            )
-        workdir = self.workdir
-        return (
-            id(model),
-            self._key_version,
-            *read[1],
-            *(_key_part(value) for value in read[2]),  # as they are now
-            str(Path(workdir).expanduser()) if workdir else os.getcwd(),  # workdir_path()
-            tuple(self._exposed()),
-            # the notebook tools are offered only while a page answers: a page that answers
-            # later (or a new one) rebuilds the agent, the session kept
-            self.notebook_tools and self.notebook.client,
-            self.location,
-        )
-
-    def _trait_options(self) -> dict[str, Any]:
-        """The agent options the settings give (:data:`OPTION_TRAITS`)."""
-        return {
-            name: getattr(self, name) if make is None else make(self)
-            for name, make in OPTION_TRAITS.items()
-        }
-
-    def agent(self) -> LiteAgent | None:
-        """The kernel's agent, (re)built for the current settings; ``None`` without a model."""
-        self.location = self._locate()
-        model = self.build_model()
-        if model is None:
-            return None
-        return self.runner.agent(
-            self._settings_key(model), lambda approve: self._create(model, approve)
-        )
-
-    def _create(
-        self,
-        model: Provider,
-        approve: Callable[[ApprovalRequest, AbortSignal], Any],
-    ) -> LiteAgent:
-        from ..agent import create_lite_agent
-        from ..checkpoint.url import checkpointer_from_url
-        from ..tools import default_tools
-        from .kernel_tools import kernel_tools
-
-        tools: list[Tool] = []
-        exposed = self._exposed()
-        if exposed and self.shell is not None:
-            shell = self.shell
-            tools += variable_tools(lambda: shell.user_ns, self._exposed)
-        if self.share_outputs and self.outputs_hooks is not None:
-            tools.append(cell_output_tool(self.outputs))
-        if self.kernel_tools and hasattr(self.shell, "set_next_input"):
-            tools += kernel_tools(
-                self.shell,
-                self.runner,
-                self.plans.variables_changed,
-                lambda: (self.kernel_snapshot_limit, self.kernel_snapshot_value_limit),
-            )
-        if self.notebook_tools and self.notebook.connected:
-            tools += notebook_tools(
-                self.notebook,
-                self.shell,
-                self.runner,
-                self.plans.variables_changed,
-                lambda: (self.kernel_snapshot_limit, self.kernel_snapshot_value_limit),
-            )
-        notebook = self.location.notebook
-        identity = self.notebook_ids.of(notebook)
-        if notebook is not None and not self.allow_notebook_edits:
-            tools += guard_notebook(default_tools(), notebook, identity)
-        storage = self.storage()
-        self.note_network_fs()
-        if notebook is not None and self.sessions and not self.checkpointer_url:
-            claim(storage, notebook, identity)  # the namespace is this file's, under any name
-        checkpointer = None
-        if self.sessions and self.checkpointer_url:
-            checkpointer = checkpointer_from_url(self.checkpointer_url)
-        agent = create_lite_agent(
-            model=model,
-            workdir=self.workdir_path(),
-            checkpointer=checkpointer,
-            storage=storage,
-            tools=tools,
-            on_approval=approve,
-            **self._trait_options(),
-        )
-        if self.shell is not None:  # restore, undo and switches put the variables back
-            shell = self.shell
-            agent.add_rewind_participant(KernelParticipant(lambda: shell.user_ns))
-            agent.add_rewind_participant(NotebookParticipant(self.notebook))  # cells, via the page
-        if self.notebook_tools and self.notebook.connected:  # cells the person edits: told
-            agent.add_outside_watch(self.notebook)
-        return agent
 
     # -- %%agent -----------------------------------------------------------------------
 
@@ -741,7 +497,7 @@ class LiteAgentMagics(Magics):
         if self.notebook_tools and not self.notebook.connected:
             self.notebook.probe()  # a page that answers gets the tools from the next cell on
         try:
-            agent = self.agent()
+            agent = self.builder.agent()
         except NetworkFilesystemError as exc:  # refuse_network_fs: one line, no traceback
             raise UsageError(str(exc)) from None
         if agent is None:
@@ -760,7 +516,7 @@ class LiteAgentMagics(Magics):
             continuation.choose()
         elif not continuation.chosen:
             notes += continuation.first_cell(agent)
-        drift = self.watch.note(user_ns, self._exposed())
+        drift = self.watch.note(user_ns, self.builder.exposed())
         stale = self.plans.stale_note()  # cells the last prompts left stale
         replaying = teach.top_note(agent.model)
         if replaying is not None:
@@ -830,7 +586,7 @@ class LiteAgentMagics(Magics):
             self.turns += 1
             self.plans.planned(result, agent, **how)
         if self.shell is not None:
-            self.watch.record(self.shell.user_ns, self._exposed())
+            self.watch.record(self.shell.user_ns, self.builder.exposed())
 
     def continued_agent(self) -> LiteAgent:
         """The agent, on the session this notebook continues. After a kernel start the first
@@ -883,60 +639,7 @@ class LiteAgentMagics(Magics):
     def require_agent(self) -> LiteAgent:
         from .cell import NO_KEY_MESSAGE
 
-        agent = self.agent()
+        agent = self.builder.agent()
         if agent is None:
             raise UsageError(NO_KEY_MESSAGE)
         return agent
-
-
-# ------------------------------------------------- the settings that are agent options
-
-
-def _capped(name: str) -> Callable[[LiteAgentMagics], float | None]:
-    """A cost cap setting, no higher than its lock in the kernel's configuration."""
-
-    def value(magics: LiteAgentMagics) -> float | None:
-        from . import budgets
-
-        return budgets.capped(name, getattr(magics, name), magics.shell)
-
-    return value
-
-
-def _hooks(magics: LiteAgentMagics) -> Any:
-    from .hook_paths import resolve_hooks
-
-    return resolve_hooks(magics.hooks, magics.shell.user_ns if magics.shell else {})
-
-
-OPTION_TRAITS: dict[str, Callable[[LiteAgentMagics], object] | None] = {
-    "model_name": None,
-    "sessions": None,
-    "system_prompt": None,
-    "max_turns": None,
-    "max_turn_tokens": None,
-    "max_turn_cost": _capped("max_turn_cost"),
-    "max_session_cost": _capped("max_session_cost"),
-    "prices": teach.prices,
-    "approvals": lambda magics: magics._approval_policy(),
-    "mcp_servers": lambda magics: magics.mcp_servers or None,
-    "hooks": _hooks,
-    "refuse_network_fs": None,
-    "require_same_user_approval": None,
-}
-"""The settings that are agent options (``create_lite_agent``'s keyword of the same name),
-each with how the option's value is made from the setting (``None``: the trait's value as
-it is). The one table ``_create`` builds the agent from and the settings key (a change
-rebuilds the agent) is read from: a new option the notebook sets is a trait and a row here.
-``workdir``, ``storage``, ``checkpointer`` and ``tools`` are made from several settings and
-the notebook's state (``_create``)."""
-
-_KEY_TRAITS = (
-    *OPTION_TRAITS,
-    "checkpointer_url",
-    "storage_root",
-    "allow_notebook_edits",
-    "share_outputs",
-    "kernel_tools",
-)
-"""The settings read as they are into the settings key (``_settings_key``)."""

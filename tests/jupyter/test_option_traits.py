@@ -13,7 +13,8 @@ from traitlets import TraitError
 
 from lite_agent_jupyter.agent.options import OPTION_NAMES
 from lite_agent_jupyter.agent.usage import Price
-from lite_agent_jupyter.jupyter.magics import OPTION_TRAITS, LiteAgentMagics, use_model
+from lite_agent_jupyter.jupyter.agent_builder import OPTION_TRAITS
+from lite_agent_jupyter.jupyter.magics import LiteAgentMagics, use_model
 from lite_agent_jupyter.providers import scripted
 
 SETTINGS: dict[str, Any] = {
@@ -55,7 +56,7 @@ def test_every_row_is_a_setting_and_an_option() -> None:
 def test_each_setting_reaches_the_agent(magics: LiteAgentMagics) -> None:
     for name, value in SETTINGS.items():
         setattr(magics, name, value)
-    agent = magics.agent()
+    agent = magics.builder.agent()
     assert agent is not None
     options = agent.options
     assert options.model_name == "my-model" and options.sessions is False
@@ -71,12 +72,12 @@ def test_each_setting_reaches_the_agent(magics: LiteAgentMagics) -> None:
 
 
 def test_a_change_of_any_row_rebuilds_the_agent(magics: LiteAgentMagics) -> None:
-    model = magics.build_model()
+    model = magics.builder.build_model()
     assert model is not None
     for name, value in SETTINGS.items():
-        before = magics._settings_key(model)
+        before = magics.builder._settings_key(model)
         setattr(magics, name, value)
-        assert magics._settings_key(model) != before, name
+        assert magics.builder._settings_key(model) != before, name
 
 
 def test_a_bad_setting_is_still_refused_by_its_trait(magics: LiteAgentMagics) -> None:
@@ -87,16 +88,16 @@ def test_a_bad_setting_is_still_refused_by_its_trait(magics: LiteAgentMagics) ->
 def test_the_settings_are_read_again_only_after_a_change(magics: LiteAgentMagics) -> None:
     """#32: each cell computes the settings key; the traits are read once per change of a
     setting, not each cell, and a dict changed in place still rebuilds the agent."""
-    model = magics.build_model()
+    model = magics.builder.build_model()
     assert model is not None
-    key = magics._settings_key(model)
-    read = magics._traits_read
-    assert magics._settings_key(model) == key and magics._traits_read is read
+    key = magics.builder._settings_key(model)
+    read = magics.builder._traits_read
+    assert magics.builder._settings_key(model) == key and magics.builder._traits_read is read
     magics.max_turns = 9
-    assert magics._settings_key(model) != key and magics._traits_read is not read
-    key = magics._settings_key(model)
+    assert magics.builder._settings_key(model) != key and magics.builder._traits_read is not read
+    key = magics.builder._settings_key(model)
     magics.hooks["turn_end"] = "os.path:basename"  # in place: no trait event
-    assert magics._settings_key(model) != key
+    assert magics.builder._settings_key(model) != key
 
 
 def test_the_key_follows_the_folder_and_the_notebook(
@@ -104,20 +105,32 @@ def test_the_key_follows_the_folder_and_the_notebook(
 ) -> None:
     """The notebook's location is kept between cells (#32), but moving to another folder
     or naming another notebook gives a new one, and a new key."""
-    model = magics.build_model()
+    model = magics.builder.build_model()
     assert model is not None
-    magics.agent()
-    key, location = magics._settings_key(model), magics.location
-    magics.agent()
-    assert magics.location is location and magics._settings_key(model) == key
+    magics.builder.agent()
+    key, location = magics.builder._settings_key(model), magics.location
+    magics.builder.agent()
+    assert magics.location is location and magics.builder._settings_key(model) == key
     (tmp_path / "other").mkdir()
     monkeypatch.chdir(tmp_path / "other")
-    magics.agent()
+    magics.builder.agent()
     assert magics.location.folder == tmp_path / "other"
-    assert magics._settings_key(model) != key
+    assert magics.builder._settings_key(model) != key
     monkeypatch.setenv("JPY_SESSION_NAME", str(tmp_path / "analysis.ipynb"))
-    magics.agent()
+    magics.builder.agent()
     assert magics.location.notebook == tmp_path / "analysis.ipynb"
+
+
+def test_the_magics_agent_is_the_builders(magics: LiteAgentMagics) -> None:
+    """#31: building the agent is ``magics.builder``'s; ``magics.agent()`` (an alias for
+    one release) and ``use_model`` / ``MODEL`` of the magics module are the builder's."""
+    from lite_agent_jupyter.jupyter import agent_builder
+    from lite_agent_jupyter.jupyter import magics as module
+
+    agent = magics.agent()
+    assert agent is not None and agent is magics.builder.agent()
+    assert module.use_model is agent_builder.use_model and module.MODEL is agent_builder.MODEL
+    assert agent.model is agent_builder.MODEL.provider
 
 
 def test_a_cell_without_options_gets_the_parsers_defaults() -> None:

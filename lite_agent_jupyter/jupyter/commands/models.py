@@ -55,6 +55,6 @@ def _model(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
 def model_rows(magics: LiteAgentMagics) -> list[tuple[str, object]]:
     """The model, and its server with what the server was seen to refuse."""
     rows: list[tuple[str, object]] = [
-        ("model", answering.describe(magics.build_model(), magics.model_name))
+        ("model", answering.describe(magics.builder.build_model(), magics.model_name))
     ]
-    return rows + answering.server_rows(magics.live_model())
+    return rows + answering.server_rows(magics.builder.live_model())

@@ -44,7 +44,7 @@ def _with_agent(magics: LiteAgentMagics, work: Callable[[LiteAgent], Coroutine[A
     (the kernel's loop is running in this one)."""
     if not magics.sessions:
         raise UsageError("%agent export/import need persistent sessions (not --memory)")
-    if magics.agent() is not None:
+    if magics.builder.agent() is not None:
         result: T = magics.runner.facade.call(work)
         return result
     outcome: list[Any] = []
@@ -55,7 +55,7 @@ def _with_agent(magics: LiteAgentMagics, work: Callable[[LiteAgent], Coroutine[A
         agent = create_lite_agent(
             model=scripted([]),
             workdir=Path(magics.workdir).expanduser() if magics.workdir else Path.cwd(),
-            storage=magics.storage(),
+            storage=magics.builder.storage(),
             checkpointer=checkpointer,
         )
         try:
@@ -82,7 +82,7 @@ def _with_agent(magics: LiteAgentMagics, work: Callable[[LiteAgent], Coroutine[A
 
 def _cassette_of(magics: LiteAgentMagics) -> Path | None:
     """The cassette the kernel records to or replays from, if any."""
-    agent = magics.agent()
+    agent = magics.builder.agent()
     model = agent.model if agent is not None else None
     if isinstance(model, ReplayProvider | RecordingProvider):
         return Path(model.path)
@@ -163,7 +163,7 @@ def _export(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
 def _import(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
     path = _path(magics, args.path)
     cassette_to = path.with_name(path.stem + ".cassette.jsonl")
-    kernel_agent = magics.agent() is not None
+    kernel_agent = magics.builder.agent() is not None
     result = _with_agent(
         magics,
         lambda agent: agent.import_session(

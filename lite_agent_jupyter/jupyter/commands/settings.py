@@ -16,15 +16,16 @@ from ...checkpoint.url import redact_url
 from ...errors import LiteAgentError
 from ...tools.mcp import load_servers
 from .. import answering, budgets, render, teach
-from ..magics import MODEL, LiteAgentMagics
+from ..agent_builder import MODEL
+from ..magics import LiteAgentMagics
 from ..registry import subcommand
 
 
 @subcommand("info", "Model, session, backend, storage (and which rule chose it), usage.")
 def _info(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
-    agent = magics.agent()
+    agent = magics.builder.agent()
     location = magics.location
-    storage = magics.storage()
+    storage = magics.builder.storage()
     if not magics.sessions:
         backend = "memory only (nothing on disk)"
     elif magics.checkpointer_url:
@@ -41,7 +42,7 @@ def _info(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
         ("storage", f"{storage.base}" if magics.sessions else "(memory only)"),
         ("notebook", location.notebook or "(none: a console)"),
         ("found by", location.rule),
-        ("workdir", magics.workdir_path().absolute()),
+        ("workdir", magics.builder.workdir_path().absolute()),
         ("notebook tools", _notebook_tools_text(magics)),
         (
             "this kernel",
@@ -80,7 +81,9 @@ def _config(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
     rows: list[tuple[str, object]] = [
         (name, _setting_text(magics, name)) for name in sorted(magics.trait_names(config=True))
     ]
-    rows.append(("API key", magics.key_source() or "not set (ANTHROPIC_API_KEY or %agent key)"))
+    rows.append(
+        ("API key", magics.builder.key_source() or "not set (ANTHROPIC_API_KEY or %agent key)")
+    )
     rows.append(("model override", repr(MODEL.provider) if MODEL.provider else "none"))
     print(render.key_value_text(rows))
 
@@ -107,5 +110,5 @@ def _key(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
     if not key:
         print("no key entered; nothing changed")
         return
-    magics.set_api_key(key)
+    magics.builder.set_api_key(key)
     print("key set for this kernel (memory only); the next %%agent cell uses it")

@@ -27,7 +27,7 @@ def _record(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
     magics.teach.record_path = path
     magics.teach.fresh = True
     magics.replay = ""
-    live = magics.live_model()
+    live = magics.builder.live_model()
     if live is None:
         note = " (no model to record yet: %agent key, or lite_agent_jupyter.use_model(...))"
     else:
@@ -59,7 +59,7 @@ def _replay(magics: LiteAgentMagics, args: argparse.Namespace) -> None:
     magics.replay_strict = not args.fallback
     magics.replay = args.path
     magics.teach.fresh = True
-    player = choose_model(magics, magics.live_model() if args.fallback else None)
+    player = choose_model(magics, magics.builder.live_model() if args.fallback else None)
     assert isinstance(player, ReplayProvider)
     print(
         f"replaying {player.path}: {player.recorded_calls} recorded model calls, no API key "
