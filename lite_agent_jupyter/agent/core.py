@@ -257,6 +257,7 @@ class LiteAgent:
         )
         """The session's time travel (``timetravel_api.py``); its verbs are this agent's
         too (``restore`` ... ``delete_branch`` below)."""
+        self._logs.listener = self.timetravel.listings
 
     # -- turns -------------------------------------------------------------------------
 

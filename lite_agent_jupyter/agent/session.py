@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from typing import Protocol
 
 from ..checkpoint.events import CompactionEvent, Event, now_iso, stamped, to_dict
 from ..checkpoint.fold import Folder
@@ -43,8 +44,24 @@ from .images import ImageStore
 from .rewound import RewoundNote
 
 
+class LogListener(Protocol):
+    """Told what a :class:`SessionLog` learns of its log (the agent's checkpoint listings,
+    ``timetravel/listing.py``, follow it so a turn's footer reads nothing)."""
+
+    def grown(
+        self, session_id: str, before: int, events: Sequence[Event], *, read: bool
+    ) -> None: ...
+
+    def forget(self, session_id: str) -> None: ...
+
+    def settled(self, session_id: str) -> None: ...
+
+
 class SessionLog:
     """The agent's view of one session's log."""
+
+    listener: LogListener | None = None
+    """Told of each append, catch-up, fresh read and turn's end (set by ``SessionLogs``)."""
 
     def __init__(
         self,
@@ -121,6 +138,8 @@ class SessionLog:
         if self.head == 0:
             self._replace(tail)
         elif tail and _same(tail[0], self.events[-1]):
+            if self.listener is not None:
+                self.listener.grown(self.session_id, self.head, tail[1:], read=True)
             self._extend(tail[1:])
         else:  # truncated (and perhaps re-grown) elsewhere, e.g. by a restore
             self._replace(await self._read_live())
@@ -141,6 +160,8 @@ class SessionLog:
         return events
 
     def _replace(self, events: list[Event]) -> None:
+        if self.listener is not None:
+            self.listener.forget(self.session_id)
         self.events = events
         self.head = events[-1].seq if events else 0
         self._folder = Folder.of(events)
@@ -184,7 +205,10 @@ class SessionLog:
                 raise
             ts = now_iso()
             first = head - len(events) + 1
-            self._extend([stamped(ev, first + i, ts) for i, ev in enumerate(events)])
+            added = [stamped(ev, first + i, ts) for i, ev in enumerate(events)]
+            if self.listener is not None:
+                self.listener.grown(self.session_id, self.head, added, read=False)
+            self._extend(added)
             self._seen_log = self._seen_log or head > 0
             return head
 
@@ -224,6 +248,8 @@ class SessionLog:
 
     async def sync(self) -> None:
         """Ask the backend to make everything so far durable (end of a turn)."""
+        if self.listener is not None:
+            self.listener.settled(self.session_id)
         checkpointer = self.checkpointer
         if checkpointer is not self._sync_known[0]:  # a protocol check is ~5 us: once
             self._sync_known = (checkpointer, isinstance(checkpointer, SupportsSync))

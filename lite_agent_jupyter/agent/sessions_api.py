@@ -34,7 +34,7 @@ from ..storage import BlobCollection, BlobRef, Blobs, Storage
 from .images import ImageStore
 from .maintenance import Maintenance
 from .rewound import RewoundNote
-from .session import SessionLog
+from .session import LogListener, SessionLog
 from .turns import TurnRunner
 from .usage import Prices, UsageTotals, usage_totals
 
@@ -66,6 +66,8 @@ class SessionLogs:
         self._blob_ref = blob_ref
         self._ensure_storage = ensure_storage
         self._logs: dict[str, SessionLog] = {}
+        self.listener: LogListener | None = None
+        """Given to every log opened (the agent's checkpoint listings)."""
 
     def open(self, session_id: str) -> SessionLog:
         """The session's log, with storage ready for its first write."""
@@ -79,6 +81,7 @@ class SessionLogs:
                 images=ImageStore(self._blobs, self._blob_ref(session_id)),
                 rewound=RewoundNote(self._notes_folder, session_id),
             )
+            session.listener = self.listener
         return session
 
     def forget(self, session_id: str, *, deleted_only: bool = False) -> None:

@@ -143,8 +143,14 @@ class TimeTravel:
         """The checkpoint at ``seq`` (a turn's ``checkpoint_seq``) with its number and id, or
         ``None`` if no prompt starts there; its ``files`` are left empty. Costs what was
         appended since the last call, not the session's length: what a footer after each
-        turn asks (:meth:`list_checkpoints` builds every checkpoint with its files)."""
+        turn asks (:meth:`list_checkpoints` builds every checkpoint with its files). Asked
+        while a turn of this agent holds the session (the footer's case), it reads nothing
+        when the kept marks followed the turn's log (``Listings.known_checkpoint``)."""
         sid = self._session("checkpoint_at", session_id)
+        if self._open_log(sid).turn_lock.locked():  # a turn of ours holds the session
+            known = self.listings.known_checkpoint(sid, seq)
+            if known is not None:  # its start looked for a journal and caught up
+                return known[0]
         await self.recover(sid)
         return await self.listings.checkpoint_at(sid, seq)
 

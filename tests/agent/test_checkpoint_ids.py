@@ -7,10 +7,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from lite_agent_jupyter import LiteAgent, UnknownCheckpointError
+from lite_agent_jupyter import LiteAgent, TurnStarted, UnknownCheckpointError, checkpointer_from_url
+from lite_agent_jupyter.checkpoint.events import AssistantEvent, UserEvent
 from lite_agent_jupyter.providers import call, reply, scripted
 
 MakeAgent = Callable[..., LiteAgent]
@@ -109,3 +111,100 @@ async def test_a_turns_checkpoint_is_found_without_listing_the_session(
     found = await agent.checkpoint_at(result.checkpoint_seq)
     again = await agent.list_checkpoints()
     assert found is not None and (found.number, found.id) == (3, again[2].id) != listed[2].id
+
+
+def _counting(agent: LiteAgent) -> list[str]:
+    """What ``agent`` asks its store for (reads, heads, mark reads) and each look for a
+    crash journal, as names in order."""
+    asked: list[str] = []
+    store, journal = agent.checkpointer, agent.timetravel.journal
+    for owner, name in (
+        (store, "read"),
+        (store, "read_marks"),
+        (store, "head"),
+        (journal, "recover"),
+    ):
+        method = getattr(owner, name)
+
+        def wrapped(*args: Any, _method: Any = method, _name: str = name, **kwargs: Any) -> Any:
+            asked.append(_name)
+            return _method(*args, **kwargs)
+
+        setattr(owner, name, wrapped)
+    return asked
+
+
+async def _footer(agent: LiteAgent, prompt: str, asked: list[str]) -> tuple[Any, list[str]]:
+    """What a ``%%agent`` cell's footer does: the checkpoint looked up once the prompt is
+    written, while the turn runs; with what the lookup asked the store for."""
+    found, looked = None, ["no TurnStarted"]
+    async for event in agent.run(prompt):
+        if isinstance(event, TurnStarted):
+            before = len(asked)
+            found = await agent.checkpoint_at(event.checkpoint_seq)
+            looked = asked[before:]
+    return found, looked
+
+
+async def test_a_turns_footer_reads_nothing_and_matches_the_listing(
+    make_agent: MakeAgent, workdir: Path
+) -> None:
+    """After the first, a turn's footer lookup asks the store nothing and looks for no
+    journal (#32: a read of the mark index under the session lock and a stat, every cell),
+    and gives the number and id the full listing gives, across a restore too (whose file
+    table is built from marks the turns' appends added)."""
+    steps = [
+        step
+        for i in range(6)
+        for step in (reply("", [call("write_file", path="a.txt", content=str(i))]), "ok")
+    ]
+    agent = make_agent(model=scripted(steps, delay=0.05), approvals="allow")
+    asked = _counting(agent)
+    footers = []
+    for i in range(4):
+        found, looked = await _footer(agent, f"prompt {i}", asked)
+        footers.append(found)
+        if i > 0:
+            assert looked == []
+    listed = await agent.list_checkpoints()
+    assert [(c.number, c.id) for c in footers] == [(c.number, c.id) for c in listed]
+    assert [c.files for c in listed] == [("a.txt",)] * 4
+    await agent.restore(agent.session_id, listed[1].seq)  # prompts 2.. are cut
+    assert (workdir / "a.txt").read_text() == "0"
+    for i in range(2):
+        found, looked = await _footer(agent, f"again {i}", asked)
+        again = await agent.list_checkpoints()
+        assert found is not None and (found.number, found.id) == (again[-1].number, again[-1].id)
+        assert found.number == 2 + i and found.id != listed[1 + i].id
+    assert looked == []  # the second turn after the restore reads nothing again
+    assert (workdir / "a.txt").read_text() == "5"
+
+
+@pytest.mark.parametrize("backend", ["file", "sqlite", "postgres"])
+async def test_a_footer_sees_what_another_writer_appended_between_turns(
+    backend: str, backend_url_for: Callable[[str], str], make_agent: MakeAgent
+) -> None:
+    """Prompts another agent (or process) appended to the session between two turns count
+    in the next footer's number and id (learnt from the turn's own catch-up with the log),
+    on every backend."""
+    agent = make_agent(
+        model=scripted(["ok"] * 4, delay=0.05),
+        checkpointer=checkpointer_from_url(backend_url_for(backend)),
+    )
+    asked = _counting(agent)
+    for i in range(2):
+        await _footer(agent, f"mine {i}", asked)
+    head = await agent.checkpointer.head(agent.session_id)
+    await agent.checkpointer.append(
+        agent.session_id,
+        [
+            UserEvent(content="theirs", checkpoint=True, origin="user"),
+            AssistantEvent(content=[{"type": "text", "text": "theirs too"}]),
+        ],
+        expected_head=head,
+    )
+    found, looked = await _footer(agent, "mine again", asked)
+    listed = await agent.list_checkpoints()
+    assert [c.prompt for c in listed] == ["mine 0", "mine 1", "theirs", "mine again"]
+    assert found is not None and (found.number, found.id) == (4, listed[3].id)
+    assert looked == []

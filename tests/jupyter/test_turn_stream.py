@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_anthropic import FakeAnthropicServer, FakeReply
 
 from lite_agent_jupyter import Storage, create_lite_agent
 from lite_agent_jupyter.agent import TextDelta, TurnFinished, TurnStarted, UsageUpdate
 from lite_agent_jupyter.jupyter.runner import AgentRunner, TurnStream
-from lite_agent_jupyter.providers import scripted
+from lite_agent_jupyter.providers import anthropic, scripted
 
 
 @pytest.fixture
@@ -118,3 +119,60 @@ def test_the_footer_checkpoint_is_looked_up_while_the_model_answers(
         listed = runner.call(agent.list_checkpoints)
         assert stream.checkpoint is not None
         assert (stream.checkpoint.number, stream.checkpoint.id) == (number, listed[-1].id)
+
+
+def test_a_cells_footer_reads_nothing_after_the_first_turn(
+    runner: AgentRunner,
+    fake_anthropic: FakeAnthropicServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Through the runner, the real client and a server that answers at once (the footer's
+    lookup, started when the prompt is written, then races the turn's next append), the
+    lookup of every turn after the first asks the store nothing and looks for no crash
+    journal (#32), and names the listing's checkpoint."""
+    from lite_agent_jupyter.agent import LiteAgent
+
+    asked: list[str] = []
+    looked: list[list[str]] = []
+    checkpoint_at = LiteAgent.checkpoint_at
+
+    async def counted(self: LiteAgent, seq: int, session_id: str | None = None) -> Any:
+        before = len(asked)
+        found = await checkpoint_at(self, seq, session_id)
+        looked.append(asked[before:])
+        return found
+
+    monkeypatch.setattr(LiteAgent, "checkpoint_at", counted)
+    fake_anthropic.default = FakeReply("ok")
+    agent = runner.agent(
+        "key",
+        lambda approve: create_lite_agent(
+            model=anthropic(api_key=fake_anthropic.api_key, base_url=fake_anthropic.url),
+            workdir=tmp_path,
+            storage=Storage(tmp_path / ".lite_agent", "ns"),
+            on_approval=approve,
+        ),
+    )
+    store, journal = agent.checkpointer, agent.timetravel.journal
+    for owner, name in (
+        (store, "read"),
+        (store, "read_marks"),
+        (store, "head"),
+        (journal, "recover"),
+    ):
+        method = getattr(owner, name)
+
+        def wrapped(*args: Any, _method: Any = method, _name: str = name, **kwargs: Any) -> Any:
+            asked.append(_name)
+            return _method(*args, **kwargs)
+
+        monkeypatch.setattr(owner, name, wrapped)
+    for number in range(1, 6):
+        stream = runner.start_turn(agent, f"question {number}")
+        while stream.get(timeout=60) is not None:
+            pass
+        listed = runner.call(agent.list_checkpoints)
+        assert stream.checkpoint is not None
+        assert (stream.checkpoint.number, stream.checkpoint.id) == (number, listed[-1].id)
+    assert len(looked) == 5 and looked[1:] == [[]] * 4
