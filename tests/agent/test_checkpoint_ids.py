@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from store_calls import count_store_calls
 
 from lite_agent_jupyter import LiteAgent, TurnStarted, UnknownCheckpointError, checkpointer_from_url
 from lite_agent_jupyter.checkpoint.events import AssistantEvent, UserEvent
@@ -113,27 +114,6 @@ async def test_a_turns_checkpoint_is_found_without_listing_the_session(
     assert found is not None and (found.number, found.id) == (3, again[2].id) != listed[2].id
 
 
-def _counting(agent: LiteAgent) -> list[str]:
-    """What ``agent`` asks its store for (reads, heads, mark reads) and each look for a
-    crash journal, as names in order."""
-    asked: list[str] = []
-    store, journal = agent.checkpointer, agent.timetravel.journal
-    for owner, name in (
-        (store, "read"),
-        (store, "read_marks"),
-        (store, "head"),
-        (journal, "recover"),
-    ):
-        method = getattr(owner, name)
-
-        def wrapped(*args: Any, _method: Any = method, _name: str = name, **kwargs: Any) -> Any:
-            asked.append(_name)
-            return _method(*args, **kwargs)
-
-        setattr(owner, name, wrapped)
-    return asked
-
-
 async def _footer(agent: LiteAgent, prompt: str, asked: list[str]) -> tuple[Any, list[str]]:
     """What a ``%%agent`` cell's footer does: the checkpoint looked up once the prompt is
     written, while the turn runs; with what the lookup asked the store for."""
@@ -159,7 +139,7 @@ async def test_a_turns_footer_reads_nothing_and_matches_the_listing(
         for step in (reply("", [call("write_file", path="a.txt", content=str(i))]), "ok")
     ]
     agent = make_agent(model=scripted(steps, delay=0.05), approvals="allow")
-    asked = _counting(agent)
+    asked = count_store_calls(agent)
     footers = []
     for i in range(4):
         found, looked = await _footer(agent, f"prompt {i}", asked)
@@ -191,7 +171,7 @@ async def test_a_footer_sees_what_another_writer_appended_between_turns(
         model=scripted(["ok"] * 4, delay=0.05),
         checkpointer=checkpointer_from_url(backend_url_for(backend)),
     )
-    asked = _counting(agent)
+    asked = count_store_calls(agent)
     for i in range(2):
         await _footer(agent, f"mine {i}", asked)
     head = await agent.checkpointer.head(agent.session_id)

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from fake_anthropic import FakeAnthropicServer, FakeReply
+from store_calls import count_store_calls
 
 from lite_agent_jupyter import Storage, create_lite_agent
 from lite_agent_jupyter.agent import TextDelta, TurnFinished, TurnStarted, UsageUpdate
@@ -133,17 +134,6 @@ def test_a_cells_footer_reads_nothing_after_the_first_turn(
     journal (#32), and names the listing's checkpoint."""
     from lite_agent_jupyter.agent import LiteAgent
 
-    asked: list[str] = []
-    looked: list[list[str]] = []
-    checkpoint_at = LiteAgent.checkpoint_at
-
-    async def counted(self: LiteAgent, seq: int, session_id: str | None = None) -> Any:
-        before = len(asked)
-        found = await checkpoint_at(self, seq, session_id)
-        looked.append(asked[before:])
-        return found
-
-    monkeypatch.setattr(LiteAgent, "checkpoint_at", counted)
     fake_anthropic.default = FakeReply("ok")
     agent = runner.agent(
         "key",
@@ -154,20 +144,17 @@ def test_a_cells_footer_reads_nothing_after_the_first_turn(
             on_approval=approve,
         ),
     )
-    store, journal = agent.checkpointer, agent.timetravel.journal
-    for owner, name in (
-        (store, "read"),
-        (store, "read_marks"),
-        (store, "head"),
-        (journal, "recover"),
-    ):
-        method = getattr(owner, name)
+    asked = count_store_calls(agent)
+    looked: list[list[str]] = []
+    checkpoint_at = LiteAgent.checkpoint_at
 
-        def wrapped(*args: Any, _method: Any = method, _name: str = name, **kwargs: Any) -> Any:
-            asked.append(_name)
-            return _method(*args, **kwargs)
+    async def counted(self: LiteAgent, seq: int, session_id: str | None = None) -> Any:
+        before = len(asked)
+        found = await checkpoint_at(self, seq, session_id)
+        looked.append(asked[before:])
+        return found
 
-        monkeypatch.setattr(owner, name, wrapped)
+    monkeypatch.setattr(LiteAgent, "checkpoint_at", counted)
     for number in range(1, 6):
         stream = runner.start_turn(agent, f"question {number}")
         while stream.get(timeout=60) is not None:
