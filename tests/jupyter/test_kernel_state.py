@@ -31,9 +31,10 @@ def _call(ns: dict[str, Any], code: str, **caps: Any) -> Any:
 
 
 def test_an_in_place_change_is_seen_where_id_is_the_same() -> None:
-    """The old report compared ``id()``: ``df.drop(..., inplace=True)`` was "no change"."""
+    """The old report compared ``id()``: a column deleted in place (``del df["b"]``, or the
+    ``drop(..., inplace=True)`` pandas 3.1 deprecates) was "no change"."""
     ns: dict[str, Any] = {"df": pd.DataFrame({"a": [1, 2], "b": [3, 4]}), "n": {"k": 1}}
-    _, report = _call(ns, 'df.drop(columns=["b"], inplace=True)\nn["k"] = 2\nx = 5')
+    _, report = _call(ns, 'del df["b"]\nn["k"] = 2\nx = 5')
     assert report.changed == ("df", "n") and report.created == ("x",)
     assert report.rebound == () and report.deleted == ()
     assert [g.names for g in report.groups] == [["df"], ["n"]]
