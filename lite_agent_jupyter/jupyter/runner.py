@@ -258,7 +258,8 @@ class AgentRunner:
         """Run ``fn(*args, **kwargs)`` on the agent's loop (the call itself too: nothing of
         the agent runs on the caller's thread) and block for its result. A KeyboardInterrupt
         while waiting cancels it and waits until its cleanup has finished (a restore's
-        rollback, a turn's log repair) before propagating."""
+        rollback, a turn's log repair) before propagating; a call that ended with a result
+        all the same (the interrupt came after its last step) returns it."""
         if threading.current_thread() is self._thread:
             raise RuntimeError("AgentRunner.call() from the agent loop itself would deadlock")
         future = self.submit(_invoke(fn, args, kwargs))
@@ -266,12 +267,16 @@ class AgentRunner:
             return future.result()
         except KeyboardInterrupt:
             self.cancel(future)
+            if _finished(future):  # too late to stop it: say what happened, not "interrupted"
+                return future.result()
             raise
 
     async def acall(self, fn: Callable[P, Awaitable[T]], /, *args: P.args, **kwargs: P.kwargs) -> T:
         """:meth:`call` for a caller on another event loop (a cell's top-level ``await``):
         awaits the result without blocking that loop. Cancelled (a kernel interrupt of an
-        awaiting cell), it cancels the call and waits for its cleanup before it re-raises."""
+        awaiting cell), it cancels the call and waits for its cleanup before it re-raises,
+        or returns the call's result if it ended with one all the same (the cancellation is
+        then taken back: ``uncancel``)."""
         future = self.submit(_invoke(fn, args, kwargs))
         result = asyncio.wrap_future(future)
         try:
@@ -281,6 +286,11 @@ class AgentRunner:
         except asyncio.CancelledError:
             result.add_done_callback(_retrieved)
             await asyncio.get_running_loop().run_in_executor(None, self.cancel, future)
+            if _finished(future):  # too late to stop it: say what happened, not "interrupted"
+                task = asyncio.current_task()
+                if task is not None:
+                    task.uncancel()
+                return future.result()
             raise
 
     def stream(
@@ -744,6 +754,13 @@ class _TaskHolder:
             self.task.cancel()
         else:
             self.cancelled = True
+
+
+def _finished(future: concurrent.futures.Future[Any]) -> bool:
+    """Whether a call whose caller was interrupted ended anyway with a result: the interrupt
+    came after its last step (a restore already written and recorded). Its caller returns
+    that result, so the cell says what was done instead of "interrupted"."""
+    return future.done() and not future.cancelled() and future.exception() is None
 
 
 def _retrieved(future: asyncio.Future[Any]) -> None:

@@ -56,3 +56,40 @@ def test_an_interrupted_restore_returns_after_its_rollback(
     after = agent_kernel.run(f"%agent restore {seq}").check()
     assert "Restored to before prompt 1" in after.stream_text
     assert {p.read_text() for p in paths} == {"v1\n"}
+
+
+def test_an_awaited_restore_says_what_an_interrupt_left(
+    agent_kernel: Kernel, fake_anthropic: FakeAnthropicServer, tmp_path: Path
+) -> None:
+    """``%agent restore`` alone in a cell is awaited (``awaiting.py``). Interrupted while it
+    writes, the cell says what really happened: either the restore was stopped and rolled
+    back (an interrupt, every file as before) or the interrupt came too late and the restore
+    is done (its summary, every file rewritten), never "interrupted" over a finished restore
+    (what it said before)."""
+    data = tmp_path / "work" / "data"
+    data.mkdir()
+    paths = [data / f"f{i:04}.txt" for i in range(FILES)]
+    for path in paths:
+        path.write_text("v1\n")
+    fake_anthropic.script(
+        tool_reply("", "bash", command="for f in data/*.txt; do echo v2 > $f; done"), "Done."
+    )
+    turn = agent_kernel.run("%%agent\nbump every file").check()
+    seq = int(re.search(r"%agent restore (\d+)", turn.plain).group(1))  # type: ignore[union-attr]
+    msg_id = agent_kernel.submit(f"%agent restore {seq}")
+
+    def under_way() -> bool:
+        return any(p.read_text() == "v1\n" for p in paths)
+
+    assert wait_until(under_way, interval=0.002), "the restore never started"
+    agent_kernel.interrupt()
+    cell = agent_kernel.collect([msg_id])[0]
+    versions = {p.read_text() for p in paths}
+    assert len(versions) == 1, "files left half restored"
+    if versions == {"v1\n"}:
+        cell.check()
+        assert "Restored to before prompt 1" in cell.stream_text, cell.text
+        assert "KeyboardInterrupt" not in cell.text
+    else:
+        assert versions == {"v2\n"}
+        assert "interrupted" in cell.text, cell.text
