@@ -119,16 +119,8 @@ def fsync_many(paths: Iterable[str | os.PathLike[str]], *, workers: int = 16) ->
     session import writing a thousand blobs), whose fsyncs then share the file system's
     journal commits instead of waiting for one each (measured: 1,000 small files in about
     0.2 s instead of 5 s). Only these paths are flushed, not the whole file system."""
-
-    def flush(path: str | os.PathLike[str]) -> None:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        for _ in pool.map(flush, list(paths)):
+        for _ in pool.map(fsync_file, list(paths)):
             pass
 
 
