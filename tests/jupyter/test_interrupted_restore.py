@@ -15,20 +15,29 @@ FILES = 1500
 """Enough files that the restore takes a while to write (each is written and fsynced)."""
 
 
-def test_an_interrupted_restore_returns_after_its_rollback(
-    agent_kernel: Kernel, fake_anthropic: FakeAnthropicServer, tmp_path: Path
-) -> None:
+def _bump_every_file(
+    kernel: Kernel, server: FakeAnthropicServer, tmp_path: Path
+) -> tuple[list[Path], int]:
+    """:data:`FILES` files at ``v1``, then one prompt whose bash call writes ``v2`` into each:
+    the files, and the seq a restore to before that prompt takes."""
     data = tmp_path / "work" / "data"
     data.mkdir()
     paths = [data / f"f{i:04}.txt" for i in range(FILES)]
     for path in paths:
         path.write_text("v1\n")
-    fake_anthropic.script(
+    server.script(
         tool_reply("", "bash", command="for f in data/*.txt; do echo v2 > $f; done"), "Done."
     )
-    turn = agent_kernel.run("%%agent\nbump every file").check()
+    turn = kernel.run("%%agent\nbump every file").check()
     assert all(p.read_text() == "v2\n" for p in paths)
     seq = int(re.search(r"%agent restore (\d+)", turn.plain).group(1))  # type: ignore[union-attr]
+    return paths, seq
+
+
+def test_an_interrupted_restore_returns_after_its_rollback(
+    agent_kernel: Kernel, fake_anthropic: FakeAnthropicServer, tmp_path: Path
+) -> None:
+    paths, seq = _bump_every_file(agent_kernel, fake_anthropic, tmp_path)
 
     # the restore, and the first thing the kernel does once it returns: look at the folder
     # (is a rollback journal still there? are files still at the restored version?)
@@ -66,16 +75,7 @@ def test_an_awaited_restore_says_what_an_interrupt_left(
     back (an interrupt, every file as before) or the interrupt came too late and the restore
     is done (its summary, every file rewritten), never "interrupted" over a finished restore
     (what it said before)."""
-    data = tmp_path / "work" / "data"
-    data.mkdir()
-    paths = [data / f"f{i:04}.txt" for i in range(FILES)]
-    for path in paths:
-        path.write_text("v1\n")
-    fake_anthropic.script(
-        tool_reply("", "bash", command="for f in data/*.txt; do echo v2 > $f; done"), "Done."
-    )
-    turn = agent_kernel.run("%%agent\nbump every file").check()
-    seq = int(re.search(r"%agent restore (\d+)", turn.plain).group(1))  # type: ignore[union-attr]
+    paths, seq = _bump_every_file(agent_kernel, fake_anthropic, tmp_path)
     msg_id = agent_kernel.submit(f"%agent restore {seq}")
 
     def under_way() -> bool:
